@@ -1,0 +1,76 @@
+# braid: the one entry point. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMPS := .stamps
+APT_PACKAGES := containernetworking-plugins iproute2 iptables
+CNI_BIN_DIR ?= /usr/lib/cni
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: help install system venv build shim native demo test lint test-rust test-unit test-kernel bench fmt clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+install: system venv build ## set up everything: apt packages, virtualenv, Rust build, extension
+
+system: $(STAMPS)/system ## install the Debian packages the tests and demo need (root)
+$(STAMPS)/system:
+	@mkdir -p $(STAMPS)
+	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES); \
+	fi
+	@touch $@
+
+venv: $(STAMPS)/venv ## create the virtualenv with the development tools
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.9,<2"
+	@touch $@
+
+build: shim native ## build the shim and the extension (release)
+
+shim: ## build the compiled `braid` executable
+	cargo build --release --locked -p braid-shim
+
+native: venv ## build braid._native into the virtualenv
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
+
+demo: install ## the main job: run an example network in a fresh namespace with braidctl cni
+	$(PY) -m braid.cli demo-cni --cni-path $(CNI_BIN_DIR)
+
+test: install lint test-rust test-unit test-kernel ## every test tier plus lint (what CI runs)
+
+lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/mypy --strict
+	$(VENV)/bin/python -m mypy.stubtest braid._native --mypy-config-file pyproject.toml
+	cargo fmt --all --check
+	cargo clippy --locked --workspace --all-targets -- -D warnings
+
+test-rust: ## cargo test of every crate
+	cargo test --locked --workspace
+
+test-unit: native ## Python unit tier (no privileges)
+	$(PY) -m pytest tests --ignore=tests/kernel -q
+
+test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
+	$(PY) -m pytest tests/kernel -q
+
+bench: install ## benchmarks (see docs/performance.md)
+	$(PY) -m pytest benches -q --benchmark-only
+	cargo bench --locked -p braid-cni
+
+fmt: ## format Python and Rust
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+	cargo fmt --all
+
+clean: ## remove build products and the virtualenv
+	rm -rf target $(VENV) $(STAMPS) python/braid/_native*.so

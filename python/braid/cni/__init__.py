@@ -1,0 +1,1 @@
+"""braid.cni: a CNI runtime library (what libcni does, for Python)."""

@@ -1,0 +1,44 @@
+//! Network namespace handles and netlink operations. The only braid crate with syscalls:
+//! every `unsafe` block carries a `SAFETY:` comment.
+//!
+//! The one primitive that enters a namespace is a dedicated thread that enters, does the work
+//! and restores or dies (see `STYLE.md`); nothing here ever `setns`es a caller's thread.
+
+use std::ffi::CString;
+use std::io;
+
+/// The identity of a namespace file: `(st_dev, st_ino)` of what `path` opens.
+///
+/// Two paths name the same namespace exactly when their identities are equal; comparing path
+/// strings is wrong (`/var/run` is often a symlink to `/run`).
+pub fn namespace_id(path: &str) -> io::Result<(u64, u64)> {
+    let c_path = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `c_path` is a valid NUL-terminated string and `st` points to writable memory
+    // large enough for a `stat`; `stat` initialises it when it returns 0.
+    let rc = unsafe { libc::stat(c_path.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `stat` returned 0, so it filled the whole structure.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_dev, st.st_ino))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_namespace_has_an_identity() {
+        let a = namespace_id("/proc/self/ns/net").unwrap();
+        let b = namespace_id("/proc/thread-self/ns/net").unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn missing_path_is_an_error() {
+        assert!(namespace_id("/nonexistent/ns").is_err());
+        assert!(namespace_id("bad\0path").is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! pyo3 glue: `braid._native`. Bytes and strings in, bytes and strings out; keyword-only
+//! arguments; every `CniError` becomes `braid.errors.CniError` in one place ([`to_py_err`]).
+
+use braid_cni::{args, config, inject, result, version, CniError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyType};
+
+static CNI_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Converts a core error into `braid.errors.CniError(code, msg, details)`.
+fn to_py_err(py: Python<'_>, err: CniError) -> PyErr {
+    let class = CNI_ERROR.import(py, "braid.errors", "CniError");
+    match class {
+        Ok(cls) => match cls.call1((err.code, err.msg, err.details)) {
+            Ok(obj) => PyErr::from_value(obj),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
+fn bytes(py: Python<'_>, data: &[u8]) -> Py<PyBytes> {
+    PyBytes::new(py, data).unbind()
+}
+
+/// Converts a CNI result to `to_version` with libcni's rules.
+#[pyfunction]
+#[pyo3(signature = (*, data, to_version))]
+fn convert_result(py: Python<'_>, data: &[u8], to_version: &str) -> PyResult<Py<PyBytes>> {
+    result::convert(data, to_version).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+}
+
+/// Parses a plugin's ADD output for a configuration of `config_version`.
+#[pyfunction]
+#[pyo3(signature = (*, data, config_version))]
+fn parse_plugin_result(py: Python<'_>, data: &[u8], config_version: &str) -> PyResult<Py<PyBytes>> {
+    result::parse_plugin_output(data, config_version)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// The `cniVersion` of a result.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn result_version(py: Python<'_>, data: &[u8]) -> PyResult<String> {
+    result::result_version(data).map_err(|e| to_py_err(py, e))
+}
+
+/// Decodes a plugin's error object into `(code, msg, details)`.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn parse_plugin_error(py: Python<'_>, data: &[u8]) -> PyResult<(u32, String, String)> {
+    result::parse_error_object(data)
+        .map(|e| (e.code, e.msg, e.details))
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// Decodes a plugin's VERSION output; returns its `supportedVersions`.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn parse_version_output(py: Python<'_>, data: &[u8]) -> PyResult<Vec<String>> {
+    version::parse_version_output(data).map_err(|e| to_py_err(py, e))
+}
+
+/// libcni's selection of a list version from `cniVersion` and `cniVersions`.
+#[pyfunction]
+#[pyo3(signature = (*, cni_version, cni_versions))]
+fn select_list_version(cni_version: &str, cni_versions: Vec<String>) -> String {
+    version::select_list_version(cni_version, &cni_versions)
+}
+
+/// The highest version the list and every plugin support.
+#[pyfunction]
+#[pyo3(signature = (*, list_version, list_versions, plugin_versions))]
+fn negotiate_version(
+    py: Python<'_>,
+    list_version: &str,
+    list_versions: Vec<String>,
+    plugin_versions: Vec<Vec<String>>,
+) -> PyResult<String> {
+    version::negotiate(list_version, &list_versions, &plugin_versions).map_err(|e| to_py_err(py, e))
+}
+
+/// Validates a conflist; returns its summary JSON.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn parse_network_list(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyBytes>> {
+    config::summarize(data).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+}
+
+/// Up-converts a single-plugin conf into a conflist.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn conf_to_list(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyBytes>> {
+    config::conf_to_list(data).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+}
+
+/// Appends plugin objects to a conflist.
+#[pyfunction]
+#[pyo3(signature = (*, network_list, plugins))]
+fn append_plugins(py: Python<'_>, network_list: &[u8], plugins: Vec<Vec<u8>>) -> PyResult<Py<PyBytes>> {
+    let refs: Vec<&[u8]> = plugins.iter().map(Vec::as_slice).collect();
+    config::append_plugins(network_list, &refs).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+}
+
+/// Builds one plugin's stdin for one verb.
+#[pyfunction]
+#[pyo3(signature = (*, network_list, index, command, cni_version, capability_args=None, prev_result=None, valid_attachments=None, args_cni=None))]
+#[allow(clippy::too_many_arguments)] // mirrors the keyword-only Python signature
+fn plugin_stdin(
+    py: Python<'_>,
+    network_list: &[u8],
+    index: usize,
+    command: &str,
+    cni_version: &str,
+    capability_args: Option<&[u8]>,
+    prev_result: Option<&[u8]>,
+    valid_attachments: Option<&[u8]>,
+    args_cni: Option<&[u8]>,
+) -> PyResult<Py<PyBytes>> {
+    let req = inject::StdinRequest {
+        network_list,
+        index,
+        command,
+        cni_version,
+        capability_args,
+        prev_result,
+        valid_attachments,
+        args_cni,
+    };
+    inject::plugin_stdin(&req).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+}
+
+/// Joins `CNI_ARGS` pairs.
+#[pyfunction]
+#[pyo3(signature = (*, pairs))]
+fn build_cni_args(pairs: Vec<(String, String)>) -> String {
+    args::build(&pairs)
+}
+
+/// Splits `CNI_ARGS` like Go's `LoadArgs`.
+#[pyfunction]
+#[pyo3(signature = (*, value))]
+fn parse_cni_args(py: Python<'_>, value: &str) -> PyResult<Vec<(String, String)>> {
+    args::parse(value).map_err(|e| to_py_err(py, e))
+}
+
+/// Renders the CNI error JSON object.
+#[pyfunction]
+#[pyo3(signature = (*, code, msg, details, cni_version))]
+fn error_json(py: Python<'_>, code: u32, msg: &str, details: &str, cni_version: &str) -> Py<PyBytes> {
+    let err = CniError::new(code, msg).with_details(details);
+    bytes(py, &err.to_json(cni_version))
+}
+
+/// `(st_dev, st_ino)` of a namespace path; `OSError` when it cannot be opened.
+#[pyfunction]
+#[pyo3(signature = (*, path))]
+fn namespace_id(py: Python<'_>, path: &str) -> PyResult<(u64, u64)> {
+    py.detach(|| braid_netns::namespace_id(path)).map_err(PyErr::from)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(convert_result, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_plugin_result, m)?)?;
+    m.add_function(wrap_pyfunction!(result_version, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_plugin_error, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_version_output, m)?)?;
+    m.add_function(wrap_pyfunction!(select_list_version, m)?)?;
+    m.add_function(wrap_pyfunction!(negotiate_version, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_network_list, m)?)?;
+    m.add_function(wrap_pyfunction!(conf_to_list, m)?)?;
+    m.add_function(wrap_pyfunction!(append_plugins, m)?)?;
+    m.add_function(wrap_pyfunction!(plugin_stdin, m)?)?;
+    m.add_function(wrap_pyfunction!(build_cni_args, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_cni_args, m)?)?;
+    m.add_function(wrap_pyfunction!(error_json, m)?)?;
+    m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
+    m.add("CNI_VERSIONS", version::ALL.to_vec())?;
+    m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
+    Ok(())
+}
