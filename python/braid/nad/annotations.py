@@ -1,0 +1,214 @@
+"""The selection annotation ``k8s.v1.cni.cncf.io/networks`` (spec section 4) and the
+``v1.multus-cni.io/default-network`` override, in both formats.
+
+An invalid annotation fails with CNI error 7 naming the entry and the key, where the spec says
+"invalid and ignored": attaching a pod without the networks it asked for would hide the mistake
+(see docs/annotations.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.syntax import (
+    is_dns1123_label,
+    is_infiniband_guid,
+    is_interface_name,
+    is_ip,
+    is_ip_or_cidr,
+    is_mac,
+)
+
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network"
+MAX_ANNOTATION_BYTES = 256 * 1024  # Kubernetes' limit for all annotations of an object
+_IGNORED_KEYS = frozenset({"ipam-claim-reference"})  # in the NAD client type; Multus ignores it
+
+
+class Selection(msgspec.Struct, frozen=True):
+    """One requested attachment: a NAD reference plus its per-attachment requests."""
+
+    index: int
+    name: str
+    namespace: str
+    interface: str | None = None
+    ips: tuple[str, ...] = ()
+    mac: str | None = None
+    infiniband_guid: str | None = None
+    default_route: tuple[str, ...] | None = None
+    cni_args: dict[str, Any] | None = None
+    port_mappings: list[Any] | None = None
+    bandwidth: dict[str, Any] | None = None
+    device_id: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def label(self) -> str:
+        """How messages name this entry: its position and reference."""
+        return f"entry {self.index} ({self.namespace}/{self.name})"
+
+
+def _fail(annotation: str, index: int, name: str, problem: str) -> CniError:
+    who = f"entry {index}" + (f" ({name!r})" if name else "")
+    return CniError(INVALID_CONFIG, f"invalid annotation {annotation}: {who}: {problem}")
+
+
+def _text_entry(item: str, index: int, namespace: str, annotation: str) -> Selection:
+    ref = item.strip()
+    if not ref:
+        raise _fail(annotation, index, "", "empty network reference")
+    ns_part, slash, rest = ref.partition("/")
+    if not slash:
+        ns_part, rest = "", ref
+    name, at, ifname = rest.partition("@")
+    name, ns_part, ifname = name.strip(), ns_part.strip(), ifname.strip()
+    if "/" in rest or "@" in ifname:
+        raise _fail(annotation, index, ref, "expected [namespace/]name[@interface]")
+    if slash and not is_dns1123_label(ns_part):
+        raise _fail(annotation, index, ref, f"namespace {ns_part!r} is not a DNS-1123 label")
+    if not is_dns1123_label(name):
+        raise _fail(annotation, index, ref, f"name {name!r} is not a DNS-1123 label")
+    if at and not is_interface_name(ifname):
+        raise _fail(annotation, index, ref, f"interface {ifname!r} is not a valid interface name")
+    return Selection(
+        index=index, name=name, namespace=ns_part or namespace, interface=ifname if at else None
+    )
+
+
+class _BadValue(Exception):
+    """A JSON value of the wrong shape; the caller adds the entry and key."""
+
+
+def _string(value: Any, check: Any, what: str) -> str:
+    if not isinstance(value, str) or not check(value):
+        raise _BadValue(f"{value!r} is not {what}")
+    return value
+
+
+def _strings(value: Any, check: Any, what: str, *, non_empty: bool) -> tuple[str, ...]:
+    if not isinstance(value, list) or (non_empty and not value):
+        raise _BadValue("expected a " + ("non-empty " if non_empty else "") + "list of strings")
+    return tuple(_string(v, check, what) for v in value)
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind):
+        raise _BadValue(f"expected {what}")
+    return value
+
+
+def _list_of_objects(value: Any) -> list[Any]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise _BadValue("expected a list of objects")
+    return value
+
+
+# key -> (Selection field, converter of the JSON value)
+_KEYS: dict[str, tuple[str, Any]] = {
+    "interface": ("interface", lambda v: _string(v, is_interface_name, "an interface name")),
+    "ips": ("ips", lambda v: _strings(v, is_ip_or_cidr, "an IP address", non_empty=True)),
+    "mac": ("mac", lambda v: _string(v, is_mac, "a 6- or 20-byte hardware address")),
+    "infiniband-guid": ("infiniband_guid", lambda v: _string(v, is_infiniband_guid, "a GUID")),
+    "default-route": ("default_route", lambda v: _strings(v, is_ip, "an IP", non_empty=False)),
+    "cni-args": ("cni_args", lambda v: _typed(v, dict, "an object")),
+    "portMappings": ("port_mappings", _list_of_objects),
+    "bandwidth": ("bandwidth", lambda v: _typed(v, dict, "an object")),
+    "deviceID": ("device_id", lambda v: _typed(v, str, "a string")),
+}
+
+
+def _entry_name(entry: dict[str, Any], index: int, annotation: str) -> tuple[str, str]:
+    name = entry.get("name")
+    if not isinstance(name, str) or not is_dns1123_label(name):
+        shown = name if isinstance(name, str) else ""
+        raise _fail(annotation, index, shown, f"key 'name': {name!r} is not a DNS-1123 label")
+    namespace = entry.get("namespace")
+    if namespace not in (None, "") and (
+        not isinstance(namespace, str) or not is_dns1123_label(namespace)
+    ):
+        raise _fail(annotation, index, name, f"key 'namespace': {namespace!r} is not a label")
+    return name, namespace or ""
+
+
+def _canonical_key(key: str, entry: dict[str, Any]) -> str:
+    """Multus' legacy ``interfaceRequest`` counts as ``interface``; when both are given it is
+    dropped (returned as "", a key that is skipped)."""
+    if key == "interfaceRequest":
+        return "interface" if "interface" not in entry else ""
+    return key
+
+
+def _json_entry(entry: Any, index: int, namespace: str, annotation: str) -> Selection:
+    if not isinstance(entry, dict):
+        raise _fail(annotation, index, "", "expected an object")
+    name, ns = _entry_name(entry, index, annotation)
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for raw_key, value in entry.items():
+        key = _canonical_key(raw_key, entry)
+        if key in {"", "name", "namespace"} or key in _IGNORED_KEYS or value is None:
+            continue
+        if key not in _KEYS:
+            if "." not in key:
+                raise _fail(
+                    annotation,
+                    index,
+                    name,
+                    f"unknown key {key!r} (non-standard keys must contain a dot)",
+                )
+            extra[key] = value
+            continue
+        field, convert = _KEYS[key]
+        try:
+            fields[field] = convert(value)
+        except _BadValue as exc:
+            raise _fail(annotation, index, name, f"key {key!r}: {exc}") from None
+    return Selection(index=index, name=name, namespace=ns or namespace, extra=extra, **fields)
+
+
+def _decode_json(value: str, annotation: str) -> Any:
+    try:
+        return msgspec.json.decode(value.encode("utf-8"))
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as exc:
+        raise CniError(
+            INVALID_CONFIG, f"invalid annotation {annotation}: not valid JSON", str(exc)
+        ) from None
+
+
+def is_json_form(value: str) -> bool:
+    """Multus' rule: the JSON format is recognised by any of '[', '{' or '"'."""
+    return any(ch in value for ch in '[{"')
+
+
+def parse_selections(
+    value: str, *, namespace: str, annotation: str = NETWORKS_ANNOTATION
+) -> list[Selection]:
+    """The attachments an annotation selects, in order; ``namespace`` is the default namespace
+    of entries that name none. An empty value selects nothing."""
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ANNOTATION_BYTES:
+        raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: longer than 256 KiB")
+    if not value.strip():
+        return []
+    if not is_json_form(value):
+        items = value.split(",")
+        return [_text_entry(item, i, namespace, annotation) for i, item in enumerate(items)]
+    doc = _decode_json(value, annotation)
+    if annotation == DEFAULT_NETWORK_ANNOTATION and isinstance(doc, dict):
+        doc = [doc]
+    if not isinstance(doc, list):
+        raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: expected a JSON list")
+    return [_json_entry(entry, i, namespace, annotation) for i, entry in enumerate(doc)]
+
+
+def parse_default_network(value: str, *, namespace: str) -> Selection:
+    """The ``v1.multus-cni.io/default-network`` override: exactly one entry, same grammar."""
+    found = parse_selections(value, namespace=namespace, annotation=DEFAULT_NETWORK_ANNOTATION)
+    if len(found) != 1:
+        raise CniError(
+            INVALID_CONFIG,
+            f"invalid annotation {DEFAULT_NETWORK_ANNOTATION}: names {len(found)} networks, "
+            "exactly one is needed",
+        )
+    return found[0]

@@ -1,0 +1,161 @@
+"""braid's own CNI configuration: every Multus key (same meaning, same defaults) plus braid's.
+
+An existing Multus configuration works after changing ``type`` to ``braid``. Unknown keys are
+collected as warnings (the caller logs them); a key of the wrong type is a CNI error 7 naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from braid.errors import INVALID_CONFIG, CniError
+
+BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
+LOG_LEVELS = frozenset({"debug", "verbose", "error", "panic"})
+# Standard CNI keys braid does not use but that are no mistake in a plugin object.
+_STANDARD_KEYS = frozenset(
+    {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
+)
+
+
+class LogOptions(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Log rotation settings (Multus ``logOptions``): days, megabytes, files, gzip."""
+
+    max_age: int = 5
+    max_size: int = 100
+    max_backups: int = 5
+    compress: bool = True
+
+
+class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
+    """The typed configuration; ``delegates`` keep each inline config's bytes verbatim."""
+
+    cni_version: str = ""
+    name: str = ""
+    type: str = ""
+    cluster_network: str = ""
+    default_networks: list[str] = msgspec.field(default_factory=list)
+    delegates: list[msgspec.Raw] = msgspec.field(default_factory=list)
+    kubeconfig: str = ""
+    conf_dir: str = "/etc/cni/multus/net.d"
+    cni_dir: str = "/var/lib/cni/braid"
+    bin_dir: str = "/opt/cni/bin"
+    readinessindicatorfile: str = ""
+    namespace_isolation: bool = False
+    global_namespaces: str | None = None
+    system_namespaces: list[str] = msgspec.field(default_factory=lambda: ["kube-system"])
+    multus_namespace: str = "kube-system"
+    capabilities: dict[str, bool] = msgspec.field(default_factory=dict)
+    runtime_config: dict[str, Any] = msgspec.field(default_factory=dict)
+    args: dict[str, Any] | None = None
+    prev_result: msgspec.Raw | None = None
+    log_file: str = ""
+    log_level: str = "panic"
+    log_to_stderr: bool = True
+    log_options: LogOptions = msgspec.field(default_factory=LogOptions)
+    retry_delete_on_error: bool = False
+    auxiliary_cni_chain_name: str = msgspec.field(default="", name="auxiliaryCNIChainName")
+    daemon_socket_dir: str = "/run/braid"
+    nad_dir: str = "/etc/cni/braid/nads"
+    pod_dir: str = "/etc/cni/braid/pods"
+    plugin_timeout: float | None = None
+
+    def global_namespace_set(self) -> frozenset[str]:
+        """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
+        listed ones (``default`` then has to be listed)."""
+        if self.global_namespaces is None:
+            return frozenset({"default"})
+        return frozenset(p.strip() for p in self.global_namespaces.split(",") if p.strip())
+
+
+KNOWN_KEYS = frozenset(f.encode_name for f in msgspec.structs.fields(BraidConfig))
+
+
+class LoadedConfig(msgspec.Struct, frozen=True):
+    """A parsed configuration and the warnings (unknown keys, odd values) to log."""
+
+    config: BraidConfig
+    warnings: tuple[str, ...]
+
+
+def _fail(msg: str, details: str = "") -> CniError:
+    return CniError(INVALID_CONFIG, msg, details)
+
+
+def _decode_object(data: bytes, what: str) -> dict[str, msgspec.Raw]:
+    try:
+        return msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _fail(f"{what} is not a JSON object", str(exc)) from None
+
+
+def _braid_plugin(data: bytes) -> bytes:
+    """The plugin object to read: the object itself, or the braid plugin of a conflist with the
+    list's ``name`` and ``cniVersion`` injected as libcni does."""
+    top = _decode_object(data, "braid configuration")
+    if "plugins" not in top:
+        return data
+    try:
+        plugins = msgspec.json.decode(top["plugins"], type=list[dict[str, msgspec.Raw]])
+    except msgspec.DecodeError as exc:
+        raise _fail(
+            "braid configuration: key `plugins` must be a list of objects", str(exc)
+        ) from None
+    found = [p for p in plugins if _plugin_type(p) in BRAID_PLUGIN_TYPES]
+    if len(found) != 1:
+        raise _fail(
+            f"braid configuration list holds {len(found)} plugins of type braid; exactly one "
+            "is needed"
+        )
+    plugin = dict(found[0])
+    for key in ("name", "cniVersion"):
+        if key in top:
+            plugin[key] = top[key]
+    return msgspec.json.encode(plugin)
+
+
+def _plugin_type(plugin: dict[str, msgspec.Raw]) -> str:
+    raw = plugin.get("type")
+    if raw is None:
+        return ""
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:  # pragma: no cover - raw came from a valid document
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
+    found = [
+        f"unknown configuration key {key!r} ignored"
+        for key in sorted(keys - KNOWN_KEYS - _STANDARD_KEYS)
+        if not key.startswith("cni.dev/")
+    ]
+    if config.log_level not in LOG_LEVELS:
+        found.append(f"logLevel {config.log_level!r} unknown; use one of {sorted(LOG_LEVELS)}")
+    if config.cluster_network and config.delegates:
+        found.append("both clusterNetwork and delegates are set; clusterNetwork wins")
+    return tuple(found)
+
+
+def _check_values(config: BraidConfig) -> None:
+    if config.plugin_timeout is not None and not config.plugin_timeout > 0:
+        raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
+
+
+def load_braid_config(data: bytes) -> LoadedConfig:
+    """Parses braid's configuration (a conf, or a conflist holding one braid plugin)."""
+    plugin = _braid_plugin(data)
+    keys = set(_decode_object(plugin, "braid configuration"))
+    try:
+        config = msgspec.json.decode(plugin, type=BraidConfig)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        where = text.rpartition(" - at `$.")[2].rstrip("`") if " - at `$." in text else ""
+        reason = text.partition(" - at ")[0]
+        key = f"key `{where}`: " if where else ""
+        raise _fail(f"invalid braid configuration: {key}{reason}") from None
+    _check_values(config)
+    return LoadedConfig(config=config, warnings=_warnings(keys, config))

@@ -1,0 +1,169 @@
+"""Reading Kubernetes manifests (NetworkAttachmentDefinitions and pods) from YAML or JSON files.
+
+Every problem is a CNI error 7 naming the file, the document and the field; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.syntax import is_dns1123_subdomain
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+NAD_KIND = "NetworkAttachmentDefinition"
+POD_KIND = "Pod"
+
+
+class NetworkAttachmentDefinition(msgspec.Struct, frozen=True):
+    """A NAD: its key, ``spec.config`` (None when absent or empty), annotations, and where it
+    came from (for messages)."""
+
+    namespace: str
+    name: str
+    config: str | None = None
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    source: str = ""
+
+
+class PodManifest(msgspec.Struct, frozen=True):
+    """The parts of a pod braid reads."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    source: str = ""
+
+
+def _fail(where: str, msg: str) -> CniError:
+    return CniError(INVALID_CONFIG, f"{where}: {msg}")
+
+
+def _load_documents(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(str(path), f"cannot be read: {exc}") from None
+    try:
+        if path.suffix == ".json":
+            return [json.loads(text)]
+        return list(yaml.safe_load_all(text))
+    except (ValueError, yaml.YAMLError, RecursionError) as exc:
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise _fail(str(path), f"not valid {kind}: {exc}") from None
+
+
+def _expand(doc: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Objects of a document: itself, each element of a JSON array, or the items of a List."""
+    if doc is None:
+        return
+    if isinstance(doc, list):
+        for i, item in enumerate(doc):
+            yield from _expand(item, f"{where}[{i}]")
+        return
+    if not isinstance(doc, dict):
+        raise _fail(where, f"expected a mapping, found {type(doc).__name__}")
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
+        items = doc.get("items")
+        if not isinstance(items, list):
+            raise _fail(where, "field items: expected a list")
+        yield from _expand(items, f"{where} items")
+        return
+    yield where, doc
+
+
+def manifest_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, object) for every object in a manifest file; location names file and doc."""
+    docs = _load_documents(path)
+    for i, doc in enumerate(docs):
+        where = f"{path} document {i + 1}" if len(docs) > 1 else str(path)
+        yield from _expand(doc, where)
+
+
+def manifest_files(directory: Path) -> list[Path]:
+    """The manifest files of a directory, sorted; a missing directory has none."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+
+
+def _metadata(obj: dict[str, Any], where: str) -> tuple[str, str, dict[str, Any]]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise _fail(where, "field metadata: expected a mapping")
+    name = meta.get("name")
+    if not isinstance(name, str) or not is_dns1123_subdomain(name):
+        raise _fail(where, f"field metadata.name: {name!r} is not a valid DNS-1123 name")
+    namespace = meta.get("namespace", "default")
+    if not isinstance(namespace, str) or not is_dns1123_subdomain(namespace):
+        raise _fail(where, f"field metadata.namespace: {namespace!r} is not a valid namespace")
+    return namespace, name, meta
+
+
+def _annotations(meta: dict[str, Any], where: str) -> dict[str, str]:
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
+    ):
+        raise _fail(where, "field metadata.annotations: expected a map of strings to strings")
+    return annotations
+
+
+def _spec_config(obj: dict[str, Any], where: str) -> str | None:
+    spec = obj.get("spec")
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise _fail(where, "field spec: expected a mapping")
+    config = spec.get("config")
+    if config is None or config == "":
+        return None
+    if isinstance(config, dict):
+        # The spec's own examples write the config as a YAML flow mapping; accept it.
+        return json.dumps(config)
+    if not isinstance(config, str):
+        raise _fail(where, "field spec.config: expected a string holding CNI JSON")
+    return config
+
+
+def nad_from_object(obj: dict[str, Any], where: str) -> NetworkAttachmentDefinition:
+    """A NAD from a decoded manifest object (its ``kind`` already checked by the caller)."""
+    namespace, name, meta = _metadata(obj, where)
+    return NetworkAttachmentDefinition(
+        namespace=namespace,
+        name=name,
+        config=_spec_config(obj, where),
+        annotations=_annotations(meta, where),
+        source=where,
+    )
+
+
+def pod_from_object(obj: dict[str, Any], where: str) -> PodManifest:
+    """A pod from a decoded manifest object."""
+    namespace, name, meta = _metadata(obj, where)
+    uid = meta.get("uid", "")
+    if not isinstance(uid, str):
+        raise _fail(where, "field metadata.uid: expected a string")
+    return PodManifest(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        annotations=_annotations(meta, where),
+        source=where,
+    )
+
+
+def object_kind(obj: dict[str, Any], where: str) -> str:
+    """The object's ``kind``; a missing or non-string kind is an error."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise _fail(where, "field kind: missing")
+    return kind

@@ -1,0 +1,83 @@
+"""Syntax of the names and addresses the NAD spec validates: DNS-1123 names, kernel interface
+names, IP addresses, hardware addresses and plugin types."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_HEX_PAIR = re.compile(r"[0-9A-Fa-f]{2}")
+IFNAMSIZ = 16  # the kernel's limit, including the terminating NUL
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+
+
+def is_dns1123_label(value: str) -> bool:
+    """A DNS-1123 label: lower-case alphanumerics and '-', alphanumeric at both ends, <= 63."""
+    return len(value) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """DNS-1123 labels joined by dots, <= 253 characters (how Kubernetes names objects)."""
+    if not value or len(value) > DNS1123_SUBDOMAIN_MAX:
+        return False
+    return all(_DNS1123_LABEL.fullmatch(part) for part in value.split("."))
+
+
+def is_interface_name(value: str) -> bool:
+    """What the kernel's dev_valid_name accepts: 1-15 bytes, not '.' or '..', no '/', ':' or
+    whitespace."""
+    if not value or len(value.encode("utf-8", "surrogatepass")) >= IFNAMSIZ:
+        return False
+    if value in {".", ".."}:
+        return False
+    return not any(ch in "/:" or ch.isspace() for ch in value)
+
+
+def is_ip(value: str) -> bool:
+    """An IPv4 or IPv6 address without a prefix."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def is_ip_or_cidr(value: str) -> bool:
+    """An IPv4 or IPv6 address, optionally with a prefix length ('10.1.1.5/24'), as Multus
+    accepts; the host bits of a prefixed address are kept."""
+    try:
+        ipaddress.ip_interface(value)
+    except ValueError:
+        return False
+    return True
+
+
+def ip_family(value: str) -> int:
+    """4 or 6 for an address with or without prefix (the caller validated it)."""
+    return ipaddress.ip_interface(value).version
+
+
+def hardware_address_length(value: str) -> int:
+    """The byte length of a colon- or hyphen-separated hex hardware address, 0 when malformed."""
+    for sep in (":", "-"):
+        parts = value.split(sep)
+        if len(parts) > 1 and all(_HEX_PAIR.fullmatch(p) for p in parts):
+            return len(parts)
+    return 0
+
+
+def is_mac(value: str) -> bool:
+    """A 6-byte Ethernet MAC or a 20-byte IP-over-InfiniBand hardware address (spec 4.1.2.1.4)."""
+    return hardware_address_length(value) in {6, 20}
+
+
+def is_infiniband_guid(value: str) -> bool:
+    """An InfiniBand GUID: 8 bytes; 6 and 20 are accepted too, as Multus' MAC parser does."""
+    return hardware_address_length(value) in {6, 8, 20}
+
+
+def is_safe_plugin_type(value: str) -> bool:
+    """A plugin ``type`` that names a file inside CNI_PATH: no path separator and no '..'."""
+    return bool(value) and "/" not in value and "\\" not in value and ".." not in value
