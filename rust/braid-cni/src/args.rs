@@ -1,14 +1,33 @@
-//! `CNI_ARGS`: libcni's builder (no escaping) and a parser compatible with Go's `LoadArgs`.
-// STUB: to be implemented.
-use crate::error::{CniError, Result};
+//! `CNI_ARGS` (reference §1.9): libcni's builder (no escaping) and a parser that splits exactly
+//! as Go's `types.LoadArgs` does.
+use crate::error::{codes, CniError, Result};
 
-/// Joins pairs as `K1=V1;K2=V2`.
+/// Joins pairs as `K1=V1;K2=V2`, without escaping (as libcni does).
 pub fn build(pairs: &[(String, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")
+    pairs
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
-/// Splits `CNI_ARGS` into pairs the way Go's `types.LoadArgs` does.
+/// Splits `CNI_ARGS` into pairs the way Go's `types.LoadArgs` does: the empty string is no
+/// pairs; otherwise every `;`-separated piece must hold exactly one `=`, else code 4
+/// `ARGS: invalid pair "<piece>"` (so `FOO=a=b` and a trailing `;` are refused).
 pub fn parse(value: &str) -> Result<Vec<(String, String)>> {
-    let _ = value;
-    Err(CniError::new(crate::codes::INTERNAL, "not implemented"))
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    value.split(';').map(parse_pair).collect()
+}
+
+fn parse_pair(piece: &str) -> Result<(String, String)> {
+    let mut parts = piece.split('=');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(key), Some(value), None) => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(CniError::new(
+            codes::INVALID_ENVIRONMENT,
+            format!("ARGS: invalid pair {piece:?}"),
+        )),
+    }
 }
