@@ -1,0 +1,51 @@
+"""Network namespaces for the kernel tier, made and removed with iproute2 (`ip netns`).
+
+Independent of braid's own netns code on purpose: the tier checks braid against the kernel, so
+the fixtures must not rely on what they test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+NETNS_DIR = Path("/run/netns")
+
+
+@dataclass(frozen=True)
+class Netns:
+    """A named network namespace: `name` for `ip -n`, `path` for `CNI_NETNS`."""
+
+    name: str
+
+    @property
+    def path(self) -> str:
+        return str(NETNS_DIR / self.name)
+
+
+def unique_name(role: str) -> str:
+    """A name no other test (or concurrent run) uses: `braidk-<role>-<8 hex>`."""
+    return f"braidk-{role}-{uuid.uuid4().hex[:8]}"
+
+
+def create(role: str, *, loopback_up: bool) -> Netns:
+    """Creates a namespace; `lo` is brought up only when asked (a fresh sandbox has it down)."""
+    ns = Netns(unique_name(role))
+    subprocess.run(["ip", "netns", "add", ns.name], check=True)
+    if loopback_up:
+        subprocess.run(["ip", "-n", ns.name, "link", "set", "lo", "up"], check=True)
+    return ns
+
+
+def delete(ns: Netns) -> None:
+    """Deletes a namespace; everything inside it (links, qdiscs, iptables rules) goes with it."""
+    subprocess.run(["ip", "netns", "del", ns.name], check=True)
+
+
+def exists(ns: Netns) -> bool:
+    listing = subprocess.run(
+        ["ip", "-j", "netns", "list"], check=True, capture_output=True, text=True
+    ).stdout
+    return f'"name":"{ns.name}"' in listing.replace(" ", "")
