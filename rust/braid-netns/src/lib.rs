@@ -3,6 +3,26 @@
 //!
 //! The one primitive that enters a namespace is a dedicated thread that enters, does the work
 //! and restores or dies (see `STYLE.md`); nothing here ever `setns`es a caller's thread.
+//!
+//! Netlink is spoken directly over a `NETLINK_ROUTE` socket: [`message`] and [`header`] encode
+//! and decode (pure, unit-tested), [`socket`] sends and receives, and [`link`], [`route`] and
+//! [`default_route`] are the operations braid needs in a pod's namespace.
+
+pub mod address;
+pub mod default_route;
+pub mod enter;
+pub mod error;
+pub mod header;
+pub mod link;
+pub mod message;
+pub mod route;
+pub mod socket;
+
+pub use default_route::set_default_route;
+pub use enter::in_namespace;
+pub use error::NetnsError;
+pub use link::{link_info, list_links, Link};
+pub use route::{list_routes, routes_json, Route};
 
 use std::ffi::CString;
 use std::io;
