@@ -1,1 +1,52 @@
-"""braid.cni: a CNI runtime library (what libcni does, for Python)."""
+"""braid.cni: a CNI runtime library, what libcni does for Go, for Python.
+
+Load a network (``load_network_list``), then ``Runtime(plugin_dirs).add(net, request)``. See
+docs/cni-runtime.md for the rules and what braid does beyond libcni.
+"""
+
+from __future__ import annotations
+
+from braid import _native
+from braid.cni.cache import CacheEntry, ResultCache
+from braid.cni.config import (
+    NetworkList,
+    NetworkNotFoundError,
+    load_default_network,
+    load_network_list,
+    network_list_from_bytes,
+    network_list_from_conf,
+)
+from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
+from braid.cni.request import RuntimeRequest
+from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime, VersionReport
+from braid.cni.versions import VersionCache
+
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "DEFAULT_PLUGIN_TIMEOUT",
+    "CacheEntry",
+    "ExecOutput",
+    "Executor",
+    "NetworkList",
+    "NetworkNotFoundError",
+    "ProcessExecutor",
+    "ResultCache",
+    "Runtime",
+    "RuntimeRequest",
+    "VersionCache",
+    "VersionReport",
+    "convert_result",
+    "find_plugin",
+    "load_default_network",
+    "load_network_list",
+    "network_list_from_bytes",
+    "network_list_from_conf",
+]
+
+
+def convert_result(data: bytes, *, to_version: str) -> bytes:
+    """Converts a CNI result to ``to_version`` with libcni's rules (empty target: 0.1.0).
+
+    Raises ``braid.errors.CniError`` (with ``.code``) where libcni would refuse.
+    """
+    return _native.convert_result(data=data, to_version=to_version or "0.1.0")

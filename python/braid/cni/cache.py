@@ -1,0 +1,190 @@
+"""The result cache, in libcni's ``cniCacheV1`` format (reference §3.1, §3.2).
+
+Entries live at ``<root>/results/<network>-<containerID>-<ifname>`` (directory 0700, files
+0600) and are written atomically: a temporary file, fsync, rename, fsync of the directory.
+File names are ambiguous (names may contain ``-``), so listings read the JSON, never the name.
+The legacy format (a bare result) is read too.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from braid import _native
+from braid.errors import DECODE_FAILURE, INVALID_ENVIRONMENT, IO_FAILURE, CniError
+
+CACHE_KIND = "cniCacheV1"
+MAX_ENTRY_BYTES = 4 << 20
+
+
+class CacheEntry(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """One cached attachment: what libcni writes after a successful ADD."""
+
+    kind: str  # always written: CACHE_KIND
+    container_id: str
+    config: bytes
+    if_name: str
+    network_name: str
+    netns: str = ""
+    cni_args: list[tuple[str, str]] = []
+    capability_args: msgspec.Raw = msgspec.Raw()
+    result: msgspec.Raw = msgspec.Raw()
+
+    def result_bytes(self) -> bytes | None:
+        raw = bytes(self.result)
+        return None if raw in {b"", b"null"} else raw
+
+    def capability_bytes(self) -> bytes | None:
+        raw = bytes(self.capability_args)
+        return None if raw in {b"", b"null", b"{}"} else raw
+
+
+class CorruptCacheError(CniError):
+    """A cache file exists but holds neither a ``cniCacheV1`` entry nor a bare result."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(DECODE_FAILURE, f"cached result {path} is corrupt", why)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """What a cache file held: an entry (``cniCacheV1``) or only a legacy bare result."""
+
+    result: bytes | None
+    entry: CacheEntry | None
+
+
+_ENCODER = msgspec.json.Encoder()
+_ENTRY_DECODER = msgspec.json.Decoder(CacheEntry)
+_OBJECT_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class ResultCache:
+    """The ``results/`` directory under a cache root (``/var/lib/cni`` by default)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.results = self.root / "results"
+
+    def path(self, network: str, container_id: str, ifname: str) -> Path:
+        for what, value in (
+            ("network name", network),
+            ("container ID", container_id),
+            ("interface name", ifname),
+        ):
+            if "/" in value or "\0" in value or value in {"", ".", ".."}:
+                raise CniError(
+                    INVALID_ENVIRONMENT, f"{what} {value!r} cannot name a result cache file"
+                )
+        return self.results / f"{network}-{container_id}-{ifname}"
+
+    def write(self, entry: CacheEntry) -> None:
+        """Writes ``entry`` atomically (tmp file, fsync, rename, fsync dir), mode 0600."""
+        target = self.path(entry.network_name, entry.container_id, entry.if_name)
+        data = _ENCODER.encode(entry)
+        try:
+            self.results.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _write_atomic(target, data)
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE, f'failed to set network "{entry.network_name}" cached result', str(exc)
+            ) from exc
+
+    def read(self, network: str, container_id: str, ifname: str) -> CachedResult | None:
+        """The cached attachment; ``None`` when absent; ``CorruptCacheError`` when unreadable."""
+        path = self.path(network, container_id, ifname)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CorruptCacheError(path, str(exc)) from exc
+        return decode_cached(path, data)
+
+    def remove(self, network: str, container_id: str, ifname: str) -> None:
+        path = self.path(network, container_id, ifname)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise CniError(IO_FAILURE, f"cannot remove cached result {path}", str(exc)) from exc
+        _fsync_dir(self.results)
+
+    def cached_attachments(self, container_id: str | None = None) -> list[CacheEntry]:
+        """Every readable ``cniCacheV1`` entry (of ``container_id`` when given), name order."""
+        try:
+            names = sorted(p.name for p in self.results.iterdir())
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE, f"cannot list result cache {self.results}", str(exc)
+            ) from exc
+        entries = []
+        for name in names:
+            entry = _read_entry(self.results / name)
+            if entry is None or not entry.if_name or not entry.network_name:
+                continue
+            if container_id is None or entry.container_id == container_id:
+                entries.append(entry)
+        return entries
+
+
+def decode_cached(path: Path, data: bytes) -> CachedResult:
+    """Decodes a cache file: ``cniCacheV1`` first, then the legacy bare result."""
+    try:
+        fields = _OBJECT_DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptCacheError(path, str(exc)) from exc
+    if "kind" in fields:
+        try:
+            entry = _ENTRY_DECODER.decode(data)
+        except msgspec.DecodeError as exc:
+            raise CorruptCacheError(path, str(exc)) from exc
+        if entry.kind != CACHE_KIND:
+            raise CorruptCacheError(path, f"unknown kind {entry.kind!r}")
+        return CachedResult(result=entry.result_bytes(), entry=entry)
+    try:
+        _native.result_version(data=data)
+    except CniError as exc:
+        raise CorruptCacheError(path, exc.msg) from exc
+    return CachedResult(result=data, entry=None)
+
+
+def _read_entry(path: Path) -> CacheEntry | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_ENTRY_BYTES:
+            return None
+        cached = decode_cached(path, path.read_bytes())
+    except (OSError, CniError):
+        return None
+    return cached.entry
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp).replace(target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

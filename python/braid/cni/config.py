@@ -1,0 +1,179 @@
+"""Network configuration: loading conflists and confs from a directory exactly as libcni does.
+
+Reference §3.3 (``LoadNetworkConf``) and §1.6. The raw bytes of a list are kept verbatim: they
+are what plugins receive (through ``_native.plugin_stdin``) and what the result cache stores.
+Validation and the typed summary come from the Rust core (``_native.parse_network_list``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from braid import _native
+from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
+
+MAX_CONFIG_BYTES = 1 << 20
+LIST_EXTENSIONS = (".conflist",)
+CONF_EXTENSIONS = (".conf", ".json")
+
+
+class NetworkNotFoundError(CniError):
+    """No configuration file in the directory, or none with the wanted name (libcni's two)."""
+
+    def __init__(self, msg: str) -> None:
+        super().__init__(INVALID_CONFIG, msg)
+
+
+class PluginSummary(msgspec.Struct, rename="camel", frozen=True):
+    """One plugin object of a list, as far as the runtime reads it."""
+
+    type: str
+    capabilities: list[str] = []
+    ipam_type: str = ""
+
+
+class ListSummary(msgspec.Struct, rename="camel", frozen=True):
+    """The keys of a conflist the runtime reads (``_native.parse_network_list``)."""
+
+    name: str
+    cni_version: str = ""
+    cni_versions: list[str] = []
+    effective_version: str = ""
+    disable_check: bool = False
+    disable_gc: bool = msgspec.field(default=False, name="disableGC")
+    load_only_inlined_plugins: bool = False
+    has_plugins: bool = True
+    plugins: list[PluginSummary] = []
+
+
+@dataclass(frozen=True)
+class NetworkList:
+    """A validated network configuration list: its raw bytes and their typed summary."""
+
+    raw: bytes
+    summary: ListSummary
+
+    @property
+    def name(self) -> str:
+        return self.summary.name
+
+    @property
+    def plugin_types(self) -> list[str]:
+        return [p.type for p in self.summary.plugins]
+
+
+def network_list_from_bytes(data: bytes) -> NetworkList:
+    """Validates a conflist (libcni's ``NetworkConfFromBytes``) and keeps its bytes verbatim."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise CniError(
+            INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
+        )
+    summary = msgspec.json.decode(_native.parse_network_list(data=data), type=ListSummary)
+    return NetworkList(raw=data, summary=summary)
+
+
+def network_list_from_conf(data: bytes) -> NetworkList:
+    """Up-converts a single-plugin conf into a one-plugin list (reference §3.3 step 5)."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise CniError(
+            INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
+        )
+    return network_list_from_bytes(_native.conf_to_list(data=data))
+
+
+def load_network_list(confdir: str | os.PathLike[str], name: str) -> NetworkList:
+    """Loads network ``name`` from ``confdir`` like libcni's ``LoadNetworkConf``.
+
+    ``.conflist`` files in lexical order, any parse error aborts, the first with a matching
+    ``name`` wins and gets ``<confdir>/<name>/*.conf`` appended unless
+    ``loadOnlyInlinedPlugins``; then the ``.conf``/``.json`` fallback, up-converted.
+    """
+    directory = Path(confdir)
+    lists = _config_files(directory, LIST_EXTENSIONS)
+    for path in lists:
+        net = _parse_file(path, network_list_from_bytes)
+        if net.name == name:
+            return _with_directory_plugins(directory, net, path)
+    confs = _config_files(directory, CONF_EXTENSIONS)
+    for path in confs:
+        net = _parse_file(path, network_list_from_conf)
+        if net.name == name:
+            return net
+    if not lists and not confs:
+        raise NetworkNotFoundError(f"no net configurations found in {directory}")
+    raise NetworkNotFoundError(f'no net configuration with name "{name}" in {directory}')
+
+
+def load_default_network(confdir: str | os.PathLike[str]) -> NetworkList:
+    """The default network: the first ``.conf``/``.conflist``/``.json`` file in lexical order.
+
+    A runtime convention (containerd, CRI-O), not part of the spec (reference §3.3, last point).
+    """
+    directory = Path(confdir)
+    files = _config_files(directory, LIST_EXTENSIONS + CONF_EXTENSIONS)
+    if not files:
+        raise NetworkNotFoundError(f"no net configurations found in {directory}")
+    first = files[0]
+    if first.suffix in LIST_EXTENSIONS:
+        return _with_directory_plugins(
+            directory, _parse_file(first, network_list_from_bytes), first
+        )
+    return _parse_file(first, network_list_from_conf)
+
+
+def _config_files(directory: Path, extensions: tuple[str, ...]) -> list[Path]:
+    """Regular files with one of ``extensions``, sorted by full path (byte order)."""
+    try:
+        entries = list(directory.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise CniError(
+            IO_FAILURE, f"cannot read configuration directory {directory}: {exc}"
+        ) from exc
+    files = [p for p in entries if p.suffix in extensions and p.is_file()]
+    return sorted(files, key=os.fsencode)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise CniError(IO_FAILURE, f"cannot read network configuration {path}: {exc}") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise CniError(INVALID_CONFIG, f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
+    return data
+
+
+def _parse_file(path: Path, parse: Callable[[bytes], NetworkList]) -> NetworkList:
+    data = _read(path)
+    try:
+        return parse(data)
+    except CniError as exc:
+        raise CniError(exc.code, f"{path}: {exc.msg}", exc.details) from exc
+
+
+def _with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> NetworkList:
+    """Appends ``<dir>/<name>/*.conf`` plugin objects unless ``loadOnlyInlinedPlugins``."""
+    if not net.summary.load_only_inlined_plugins and _is_plain_name(net.name):
+        extra = [_read(p) for p in _config_files(directory / net.name, (".conf",))]
+        if extra:
+            try:
+                merged = _native.append_plugins(network_list=net.raw, plugins=extra)
+            except CniError as exc:
+                where = directory / net.name
+                raise CniError(exc.code, f"{where}: {exc.msg}", exc.details) from exc
+            net = network_list_from_bytes(merged)
+    if not net.summary.plugins:
+        raise CniError(INVALID_CONFIG, f"{source}: no plugin configs found")
+    return net
+
+
+def _is_plain_name(name: str) -> bool:
+    return bool(name) and "/" not in name and "\0" not in name and name not in {".", ".."}

@@ -1,0 +1,166 @@
+"""One plugin call: its environment (reference §1.2) and how its output is judged (§1.5, §7).
+
+``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin: it builds
+the environment, runs the binary, copies the plugin's stderr to ours (never to stdout) and turns
+a failed exit, garbage or silence into a ``PluginError`` naming the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from braid import _native
+from braid.cni.exec import ExecOutput, Executor
+from braid.errors import PLUGIN_FAILURE, CniError, PluginError
+
+VERSION_STDIN = b'{"cniVersion":"1.1.0"}'
+UNKNOWN_VERSION_COMMAND = "unknown CNI_COMMAND: VERSION"
+
+
+@dataclass(frozen=True)
+class PluginCall:
+    """The CNI parameters of one call; empty strings where a verb has no value (§1.2)."""
+
+    command: str
+    container_id: str = ""
+    netns: str = ""
+    ifname: str = ""
+    cni_args: str = ""
+
+
+class PluginExitError(PluginError):
+    """A plugin exited non-zero; ``plugin_msg`` is the plugin's own message, unprefixed."""
+
+    def __init__(self, code: int, msg: str, details: str, *, plugin: str, plugin_msg: str) -> None:
+        super().__init__(code, msg, details, plugin=plugin)
+        self.plugin_msg = plugin_msg
+
+
+def plugin_env(call: PluginCall, plugin_dirs: Sequence[str]) -> dict[str, str]:
+    """The runtime's whole environment plus all six CNI variables (libcni's rule)."""
+    env = dict(os.environ)
+    env.update(
+        CNI_COMMAND=call.command,
+        CNI_CONTAINERID=call.container_id,
+        CNI_NETNS=call.netns,
+        CNI_ARGS=call.cni_args,
+        CNI_IFNAME=call.ifname,
+        CNI_PATH=":".join(plugin_dirs),
+    )
+    return env
+
+
+def version_env() -> dict[str, str]:
+    """VERSION's environment: libcni sends ``dummy`` for the netns, ifname and path."""
+    env = dict(os.environ)
+    env.update(
+        CNI_COMMAND="VERSION",
+        CNI_CONTAINERID="",
+        CNI_NETNS="dummy",
+        CNI_ARGS="",
+        CNI_IFNAME="dummy",
+        CNI_PATH="dummy",
+    )
+    return env
+
+
+class PluginInvoker:
+    """Runs single plugin binaries through an ``Executor`` and judges their output."""
+
+    def __init__(self, executor: Executor, plugin_dirs: Sequence[str], timeout: float | None):
+        self.executor = executor
+        self.plugin_dirs = list(plugin_dirs)
+        self.timeout = timeout
+
+    def run(self, path: str, plugin_type: str, call: PluginCall, stdin: bytes) -> bytes:
+        """Executes ``path`` for ``call``; returns its stdout, or raises ``PluginError``."""
+        env = plugin_env(call, self.plugin_dirs)
+        out = self.executor.execute(path, env=env, stdin=stdin, timeout=self.timeout)
+        return checked_stdout(out, plugin_type)
+
+    def add(
+        self, path: str, plugin_type: str, call: PluginCall, stdin: bytes, config_version: str
+    ) -> bytes:
+        """ADD: exactly one JSON result on stdout, parsed for ``config_version``."""
+        stdout = self.run(path, plugin_type, call, stdin)
+        return parse_add_result(stdout, plugin_type, config_version)
+
+    def versions(self, path: str, plugin_type: str) -> list[str]:
+        """The plugin's ``supportedVersions`` from its VERSION output (reference §1.4)."""
+        out = self.executor.execute(
+            path, env=version_env(), stdin=VERSION_STDIN, timeout=self.timeout
+        )
+        try:
+            stdout = checked_stdout(out, plugin_type)
+        except PluginExitError as exc:
+            if exc.plugin_msg == UNKNOWN_VERSION_COMMAND:
+                return ["0.1.0"]
+            raise
+        try:
+            return _native.parse_version_output(data=stdout)
+        except CniError as exc:
+            raise PluginError(
+                exc.code,
+                f'plugin "{plugin_type}" gave an invalid VERSION answer',
+                exc.msg,
+                plugin=plugin_type,
+            ) from exc
+
+
+def checked_stdout(out: ExecOutput, plugin_type: str) -> bytes:
+    """Copies stderr to ours; a non-zero exit becomes the plugin's error (reference §1.5)."""
+    if out.stderr:
+        sys.stderr.write(out.stderr.decode("utf-8", "replace"))
+        sys.stderr.flush()
+    if out.returncode != 0:
+        raise exit_error(out, plugin_type)
+    return out.stdout
+
+
+def exit_error(out: ExecOutput, plugin_type: str) -> PluginExitError:
+    """libcni's rule: empty stdout → the message is stderr; else stdout is the error object."""
+    if not out.stdout.strip():
+        stderr = out.stderr.decode("utf-8", "replace").strip()
+        text = stderr or f"failed with exit status {out.returncode} and no error message"
+        return PluginExitError(
+            PLUGIN_FAILURE,
+            f'plugin "{plugin_type}" failed: {text}',
+            "",
+            plugin=plugin_type,
+            plugin_msg=text,
+        )
+    try:
+        code, msg, details = _native.parse_plugin_error(data=out.stdout)
+    except CniError as exc:
+        return PluginExitError(
+            PLUGIN_FAILURE,
+            f'plugin "{plugin_type}" failed (exit status {out.returncode}) and its error '
+            "output could not be parsed",
+            exc.msg,
+            plugin=plugin_type,
+            plugin_msg="",
+        )
+    return PluginExitError(
+        code, f'plugin "{plugin_type}" failed: {msg}', details, plugin=plugin_type, plugin_msg=msg
+    )
+
+
+def parse_add_result(stdout: bytes, plugin_type: str, config_version: str) -> bytes:
+    """A successful ADD must print exactly one JSON result document."""
+    if not stdout.strip():
+        raise PluginError(
+            PLUGIN_FAILURE, f'plugin "{plugin_type}" printed no result for ADD', plugin=plugin_type
+        )
+    try:
+        return _native.parse_plugin_result(data=stdout, config_version=config_version)
+    except CniError as exc:
+        raise PluginError(
+            PLUGIN_FAILURE,
+            f'plugin "{plugin_type}" printed an invalid ADD result; stdout must hold exactly '
+            "one JSON result",
+            exc.msg,
+            plugin=plugin_type,
+        ) from exc

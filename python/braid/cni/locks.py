@@ -1,0 +1,65 @@
+"""Exclusivity rules of reference §1.8 (point 7), across threads and processes.
+
+``fcntl.flock`` locks on files under ``<root>/locks/``: ADD, DEL and CHECK hold ``gc.lock``
+shared and one per-container stripe file exclusively; GC holds ``gc.lock`` exclusively. The
+stripe is a hash bucket of the container id, so no lock file ever names a container (the
+contract: after a successful DEL no file names the container id). Every acquisition opens its
+own file description, so threads of one process exclude each other too.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from braid.errors import IO_FAILURE, CniError
+
+STRIPES = 64
+GC_LOCK_NAME = "gc.lock"
+
+
+def stripe_name(container_id: str) -> str:
+    """The stripe file guarding ``container_id``: a hash bucket, never the id itself."""
+    digest = hashlib.sha256(container_id.encode()).digest()
+    return f"stripe-{int.from_bytes(digest[:4], 'big') % STRIPES:02d}.lock"
+
+
+class LockDirectory:
+    """The ``locks/`` directory of a cache root."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.path = Path(root) / "locks"
+
+    @contextmanager
+    def container(self, container_id: str) -> Iterator[None]:
+        """Held for an ADD, DEL or CHECK: GC shared, the container's stripe exclusive."""
+        with (
+            self._flock(GC_LOCK_NAME, fcntl.LOCK_SH),
+            self._flock(stripe_name(container_id), fcntl.LOCK_EX),
+        ):
+            yield
+
+    @contextmanager
+    def gc(self) -> Iterator[None]:
+        """Held for a GC: waits for running ADD/DEL/CHECK, blocks new ones until released."""
+        with self._flock(GC_LOCK_NAME, fcntl.LOCK_EX):
+            yield
+
+    @contextmanager
+    def _flock(self, name: str, operation: int) -> Iterator[None]:
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE, f"cannot open lock file {self.path / name}", str(exc)
+            ) from exc
+        try:
+            fcntl.flock(fd, operation)
+            yield
+        finally:
+            os.close(fd)

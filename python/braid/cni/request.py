@@ -1,0 +1,93 @@
+"""What the caller asks for one attachment, and libcni's identifier rules (reference §1.3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from braid import _native
+from braid.cni.invoke import PluginCall
+from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
+
+_IDENTIFIER = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*")
+MAX_IFNAME_BYTES = 15
+
+
+@dataclass(frozen=True)
+class RuntimeRequest:
+    """One attachment: container id, netns path, interface name and the extra arguments.
+
+    ``cni_args`` become ``CNI_ARGS`` (ordered pairs); ``capability_args`` feed
+    ``runtimeConfig`` of plugins that declare the capability; ``args_cni`` is merged into each
+    plugin's ``args.cni`` (CONVENTIONS ``args``), e.g. ``{"ips": [...]}``.
+    """
+
+    container_id: str
+    netns: str
+    ifname: str
+    cni_args: Sequence[tuple[str, str]] = ()
+    capability_args: Mapping[str, Any] = field(default_factory=dict)
+    args_cni: Mapping[str, Any] | None = None
+
+    def call(self, command: str) -> PluginCall:
+        return PluginCall(
+            command=command,
+            container_id=self.container_id,
+            netns=self.netns,
+            ifname=self.ifname,
+            cni_args=_native.build_cni_args(pairs=list(self.cni_args)),
+        )
+
+    def capability_json(self) -> bytes | None:
+        """The capability arguments as a JSON object, ``None`` when there are none."""
+        return _encode_object(self.capability_args, "capability arguments")
+
+    def args_cni_json(self) -> bytes | None:
+        return _encode_object(self.args_cni, "args.cni")
+
+
+def _encode_object(value: Mapping[str, Any] | None, what: str) -> bytes | None:
+    if not value:
+        return None
+    try:
+        return msgspec.json.encode(dict(value))
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise CniError(INVALID_ENVIRONMENT, f"{what} cannot be encoded as JSON", str(exc)) from exc
+
+
+def validate_attachment(request: RuntimeRequest, network: str) -> None:
+    """libcni's ADD-time checks of container id, network name and interface name."""
+    cid = request.container_id
+    if not cid:
+        raise CniError(UNKNOWN_CONTAINER, "missing container ID")
+    if not _IDENTIFIER.fullmatch(cid):
+        raise CniError(
+            INVALID_ENVIRONMENT,
+            f"invalid container ID {cid!r}: it must match [a-zA-Z0-9][a-zA-Z0-9_.-]*",
+        )
+    if not network or not _IDENTIFIER.fullmatch(network):
+        raise CniError(
+            INVALID_CONFIG,
+            f"invalid network name {network!r}: it must match [a-zA-Z0-9][a-zA-Z0-9_.-]*",
+        )
+    validate_ifname(request.ifname)
+
+
+def validate_ifname(ifname: str) -> None:
+    """1..15 bytes, not ``.``/``..``, no ``/``, ``:`` or whitespace (code 4 otherwise)."""
+    problem = ""
+    size = len(ifname.encode())
+    if size == 0:
+        problem = "it is empty"
+    elif size > MAX_IFNAME_BYTES:
+        problem = f"it is longer than {MAX_IFNAME_BYTES} bytes"
+    elif ifname in {".", ".."}:
+        problem = "it is . or .."
+    elif any(c in "/:" or c.isspace() for c in ifname):
+        problem = "it contains '/', ':' or whitespace"
+    if problem:
+        raise CniError(INVALID_ENVIRONMENT, f"invalid interface name {ifname!r}: {problem}")

@@ -1,0 +1,343 @@
+"""``Runtime``: ADD, DEL, CHECK, GC, STATUS and VERSION over a network list (reference §1.8).
+
+ADD runs forward and stops at the first error, then DELs the whole list (reverse, best effort)
+so nothing stays half-attached; DEL runs in reverse with the cached result as ``prevResult``;
+CHECK runs forward; STATUS stops at the first failure keeping its code; GC DELs stale cached
+attachments and then sends GC, continuing past errors and reporting all of them. The list runs
+at the version negotiated with its plugins (versions.py); the ADD result is handed back at the
+list's own version.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from braid import _native
+from braid.cni.cache import CACHE_KIND, CacheEntry, CorruptCacheError, ResultCache
+from braid.cni.config import NetworkList
+from braid.cni.exec import Executor, ProcessExecutor, find_plugin
+from braid.cni.invoke import PluginCall, PluginInvoker
+from braid.cni.locks import LockDirectory
+from braid.cni.request import RuntimeRequest, validate_attachment
+from braid.cni.versions import (
+    CHECK_SINCE,
+    DEFAULT_VERSION_CACHE,
+    GC_AND_STATUS_SINCE,
+    VersionCache,
+    at_least,
+    negotiate,
+)
+from braid.errors import INCOMPATIBLE_VERSION, INVALID_ENVIRONMENT, CniError, TeardownError
+
+DEFAULT_CACHE_DIR = "/var/lib/cni"
+DEFAULT_PLUGIN_TIMEOUT = 60.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where each plugin of a list lives, what it supports and the version the list runs at."""
+
+    raw: bytes
+    paths: list[str]
+    types: list[str]
+    supported: list[list[str]]
+    version: str
+
+
+@dataclass(frozen=True)
+class VersionReport:
+    """``Runtime.version``: the list's version, the negotiated one, each plugin's versions."""
+
+    list_version: str
+    run_version: str
+    plugins: list[tuple[str, list[str]]]
+
+    def to_json(self) -> bytes:
+        doc = {
+            "cniVersion": self.list_version,
+            "negotiatedVersion": self.run_version,
+            "plugins": [{"type": t, "supportedVersions": v} for t, v in self.plugins],
+        }
+        return msgspec.json.encode(doc)
+
+
+class Runtime:
+    """A CNI runtime over plugins found in ``plugin_dirs`` (the ``CNI_PATH`` entries).
+
+    ``timeout`` is the deadline of each plugin execution in seconds (``DEFAULT_PLUGIN_TIMEOUT``
+    when ``None``); ``executor`` defaults to a ``ProcessExecutor``.
+    """
+
+    def __init__(
+        self,
+        plugin_dirs: Sequence[str],
+        *,
+        cache_dir: str = DEFAULT_CACHE_DIR,
+        executor: Executor | None = None,
+        timeout: float | None = None,
+        version_cache: VersionCache | None = None,
+    ) -> None:
+        self.plugin_dirs = list(plugin_dirs)
+        self.cache = ResultCache(cache_dir)
+        self.locks = LockDirectory(cache_dir)
+        self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
+        self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
+        self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
+
+    def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:
+        """Attaches; returns the final result at the list's version and caches it."""
+        validate_attachment(req, net.name)
+        with self.locks.container(req.container_id):
+            plan = self._plan(net)
+            try:
+                final = self._add_all(net, plan, req)
+                self._cache_result(net, req, final)
+            except CniError as exc:
+                self._roll_back(net, plan, req, exc)
+                raise
+        return _native.convert_result(data=final, to_version=net.summary.effective_version)
+
+    def delete(self, net: NetworkList, req: RuntimeRequest) -> None:
+        """Detaches (plugins in reverse); the cache entry goes only when every plugin succeeded."""
+        with self.locks.container(req.container_id):
+            self._delete_cached(net, req)
+
+    def check(self, net: NetworkList, req: RuntimeRequest) -> None:
+        """Verifies an attachment (plugins forward) against its cached result."""
+        summary = net.summary
+        if not at_least(summary.effective_version, CHECK_SINCE):
+            raise CniError(
+                INCOMPATIBLE_VERSION,
+                f'configuration version "{summary.effective_version}" does not support the '
+                "CHECK command",
+            )
+        if summary.disable_check:
+            return
+        with self.locks.container(req.container_id):
+            plan = self._plan(net)
+            if not at_least(plan.version, CHECK_SINCE):
+                raise CniError(
+                    INCOMPATIBLE_VERSION,
+                    f'network "{net.name}" runs at version {plan.version}, the highest its '
+                    "plugins support, which has no CHECK command",
+                )
+            prev = self._prev_result(net, req, plan.version, fatal=True)
+            call = req.call("CHECK")
+            for index in range(len(plan.paths)):
+                self._run(plan, index, call, req, prev)
+
+    def status(self, net: NetworkList) -> None:
+        """STATUS: success without executing anything below version 1.1.0."""
+        if not at_least(net.summary.effective_version, GC_AND_STATUS_SINCE):
+            return
+        plan = self._plan(net)
+        if not at_least(plan.version, GC_AND_STATUS_SINCE):
+            return
+        call = PluginCall(command="STATUS")
+        for index in range(len(plan.paths)):
+            stdin = _native.plugin_stdin(
+                network_list=net.raw, index=index, command="STATUS", cni_version=plan.version
+            )
+            self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
+
+    def gc(
+        self, net: NetworkList, valid_attachments: Sequence[tuple[str, str]] | None = None
+    ) -> None:
+        """DELs cached attachments of this network not in ``valid_attachments`` (all when
+        ``None``), then sends GC (version ≥ 1.1.0); raises ``TeardownError`` listing every
+        failure."""
+        if net.summary.disable_gc:
+            return
+        errors: list[CniError] = []
+        with self.locks.gc():
+            self._delete_stale(net, valid_attachments, errors)
+            try:
+                self._gc_plugins(net, valid_attachments, errors)
+            except CniError as exc:
+                errors.append(exc)
+        if errors:
+            raise TeardownError(errors)
+
+    def version(self, net: NetworkList) -> VersionReport:
+        """Each plugin's supported versions and the version the list would run at."""
+        plan = self._plan(net)
+        return VersionReport(
+            list_version=net.summary.effective_version,
+            run_version=plan.version,
+            plugins=list(zip(plan.types, plan.supported, strict=True)),
+        )
+
+    def plugin_versions(self, plugin_type: str) -> list[str]:
+        """One plugin's ``supportedVersions`` (asked once per binary)."""
+        path = find_plugin(plugin_type, self.plugin_dirs)
+        return self.versions.supported(path, lambda: self.invoker.versions(path, plugin_type))
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _plan(self, net: NetworkList) -> _Plan:
+        types = net.plugin_types
+        paths = [find_plugin(t, self.plugin_dirs) for t in types]
+        supported = [
+            self.versions.supported(p, lambda p=p, t=t: self.invoker.versions(p, t))  # type: ignore[misc]
+            for p, t in zip(paths, types, strict=True)
+        ]
+        summary = net.summary
+        version = negotiate(summary.cni_version, summary.cni_versions, supported)
+        return _Plan(raw=net.raw, paths=paths, types=types, supported=supported, version=version)
+
+    def _stdin(
+        self, plan: _Plan, index: int, command: str, req: RuntimeRequest, prev: bytes | None
+    ) -> bytes:
+        return _native.plugin_stdin(
+            network_list=plan.raw,
+            index=index,
+            command=command,
+            cni_version=plan.version,
+            capability_args=req.capability_json(),
+            prev_result=prev,
+            args_cni=req.args_cni_json(),
+        )
+
+    def _run(
+        self, plan: _Plan, index: int, call: PluginCall, req: RuntimeRequest, prev: bytes | None
+    ) -> bytes:
+        stdin = self._stdin(plan, index, call.command, req, prev)
+        return self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
+
+    def _add_all(self, net: NetworkList, plan: _Plan, req: RuntimeRequest) -> bytes:
+        call = req.call("ADD")
+        prev: bytes | None = None
+        for index in range(len(plan.paths)):
+            stdin = self._stdin(plan, index, "ADD", req, prev)
+            prev = self.invoker.add(plan.paths[index], plan.types[index], call, stdin, plan.version)
+        if prev is None:  # pragma: no cover - a list always has plugins
+            raise CniError(INCOMPATIBLE_VERSION, f'network "{net.name}" has no plugins')
+        return prev
+
+    def _delete_all(
+        self, net: NetworkList, plan: _Plan, req: RuntimeRequest, prev: bytes | None
+    ) -> None:
+        call = req.call("DEL")
+        for index in reversed(range(len(plan.paths))):
+            self._run(plan, index, call, req, prev)
+
+    def _roll_back(
+        self, net: NetworkList, plan: _Plan, req: RuntimeRequest, cause: CniError
+    ) -> None:
+        """DEL after a failed ADD (spec: a DEL follows every ADD), best effort."""
+        try:
+            self._delete_all(net, plan, req, None)
+        except CniError as exc:
+            log.warning(
+                "network %s, container %s: DEL after the failed ADD (%s) failed too: %s",
+                net.name,
+                req.container_id,
+                cause,
+                exc,
+            )
+
+    def _cache_result(self, net: NetworkList, req: RuntimeRequest, result: bytes) -> None:
+        caps = req.capability_json()
+        self.cache.write(
+            CacheEntry(
+                kind=CACHE_KIND,
+                container_id=req.container_id,
+                config=net.raw,
+                if_name=req.ifname,
+                network_name=net.name,
+                netns=req.netns,
+                cni_args=list(req.cni_args),
+                capability_args=msgspec.Raw(caps) if caps else msgspec.Raw(),
+                result=msgspec.Raw(result),
+            )
+        )
+
+    def _delete_cached(self, net: NetworkList, req: RuntimeRequest) -> None:
+        plan = self._plan(net)
+        prev = self._prev_result(net, req, plan.version, fatal=False)
+        self._delete_all(net, plan, req, prev)
+        self.cache.remove(net.name, req.container_id, req.ifname)
+
+    def _prev_result(
+        self, net: NetworkList, req: RuntimeRequest, version: str, *, fatal: bool
+    ) -> bytes | None:
+        """The cached result at ``version``; unreadable: fatal for CHECK, dropped for DEL."""
+        try:
+            cached = self.cache.read(net.name, req.container_id, req.ifname)
+            if cached is None or cached.result is None or not at_least(version, CHECK_SINCE):
+                return None
+            return _native.convert_result(data=cached.result, to_version=version)
+        except CniError as exc:
+            if fatal:
+                raise CniError(
+                    exc.code, f'failed to get network "{net.name}" cached result', str(exc)
+                ) from exc
+            log.warning("DEL proceeds without the unusable cached result: %s", exc)
+            if isinstance(exc, CorruptCacheError) or exc.code != INVALID_ENVIRONMENT:
+                self.cache.remove(net.name, req.container_id, req.ifname)
+            return None
+
+    def _delete_stale(
+        self, net: NetworkList, valid: Sequence[tuple[str, str]] | None, errors: list[CniError]
+    ) -> None:
+        keep = set() if valid is None else {(c, i) for c, i in valid}
+        try:
+            entries = self.cache.cached_attachments()
+        except CniError as exc:
+            errors.append(exc)
+            return
+        for entry in entries:
+            if entry.network_name != net.name or (entry.container_id, entry.if_name) in keep:
+                continue
+            try:
+                self._delete_cached(net, _request_of(entry))
+            except CniError as exc:
+                errors.append(exc)
+
+    def _gc_plugins(
+        self, net: NetworkList, valid: Sequence[tuple[str, str]] | None, errors: list[CniError]
+    ) -> None:
+        if not at_least(net.summary.effective_version, GC_AND_STATUS_SINCE):
+            return
+        plan = self._plan(net)
+        if not at_least(plan.version, GC_AND_STATUS_SINCE):
+            return
+        attachments = None
+        if valid is not None:
+            attachments = msgspec.json.encode([{"containerID": c, "ifname": i} for c, i in valid])
+        call = PluginCall(command="GC")
+        for index in range(len(plan.paths)):
+            try:
+                stdin = _native.plugin_stdin(
+                    network_list=net.raw,
+                    index=index,
+                    command="GC",
+                    cni_version=plan.version,
+                    valid_attachments=attachments,
+                )
+                self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
+            except CniError as exc:
+                errors.append(exc)
+
+
+def _request_of(entry: CacheEntry) -> RuntimeRequest:
+    """The parameters a cached attachment was added with (for GC's stale DEL)."""
+    caps_raw = entry.capability_bytes()
+    caps: dict[str, Any] = {}
+    if caps_raw is not None:
+        decoded = msgspec.json.decode(caps_raw)
+        caps = decoded if isinstance(decoded, dict) else {}
+    return RuntimeRequest(
+        container_id=entry.container_id,
+        netns=entry.netns,
+        ifname=entry.if_name,
+        cni_args=[tuple(p) for p in entry.cni_args],  # type: ignore[misc]
+        capability_args=caps,
+    )

@@ -1,0 +1,77 @@
+"""Version negotiation, braid's addition to libcni (reference §1.6, last paragraph).
+
+Each plugin binary is asked its VERSION once; the answer is cached under the binary's path,
+inode, mtime and size, so a replaced binary is asked again. ``_native.negotiate_version`` then
+picks the highest version that the list and every plugin support.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from braid import _native
+from braid.errors import IO_FAILURE, CniError
+
+CHECK_SINCE = "0.4.0"
+GC_AND_STATUS_SINCE = "1.1.0"
+
+_BinaryKey = tuple[str, int, int, int, int]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Numeric ordering key of ``N[.N[.N]]``; an empty version has 0.1.0 semantics (§1.6)."""
+    if not version:
+        return (0, 1, 0)
+    parts: list[int] = []
+    for piece in version.split("."):
+        parts.append(int(piece) if piece.isdigit() else -1)
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Whether ``version`` ≥ ``minimum``."""
+    return version_key(version) >= version_key(minimum)
+
+
+class VersionCache:
+    """Thread-safe cache of each plugin binary's ``supportedVersions``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[_BinaryKey, list[str]] = {}
+
+    def supported(self, path: str, ask: Callable[[], list[str]]) -> list[str]:
+        """The cached answer for the binary at ``path``, calling ``ask`` on a miss."""
+        key = _binary_key(path)
+        with self._lock:
+            known = self._known.get(key)
+        if known is not None:
+            return list(known)
+        answer = ask()
+        with self._lock:
+            self._known[key] = list(answer)
+        return list(answer)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+def negotiate(list_version: str, list_versions: Sequence[str], plugins: list[list[str]]) -> str:
+    """The version a list runs at: the highest the list and every plugin support."""
+    return _native.negotiate_version(
+        list_version=list_version, list_versions=list(list_versions), plugin_versions=plugins
+    )
+
+
+def _binary_key(path: str) -> _BinaryKey:
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise CniError(IO_FAILURE, f"cannot stat plugin {path}: {exc.strerror}") from exc
+    return (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+DEFAULT_VERSION_CACHE = VersionCache()
