@@ -1,0 +1,143 @@
+"""Delegate network configurations: reading a conf or conflist verbatim, injecting a missing
+``name`` (spec 3.4.2), refusing plugin types that name a path, and finding configurations on
+disk by network name (spec 3.4.1 rules 2-3) or by path (Multus ``clusterNetwork``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.syntax import is_safe_plugin_type
+
+LIST_SUFFIXES = (".conflist",)
+CONF_SUFFIXES = (".conf", ".json")
+PATH_SUFFIXES = (".conf", ".conflist")  # what Multus takes from a clusterNetwork directory
+
+
+class DelegateConfig(msgspec.Struct, frozen=True):
+    """A delegate's configuration: the bytes plugins get (verbatim but for an injected name),
+    whether it is a conflist, its CNI network name, and where it came from."""
+
+    data: bytes
+    is_list: bool
+    name: str
+    source: str
+
+
+def _fail(source: str, msg: str) -> CniError:
+    return CniError(INVALID_CONFIG, f"{source}: {msg}")
+
+
+def _decode(data: bytes, source: str) -> dict[str, Any]:
+    try:
+        doc = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _fail(source, f"not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise _fail(source, "a CNI configuration must be a JSON object")
+    return doc
+
+
+def _check_plugin(plugin: Any, source: str, where: str) -> None:
+    if not isinstance(plugin, dict):
+        raise _fail(source, f"{where} must be an object")
+    kind = plugin.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise _fail(source, f"{where}: key 'type' must be a non-empty string")
+    if not is_safe_plugin_type(kind):
+        raise _fail(source, f"{where}: plugin type {kind!r} names a path; refused")
+    ipam = plugin.get("ipam")
+    if ipam is None:
+        return
+    if not isinstance(ipam, dict):
+        raise _fail(source, f"{where}: key 'ipam' must be an object")
+    ipam_type = ipam.get("type")
+    if ipam_type is not None and (not isinstance(ipam_type, str) or not ipam_type):
+        raise _fail(source, f"{where}: key 'ipam.type' must be a non-empty string")
+    if isinstance(ipam_type, str) and not is_safe_plugin_type(ipam_type):
+        raise _fail(source, f"{where}: ipam type {ipam_type!r} names a path; refused")
+
+
+def _check_shape(doc: dict[str, Any], source: str) -> bool:
+    """Validates the plugin objects; True for a conflist."""
+    if "cniVersion" in doc and not isinstance(doc["cniVersion"], str):
+        raise _fail(source, "key 'cniVersion' must be a string")
+    if "plugins" not in doc:
+        _check_plugin(doc, source, "the configuration")
+        return False
+    plugins = doc["plugins"]
+    if not isinstance(plugins, list) or not plugins:
+        raise _fail(source, "key 'plugins' must be a non-empty list")
+    for i, plugin in enumerate(plugins):
+        _check_plugin(plugin, source, f"plugins[{i}]")
+    return True
+
+
+def inject_name(data: bytes, name: str) -> bytes:
+    """``data`` (a JSON object without ``name``) with ``"name"`` added as its first key; every
+    other byte is kept."""
+    start = data.index(b"{") + 1
+    empty = data[start:].strip().startswith(b"}")
+    entry = b'"name":' + msgspec.json.encode(name) + (b"" if empty else b",")
+    return data[:start] + entry + data[start:]
+
+
+def delegate_from_bytes(data: bytes, *, source: str, default_name: str = "") -> DelegateConfig:
+    """A delegate from a conf or conflist; ``default_name`` is injected when ``name`` is
+    missing (spec 3.4.2), else a missing name is an error."""
+    doc = _decode(data, source)
+    is_list = _check_shape(doc, source)
+    if "name" not in doc:
+        if not default_name:
+            raise _fail(source, "key 'name' is missing")
+        return DelegateConfig(
+            data=inject_name(data, default_name), is_list=is_list, name=default_name, source=source
+        )
+    name = doc["name"]
+    if not isinstance(name, str) or not name:
+        raise _fail(source, "key 'name' must be a non-empty string")
+    return DelegateConfig(data=data, is_list=is_list, name=name, source=source)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise _fail(str(path), f"cannot be read: {exc}") from None
+
+
+def _files(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix in suffixes and p.is_file())
+
+
+def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
+    """The configuration whose ``name`` is ``name``: ``.conflist`` files first, then ``.conf``
+    and ``.json``, each group in lexical order, as libcni loads them; an unreadable or
+    malformed file on the way is an error naming it."""
+    directory = Path(conf_dir)
+    for suffixes in (LIST_SUFFIXES, CONF_SUFFIXES):
+        for path in _files(directory, suffixes):
+            data = _read(path)
+            if _decode(data, str(path)).get("name") == name:
+                return delegate_from_bytes(data, source=str(path))
+    return None
+
+
+def load_path(path: str | Path) -> DelegateConfig | None:
+    """A configuration given by path: a file, or a directory's first ``.conf``/``.conflist``
+    in lexical order (Multus ``clusterNetwork``); None when there is nothing there."""
+    target = Path(path)
+    if target.is_dir():
+        files = _files(target, PATH_SUFFIXES)
+        if not files:
+            return None
+        target = files[0]
+    if not target.is_file():
+        return None
+    return delegate_from_bytes(_read(target), source=str(target))

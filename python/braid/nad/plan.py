@@ -1,0 +1,53 @@
+"""The attachment plan: what the engine attaches, in order, with everything each delegate needs.
+
+Plain msgspec structs, so the engine can store a plan in its attachment record as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Attachment(msgspec.Struct, frozen=True):
+    """One network attachment of a pod.
+
+    ``config`` is the delegate configuration exactly as plugins get it (a conf when
+    ``is_list`` is false; the engine up-converts it), ``status_name`` names the network-status
+    entry, ``args_cni`` goes into each plugin's ``args.cni``, ``capability_args`` are the
+    runtime's capability arguments with this attachment's requests merged over them, and
+    ``ips``/``mac``/``infiniband_guid`` are the requests the result must honour.
+    """
+
+    position: int
+    ifname: str
+    status_name: str
+    network_name: str
+    config: bytes
+    is_list: bool
+    source: str
+    label: str
+    is_default: bool = False
+    args_cni: dict[str, Any] = msgspec.field(default_factory=dict)
+    capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
+    ips: tuple[str, ...] = ()
+    mac: str | None = None
+    infiniband_guid: str | None = None
+    default_route: tuple[str, ...] | None = None
+    nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class AttachmentPlan(msgspec.Struct, frozen=True):
+    """Every attachment of one pod: the default network first, then ``defaultNetworks`` (or
+    the extra inline ``delegates``), then each selection in annotation order."""
+
+    pod_namespace: str
+    pod_name: str
+    pod_uid: str
+    attachments: tuple[Attachment, ...]
+
+    @property
+    def default(self) -> Attachment:
+        """The cluster default network's attachment (always the first)."""
+        return self.attachments[0]

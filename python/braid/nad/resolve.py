@@ -1,0 +1,198 @@
+"""Resolution: a pod's annotations and braid's configuration into an attachment plan.
+
+Order: the default network (position 0, ``CNI_IFNAME``), then ``defaultNetworks``, then each
+selection of ``k8s.v1.cni.cncf.io/networks`` in order. Interface names are ``net<N>`` by
+position in the whole list unless one is requested; explicit names never renumber the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
+from braid.nad.config import BraidConfig
+from braid.nad.default_network import Network, default_networks, delegate_from_nad
+from braid.nad.plan import Attachment, AttachmentPlan
+from braid.nad.store import Store
+from braid.nad.syntax import ip_family
+
+DEFAULT_IFNAME = "eth0"
+# annotation request -> capability argument it sets (CONVENTIONS names)
+_CAPABILITY_REQUESTS = (
+    ("ips", "ips"),
+    ("mac", "mac"),
+    ("infiniband_guid", "infinibandGUID"),
+    ("device_id", "deviceID"),
+    ("port_mappings", "portMappings"),
+    ("bandwidth", "bandwidth"),
+)
+
+
+class PodRef(msgspec.Struct, frozen=True):
+    """The pod an operation is for (from ``K8S_POD_*`` in ``CNI_ARGS``)."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+def _check_isolation(config: BraidConfig, pod: PodRef, selection: Selection) -> None:
+    """Spec 7.4 with Multus' rule: only NADs of the pod's namespace or a global one."""
+    if not config.namespace_isolation or selection.namespace == pod.namespace:
+        return
+    allowed = config.global_namespace_set()
+    if selection.namespace in allowed:
+        return
+    raise CniError(
+        INVALID_CONFIG,
+        f"namespace isolation: {NETWORKS_ANNOTATION} {selection.label()} refers to namespace "
+        f"{selection.namespace!r}; pods of {pod.namespace!r} may use NADs of their own namespace "
+        f"and of the global namespaces {sorted(allowed)}",
+    )
+
+
+def _selected(selection: Selection, config: BraidConfig, store: Store) -> Network:
+    label = f"{NETWORKS_ANNOTATION} {selection.label()}"
+    nad = store.get_nad(selection.namespace, selection.name)
+    if nad is None:
+        raise CniError(
+            INVALID_CONFIG,
+            f"{label}: NetworkAttachmentDefinition {selection.namespace}/{selection.name} "
+            "not found",
+        )
+    return Network(
+        delegate=delegate_from_nad(nad, config.conf_dir),
+        status_name=f"{selection.namespace}/{selection.name}",
+        label=label,
+        selection=selection,
+        nad_annotations=nad.annotations,
+    )
+
+
+def _args_cni(selection: Selection | None) -> dict[str, Any]:
+    """``args.cni`` for the delegates: ``cni-args``, then the requested ips, mac and GUID."""
+    if selection is None:
+        return {}
+    args = dict(selection.cni_args or {})
+    if selection.ips:
+        args["ips"] = list(selection.ips)
+    if selection.mac is not None:
+        args["mac"] = selection.mac
+    if selection.infiniband_guid is not None:
+        args["infinibandGUID"] = selection.infiniband_guid
+    return args
+
+
+def _capability_args(runtime: Mapping[str, Any], selection: Selection | None) -> dict[str, Any]:
+    """The runtime's capability arguments, all passed on, with the attachment's requests
+    replacing same-named ones (names compared case-insensitively)."""
+    merged = dict(runtime)
+    if selection is None:
+        return merged
+    for field, capability in _CAPABILITY_REQUESTS:
+        value = getattr(selection, field)
+        if value is None or value == ():
+            continue
+        for key in [k for k in merged if k.lower() == capability.lower()]:
+            del merged[key]
+        merged[capability] = list(value) if isinstance(value, tuple) else value
+    return merged
+
+
+def _ifname(position: int, network: Network, runtime_ifname: str) -> str:
+    requested = network.selection.interface if network.selection is not None else None
+    if position == 0:
+        if requested is not None and requested != runtime_ifname:
+            raise CniError(
+                INVALID_CONFIG,
+                f"{network.label}: the default network's interface is CNI_IFNAME "
+                f"{runtime_ifname!r}; interface {requested!r} cannot be requested",
+            )
+        return runtime_ifname
+    return requested if requested is not None else f"net{position}"
+
+
+def _attachment(
+    position: int, network: Network, runtime_ifname: str, capability_args: Mapping[str, Any]
+) -> Attachment:
+    selection = network.selection
+    return Attachment(
+        position=position,
+        ifname=_ifname(position, network, runtime_ifname),
+        status_name=network.status_name,
+        network_name=network.delegate.name,
+        config=network.delegate.data,
+        is_list=network.delegate.is_list,
+        source=network.delegate.source,
+        label=network.label,
+        is_default=position == 0,
+        args_cni=_args_cni(selection),
+        capability_args=_capability_args(capability_args, selection),
+        ips=selection.ips if selection is not None else (),
+        mac=selection.mac if selection is not None else None,
+        infiniband_guid=selection.infiniband_guid if selection is not None else None,
+        default_route=selection.default_route if selection is not None else None,
+        nad_annotations=network.nad_annotations,
+    )
+
+
+def _check_ifnames(attachments: list[Attachment]) -> None:
+    used: dict[str, Attachment] = {}
+    for attachment in attachments:
+        first = used.setdefault(attachment.ifname, attachment)
+        if first is not attachment:
+            raise CniError(
+                INVALID_CONFIG,
+                f"interface name {attachment.ifname!r} of {attachment.label} is already used "
+                f"by {first.label}",
+            )
+
+
+def _check_gateways(attachments: list[Attachment]) -> None:
+    """At most one requested default gateway per address family in the whole pod."""
+    claimed: dict[int, tuple[str, Attachment]] = {}
+    for attachment in attachments:
+        for gateway in attachment.default_route or ():
+            family = ip_family(gateway)
+            first = claimed.setdefault(family, (gateway, attachment))
+            if first[1] is not attachment or first[0] != gateway:
+                raise CniError(
+                    INVALID_CONFIG,
+                    f"default-route: {attachment.label} asks for IPv{family} gateway {gateway} "
+                    f"but {first[1].label} already asks for {first[0]}; one default gateway "
+                    "per address family (ECMP is not supported)",
+                )
+
+
+def resolve_plan(
+    config: BraidConfig,
+    store: Store,
+    pod: PodRef,
+    *,
+    annotations: Mapping[str, str],
+    ifname: str = DEFAULT_IFNAME,
+    capability_args: Mapping[str, Any] | None = None,
+) -> AttachmentPlan:
+    """The attachment plan of a pod; every problem is a CniError naming what is wrong where."""
+    networks = default_networks(config, store, pod.namespace, annotations)
+    selections = parse_selections(annotations.get(NETWORKS_ANNOTATION, ""), namespace=pod.namespace)
+    for selection in selections:
+        _check_isolation(config, pod, selection)
+    networks += [_selected(selection, config, store) for selection in selections]
+    runtime = capability_args or {}
+    attachments = [
+        _attachment(position, network, ifname or DEFAULT_IFNAME, runtime)
+        for position, network in enumerate(networks)
+    ]
+    _check_ifnames(attachments)
+    _check_gateways(attachments)
+    return AttachmentPlan(
+        pod_namespace=pod.namespace,
+        pod_name=pod.name,
+        pod_uid=pod.uid,
+        attachments=tuple(attachments),
+    )

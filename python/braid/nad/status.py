@@ -1,0 +1,138 @@
+"""The ``k8s.v1.cni.cncf.io/network-status`` list (spec section 5) from attachments and their
+CNI results, whatever the result's version.
+
+Addresses are written without their prefix length, as Multus writes them (consumers parse them
+as plain IPs), though the spec's example shows prefixes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from braid.errors import PLUGIN_FAILURE, CniError
+from braid.nad.plan import Attachment
+
+NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status"
+_LEGACY_VERSIONS = frozenset({"", "0.1.0", "0.2.0"})
+
+
+def _address(text: Any) -> str | None:
+    """The address of an ``addr/prefix`` string in canonical form; None when not a string."""
+    if not isinstance(text, str) or not text:
+        return None
+    bare = text.partition("/")[0]
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        return bare
+
+
+def _decode(result: bytes, attachment: Attachment) -> dict[str, Any] | None:
+    if not result.strip():
+        return None
+    try:
+        doc = msgspec.json.decode(result)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise CniError(
+            PLUGIN_FAILURE, f"result of {attachment.label} is not valid JSON", str(exc)
+        ) from None
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise CniError(PLUGIN_FAILURE, f"result of {attachment.label} is not a JSON object")
+    return doc
+
+
+def _sandbox_interface(result: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+    """Index and object of the first interface with a non-empty ``sandbox``."""
+    interfaces = result.get("interfaces")
+    if isinstance(interfaces, list):
+        for index, iface in enumerate(interfaces):
+            sandbox = iface.get("sandbox") if isinstance(iface, dict) else None
+            if isinstance(sandbox, str) and sandbox:
+                return index, iface
+    return None, {}
+
+
+def _index_of(ip: dict[str, Any]) -> int | None:
+    value = ip.get("interface")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _modern_ips(result: dict[str, Any], sandbox: int | None) -> list[str]:
+    """Spec 5.3.3.1: the ips of the sandbox interface; with no sandbox interface, the ips
+    that name no interface (or a negative one)."""
+    ips = result.get("ips")
+    if not isinstance(ips, list):
+        return []
+    found = []
+    for ip in ips:
+        if not isinstance(ip, dict):
+            continue
+        index = _index_of(ip)
+        wanted = index == sandbox if sandbox is not None else index is None or index < 0
+        address = _address(ip.get("address"))
+        if wanted and address is not None:
+            found.append(address)
+    return found
+
+
+def _legacy_ips(result: dict[str, Any]) -> list[str]:
+    found = []
+    for key in ("ip4", "ip6"):
+        block = result.get(key)
+        address = _address(block.get("ip")) if isinstance(block, dict) else None
+        if address is not None:
+            found.append(address)
+    return found
+
+
+def _dns(result: dict[str, Any]) -> dict[str, Any]:
+    dns = result.get("dns")
+    if not isinstance(dns, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key in ("nameservers", "domain", "search"):
+        value = dns.get(key)
+        if value:
+            kept[key] = value
+    return kept
+
+
+def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]:
+    """One network-status map: name, interface, ips, mac, default, dns (empty ones left out).
+    A missing or null result gives the minimal map with the interface braid asked for."""
+    doc = _decode(result, attachment) if result is not None else None
+    entry: dict[str, Any] = {"name": attachment.status_name}
+    ips: list[str] = []
+    mac = ""
+    if doc is None:
+        entry["interface"] = attachment.ifname
+    elif doc.get("cniVersion", "") in _LEGACY_VERSIONS and "interfaces" not in doc:
+        entry["interface"] = attachment.ifname
+        ips = _legacy_ips(doc)
+    else:
+        index, iface = _sandbox_interface(doc)
+        if isinstance(iface.get("name"), str) and iface["name"]:
+            entry["interface"] = iface["name"]
+            found_mac = iface.get("mac")
+            mac = found_mac if isinstance(found_mac, str) else ""
+        ips = _modern_ips(doc, index)
+    if ips:
+        entry["ips"] = ips
+    if mac:
+        entry["mac"] = mac
+    entry["default"] = attachment.is_default
+    dns = _dns(doc) if doc is not None else {}
+    if dns:
+        entry["dns"] = dns
+    return entry
+
+
+def network_status(results: Iterable[tuple[Attachment, bytes | None]]) -> bytes:
+    """The annotation's JSON value for (attachment, result) pairs in plan order."""
+    return msgspec.json.encode([status_entry(a, r) for a, r in results])
