@@ -1,0 +1,37 @@
+"""Shared setup of the benchmarks: the benches directory on the path, payloads, and a closing
+summary of the runtime's overhead (runtime median minus direct median, per operation).
+
+`make bench` runs these for real; `pytest benches --benchmark-disable` runs each body once as a
+smoke test (CI keeps them from rotting without paying for the measurements).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# With importlib mode the helper modules beside this file are importable only from here.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from overhead_record import OVERHEAD
+
+PAYLOADS = Path(__file__).parent / "payloads"
+
+
+def payload(name: str) -> bytes:
+    return (PAYLOADS / name).read_bytes()
+
+
+@pytest.fixture(scope="session")
+def payloads() -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in PAYLOADS.glob("*.json")}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = OVERHEAD.summary_lines()
+    if lines:
+        terminalreporter.section("braid.cni runtime overhead (median, ms)")
+        for line in lines:
+            terminalreporter.write_line(line)
