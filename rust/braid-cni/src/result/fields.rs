@@ -26,7 +26,11 @@ fn kind(value: &Value) -> &'static str {
 
 /// A code-6 error for the field at `path`.
 pub(super) fn invalid(path: &str, what: &str) -> CniError {
-    CniError::decode(format!("invalid CNI result: {path}: {what}"))
+    if path.is_empty() {
+        CniError::decode(format!("invalid CNI result: {what}"))
+    } else {
+        CniError::decode(format!("invalid CNI result: {path}: {what}"))
+    }
 }
 
 /// `value` as an object (`None` for `null`).
