@@ -50,7 +50,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     capabilities: dict[str, bool] = msgspec.field(default_factory=dict)
     runtime_config: dict[str, Any] = msgspec.field(default_factory=dict)
     args: dict[str, Any] | None = None
-    prev_result: msgspec.Raw | None = None
+    prev_result: Any = None
     log_file: str = ""
     log_level: str = "panic"
     log_to_stderr: bool = True
