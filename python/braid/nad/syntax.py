@@ -28,7 +28,11 @@ def is_dns1123_subdomain(value: str) -> bool:
 def is_interface_name(value: str) -> bool:
     """What the kernel's dev_valid_name accepts: 1-15 bytes, not '.' or '..', no '/', ':' or
     whitespace."""
-    if not value or len(value.encode("utf-8", "surrogatepass")) >= IFNAMSIZ:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate cannot reach the kernel
+        return False
+    if not value or size >= IFNAMSIZ:
         return False
     if value in {".", ".."}:
         return False
