@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+
+from braid.cni import command as cni_command
+from braid.cni import demo as cni_demo
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braidctl", description=__doc__)
-    parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    cni_command.add_parser(subparsers)
+    cni_demo.add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
-    return 0
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return handler(args)
 
 
 if __name__ == "__main__":
