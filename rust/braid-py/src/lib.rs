@@ -1,6 +1,8 @@
 //! pyo3 glue: `braid._native`. Bytes and strings in, bytes and strings out; keyword-only
 //! arguments; every `CniError` becomes `braid.errors.CniError` in one place ([`to_py_err`]).
 
+mod netns;
+
 use braid_cni::{args, config, inject, result, version, CniError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -178,6 +180,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_cni_args, m)?)?;
     m.add_function(wrap_pyfunction!(error_json, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
+    netns::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     Ok(())

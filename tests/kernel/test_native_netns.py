@@ -1,0 +1,243 @@
+"""braid._native's namespace primitives (braid-netns) against the kernel, checked with `ip -j`.
+
+Two namespaces joined by two veth pairs, both families addressed, several default routes per
+family (same metric twice, multipath too); the "pod" side is where braid works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kernel_netns  # the tier's own module; conftest puts it on the path
+import pytest
+
+from braid import _native
+from braid.errors import CniError
+
+PROTOCOLS = {"kernel": 2, "boot": 3, "static": 4, "ra": 9}
+SCOPES = {"global": 0, "universe": 0, "link": 253, "host": 254}
+
+
+@dataclass(frozen=True)
+class Pair:
+    pod: kernel_netns.Netns
+    peer: kernel_netns.Netns
+
+
+def ip(ns: kernel_netns.Netns, *args: str) -> None:
+    subprocess.run(["ip", "-n", ns.name, *args], check=True)
+
+
+def ip_json(ns: kernel_netns.Netns, *args: str) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        ["ip", "-j", "-n", ns.name, *args], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def _address_both(pair: Pair, pod_if: str, peer_if: str, v4: str, v6: str) -> None:
+    ip(
+        pair.pod,
+        "link",
+        "add",
+        pod_if,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        peer_if,
+        "netns",
+        pair.peer.name,
+    )
+    for ns, ifname, host in ((pair.pod, pod_if, "1"), (pair.peer, peer_if, "2")):
+        ip(ns, "addr", "add", f"{v4}.{host}/24", "dev", ifname)
+        ip(ns, "addr", "add", f"{v6}::{host}/64", "dev", ifname, "nodad")
+        ip(ns, "link", "set", ifname, "up")
+
+
+def _add_defaults(pod: kernel_netns.Netns) -> None:
+    for args in (
+        ["route", "add", "default", "via", "198.51.100.2", "dev", "va", "metric", "100"],
+        ["route", "append", "default", "via", "198.51.100.3", "dev", "va", "metric", "100"],
+        ["route", "add", "default", "via", "203.0.113.2", "dev", "vb", "metric", "200"],
+        ["route", "add", "default", "metric", "400", "nexthop", "via", "198.51.100.4", "dev", "va",
+         "nexthop", "via", "203.0.113.4", "dev", "vb"],
+        ["-6", "route", "add", "default", "via", "2001:db8:71::2", "dev", "va", "metric", "100"],
+        ["-6", "route", "add", "default", "via", "2001:db8:72::2", "dev", "vb", "metric", "200"],
+        ["-6", "route", "add", "default", "metric", "300", "nexthop", "via", "2001:db8:71::3",
+         "dev", "va", "nexthop", "via", "2001:db8:72::3", "dev", "vb"],
+    ):  # fmt: skip
+        ip(pod, *args)
+
+
+@pytest.fixture
+def pair() -> Iterator[Pair]:
+    if os.geteuid() != 0:
+        pytest.fail("the netns primitives need root (ip netns, setns)", pytrace=False)
+    made = Pair(
+        kernel_netns.create("np", loopback_up=True), kernel_netns.create("nq", loopback_up=True)
+    )
+    try:
+        _address_both(made, "va", "pa", "198.51.100", "2001:db8:71")
+        _address_both(made, "vb", "pb", "203.0.113", "2001:db8:72")
+        _add_defaults(made.pod)
+        yield made
+    finally:
+        for ns in (made.pod, made.peer):
+            kernel_netns.delete(ns)
+
+
+def oracle_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
+    """The main table of one family per `ip -j`, normalised to list_routes' fields."""
+    out = set()
+    for r in ip_json(ns, f"-{family}", "route", "show", "table", "main"):
+        dst = r["dst"]
+        if dst == "default":
+            dst = "0.0.0.0/0" if family == 4 else "::/0"
+        elif "/" not in dst:
+            dst += "/32" if family == 4 else "/128"
+        proto = r.get("protocol", "boot")
+        out.add((family, dst, r.get("gateway"), r.get("dev"), r.get("metric"),
+                 SCOPES[r.get("scope", "global")], PROTOCOLS.get(proto, proto)))  # fmt: skip
+    return out
+
+
+def native_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
+    routes = json.loads(_native.list_routes(netns=ns.path))
+    assert all(r["table"] == 254 for r in routes)
+    return {
+        (r["family"], r["dst"], r["gateway"], r["ifname"], r["metric"], r["scope"], r["protocol"])
+        for r in routes
+        if r["family"] == family
+    }
+
+
+def defaults(ns: kernel_netns.Netns, family: int) -> list[dict[str, Any]]:
+    return [
+        r for r in ip_json(ns, f"-{family}", "route", "show", "default") if r["dst"] == "default"
+    ]
+
+
+def test_list_routes_matches_ip_for_both_families(pair: Pair) -> None:
+    for family in (4, 6):
+        assert native_routes(pair.pod, family) == oracle_routes(pair.pod, family)
+    assert len(defaults(pair.pod, 4)) == 4
+    assert len(defaults(pair.pod, 6)) == 3
+
+
+def test_replacing_the_ipv4_default_keeps_every_ipv6_route(pair: Pair) -> None:
+    v6_before = oracle_routes(pair.pod, 6)
+    _native.set_default_route(netns=pair.pod.path, family=4, gateway="203.0.113.2")
+    only = defaults(pair.pod, 4)
+    assert [(r["gateway"], r["dev"]) for r in only] == [("203.0.113.2", "vb")]
+    assert oracle_routes(pair.pod, 6) == v6_before
+    assert native_routes(pair.pod, 4) == oracle_routes(pair.pod, 4)
+
+
+def test_replacing_the_ipv6_default_keeps_every_ipv4_route(pair: Pair) -> None:
+    v4_before = oracle_routes(pair.pod, 4)
+    _native.set_default_route(netns=pair.pod.path, family=6, gateway="2001:db8:71::9", ifname="va")
+    only = defaults(pair.pod, 6)
+    assert [(r["gateway"], r["dev"]) for r in only] == [("2001:db8:71::9", "va")]
+    assert oracle_routes(pair.pod, 4) == v4_before
+
+
+def test_an_existing_default_becomes_the_only_one_and_repeating_is_harmless(pair: Pair) -> None:
+    for _ in range(2):
+        _native.set_default_route(netns=pair.pod.path, family=4, gateway="198.51.100.3")
+        assert [(r["gateway"], r["dev"]) for r in defaults(pair.pod, 4)] == [("198.51.100.3", "va")]
+    _native.set_default_route(netns=pair.pod.path, family=6, gateway="fe80::99", ifname="vb")
+    assert [(r["gateway"], r["dev"]) for r in defaults(pair.pod, 6)] == [("fe80::99", "vb")]
+
+
+@pytest.mark.parametrize(
+    ("family", "gateway", "ifname", "expected"),
+    [
+        (4, "192.0.2.77", None, "192.0.2.77"),
+        (6, "2001:db8:99::1", None, "2001:db8:99::1"),
+        (4, "192.0.2.77", "va", "va"),
+        (4, "198.51.100.2", "nosuch0", "nosuch0"),
+        (6, "fe80::1", None, "va, vb"),
+        (4, "2001:db8:71::2", None, "not an IPv4 address"),
+    ],
+)
+def test_a_gateway_that_cannot_be_used_fails_and_changes_nothing(
+    pair: Pair, family: int, gateway: str, ifname: str | None, expected: str
+) -> None:
+    before = {f: oracle_routes(pair.pod, f) for f in (4, 6)}
+    with pytest.raises(CniError) as caught:
+        _native.set_default_route(
+            netns=pair.pod.path, family=family, gateway=gateway, ifname=ifname
+        )
+    assert caught.value.code == 999
+    assert pair.pod.path in caught.value.msg
+    assert expected in caught.value.msg
+    assert {f: oracle_routes(pair.pod, f) for f in (4, 6)} == before
+
+
+@pytest.mark.parametrize(
+    "path", ["/run/netns/braid-no-such-ns", "/etc/hostname", "/proc/self/ns/uts"]
+)
+def test_a_bad_namespace_path_is_a_code_4_error_naming_it(path: str) -> None:
+    calls = [
+        lambda: _native.list_routes(netns=path),
+        lambda: _native.list_links(netns=path),
+        lambda: _native.link_info(netns=path, ifname="eth0"),
+        lambda: _native.set_default_route(netns=path, family=4, gateway="192.0.2.1"),
+    ]
+    for call in calls:
+        with pytest.raises(CniError) as caught:
+            call()
+        assert caught.value.code == 4
+        assert path in caught.value.msg
+
+
+def test_link_info_and_list_links_match_ip_link(pair: Pair) -> None:
+    ip(pair.pod, "link", "set", "va", "address", "02:AB:cd:00:00:42", "mtu", "1400")
+    links = {link["ifname"]: link for link in ip_json(pair.pod, "link", "show")}
+    assert sorted(_native.list_links(netns=pair.pod.path)) == sorted(links)
+    for name, link in links.items():
+        info = _native.link_info(netns=pair.pod.path, ifname=name)
+        assert info == (link["ifindex"], link["address"], link["mtu"])
+    assert _native.link_info(netns=pair.pod.path, ifname="va") == (
+        links["va"]["ifindex"], "02:ab:cd:00:00:42", 1400,
+    )  # fmt: skip
+    assert _native.link_info(netns=pair.pod.path, ifname="pa") is None
+    assert _native.link_info(netns=pair.pod.path, ifname="") is None
+
+
+def thread_netns() -> str:
+    """The network namespace of the calling thread (not of the process)."""
+    return str(Path("/proc/thread-self/ns/net").readlink())
+
+
+def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
+    own = thread_netns()
+    va_index = _native.link_info(netns=pair.pod.path, ifname="va")
+    pa_index = _native.link_info(netns=pair.peer.path, ifname="pa")
+
+    def worker(n: int) -> list[str]:
+        seen = []
+        for i in range(25):
+            ns = pair.pod if (n + i) % 2 else pair.peer
+            if i % 3 == 0:
+                assert "va" in _native.list_links(netns=ns.path) or ns is pair.peer
+            elif i % 3 == 1:
+                got = _native.link_info(netns=ns.path, ifname="va" if ns is pair.pod else "pa")
+                assert got == (va_index if ns is pair.pod else pa_index)
+            else:
+                assert _native.list_routes(netns=ns.path).startswith(b"[")
+            seen.append(thread_netns())
+        return seen
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        seen = [s for chunk in pool.map(worker, range(12)) for s in chunk]
+    assert set(seen) == {own}
+    assert thread_netns() == own
