@@ -4,12 +4,13 @@ scenario shares: the result's version, the cache entry, CHECK's version rule, no
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 import pytest
 from kernel_attachment import Attachment, load
-from kernel_networks import effective_version, supports_check
+from kernel_networks import effective_version, result_version, supports_check
 
 from braid.errors import CniError
 
@@ -33,10 +34,24 @@ class Lifecycle:
         self.req = att.request(capability_args)
 
     def add(self) -> dict[str, Any]:
+        # The plugins must run at the negotiated version: Debian's refuse 1.1.0 with code 1.
+        assert self.runtime.version(self.net).run_version == effective_version(self.case)
         result: dict[str, Any] = json.loads(self.runtime.add(self.net, self.req))
-        assert result["cniVersion"] == effective_version(self.case)
-        assert self.att.cache_entries(), "a successful ADD cached no result"
+        assert result["cniVersion"] == result_version(self.case)
+        self.assert_cached(result)
         return result
+
+    def assert_cached(self, result: dict[str, Any]) -> None:
+        """One libcni `cniCacheV1` entry (reference §3.1), read as plain JSON, not by braid."""
+        entries = self.att.cache_entries()
+        assert len(entries) == 1, f"a successful ADD must cache one entry, found {entries}"
+        entry = json.loads(entries[0].read_bytes())
+        assert entry["kind"] == "cniCacheV1"
+        assert (entry["containerId"], entry["ifName"]) == (self.att.container_id, self.att.ifname)
+        assert entry["networkName"] == self.net.name
+        assert json.loads(base64.b64decode(entry["config"]))["name"] == self.net.name
+        cached_ips = {ip["address"] for ip in entry["result"]["ips"]}
+        assert cached_ips == {ip["address"] for ip in result["ips"]}
 
     def check(self) -> None:
         """CHECK passes from 0.4.0 on; below it the runtime refuses with code 1 (§1.4)."""

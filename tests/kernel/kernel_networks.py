@@ -35,6 +35,11 @@ def effective_version(case: str) -> str:
     return "1.0.0" if case == "negotiated" else case
 
 
+def result_version(case: str) -> str:
+    """The version of the result the runtime hands back: the list's own (§1.6 selection)."""
+    return NEGOTIATED_DECLARED if case == "negotiated" else case
+
+
 def supports_check(case: str) -> bool:
     return effective_version(case) != "0.3.1"
 

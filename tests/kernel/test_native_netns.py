@@ -220,20 +220,28 @@ def thread_netns() -> str:
 
 def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
     own = thread_netns()
-    va_index = _native.link_info(netns=pair.pod.path, ifname="va")
-    pa_index = _native.link_info(netns=pair.peer.path, ifname="pa")
+    expected = {
+        ns.path: (
+            sorted(_native.list_links(netns=ns.path)),
+            _native.link_info(netns=ns.path, ifname=name),
+            _native.list_routes(netns=ns.path),
+        )
+        for ns, name in ((pair.pod, "va"), (pair.peer, "pa"))
+    }
+    assert expected[pair.pod.path][0] == ["lo", "va", "vb"]
+    assert expected[pair.peer.path][0] == ["lo", "pa", "pb"]
 
     def worker(n: int) -> list[str]:
         seen = []
-        for i in range(25):
-            ns = pair.pod if (n + i) % 2 else pair.peer
+        for i in range(30):
+            ns, name = (pair.pod, "va") if (n + i) % 2 else (pair.peer, "pa")
+            links, info, routes = expected[ns.path]
             if i % 3 == 0:
-                assert "va" in _native.list_links(netns=ns.path) or ns is pair.peer
+                assert sorted(_native.list_links(netns=ns.path)) == links
             elif i % 3 == 1:
-                got = _native.link_info(netns=ns.path, ifname="va" if ns is pair.pod else "pa")
-                assert got == (va_index if ns is pair.pod else pa_index)
+                assert _native.link_info(netns=ns.path, ifname=name) == info
             else:
-                assert _native.list_routes(netns=ns.path).startswith(b"[")
+                assert _native.list_routes(netns=ns.path) == routes
             seen.append(thread_netns())
         return seen
 
