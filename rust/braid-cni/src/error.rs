@@ -48,7 +48,11 @@ pub type Result<T> = std::result::Result<T, CniError>;
 impl CniError {
     /// A new error with `code` and `msg` and no details.
     pub fn new(code: u32, msg: impl Into<String>) -> Self {
-        Self { code, msg: msg.into(), details: String::new() }
+        Self {
+            code,
+            msg: msg.into(),
+            details: String::new(),
+        }
     }
 
     /// The same error with `details` set.

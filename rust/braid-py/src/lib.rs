@@ -1,6 +1,9 @@
 //! pyo3 glue: `braid._native`. Bytes and strings in, bytes and strings out; keyword-only
 //! arguments; every `CniError` becomes `braid.errors.CniError` in one place ([`to_py_err`]).
 
+// pyo3 extracts Python lists into owned vectors; taking them by value is how it hands them over.
+#![allow(clippy::needless_pass_by_value)]
+
 mod netns;
 
 use braid_cni::{args, config, inject, result, version, CniError};
@@ -30,7 +33,9 @@ fn bytes(py: Python<'_>, data: &[u8]) -> Py<PyBytes> {
 #[pyfunction]
 #[pyo3(signature = (*, data, to_version))]
 fn convert_result(py: Python<'_>, data: &[u8], to_version: &str) -> PyResult<Py<PyBytes>> {
-    result::convert(data, to_version).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+    result::convert(data, to_version)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// Parses a plugin's ADD output for a configuration of `config_version`.
@@ -88,22 +93,32 @@ fn negotiate_version(
 #[pyfunction]
 #[pyo3(signature = (*, data))]
 fn parse_network_list(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyBytes>> {
-    config::summarize(data).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+    config::summarize(data)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// Up-converts a single-plugin conf into a conflist.
 #[pyfunction]
 #[pyo3(signature = (*, data))]
 fn conf_to_list(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyBytes>> {
-    config::conf_to_list(data).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+    config::conf_to_list(data)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// Appends plugin objects to a conflist.
 #[pyfunction]
 #[pyo3(signature = (*, network_list, plugins))]
-fn append_plugins(py: Python<'_>, network_list: &[u8], plugins: Vec<Vec<u8>>) -> PyResult<Py<PyBytes>> {
+fn append_plugins(
+    py: Python<'_>,
+    network_list: &[u8],
+    plugins: Vec<Vec<u8>>,
+) -> PyResult<Py<PyBytes>> {
     let refs: Vec<&[u8]> = plugins.iter().map(Vec::as_slice).collect();
-    config::append_plugins(network_list, &refs).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+    config::append_plugins(network_list, &refs)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// Builds one plugin's stdin for one verb.
@@ -131,7 +146,9 @@ fn plugin_stdin(
         valid_attachments,
         args_cni,
     };
-    inject::plugin_stdin(&req).map(|v| bytes(py, &v)).map_err(|e| to_py_err(py, e))
+    inject::plugin_stdin(&req)
+        .map(|v| bytes(py, &v))
+        .map_err(|e| to_py_err(py, e))
 }
 
 /// Joins `CNI_ARGS` pairs.
@@ -151,7 +168,13 @@ fn parse_cni_args(py: Python<'_>, value: &str) -> PyResult<Vec<(String, String)>
 /// Renders the CNI error JSON object.
 #[pyfunction]
 #[pyo3(signature = (*, code, msg, details, cni_version))]
-fn error_json(py: Python<'_>, code: u32, msg: &str, details: &str, cni_version: &str) -> Py<PyBytes> {
+fn error_json(
+    py: Python<'_>,
+    code: u32,
+    msg: &str,
+    details: &str,
+    cni_version: &str,
+) -> Py<PyBytes> {
     let err = CniError::new(code, msg).with_details(details);
     bytes(py, &err.to_json(cni_version))
 }
@@ -160,7 +183,8 @@ fn error_json(py: Python<'_>, code: u32, msg: &str, details: &str, cni_version: 
 #[pyfunction]
 #[pyo3(signature = (*, path))]
 fn namespace_id(py: Python<'_>, path: &str) -> PyResult<(u64, u64)> {
-    py.detach(|| braid_netns::namespace_id(path)).map_err(PyErr::from)
+    py.detach(|| braid_netns::namespace_id(path))
+        .map_err(PyErr::from)
 }
 
 #[pymodule]

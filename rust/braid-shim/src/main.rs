@@ -22,12 +22,18 @@ fn version_json() -> Vec<u8> {
 fn run() -> Result<Vec<u8>, CniError> {
     match std::env::var("CNI_COMMAND").unwrap_or_default().as_str() {
         "VERSION" => Ok(version_json()),
-        "" => Err(CniError::new(codes::INVALID_ENVIRONMENT, "CNI_COMMAND is not set")),
+        "" => Err(CniError::new(
+            codes::INVALID_ENVIRONMENT,
+            "CNI_COMMAND is not set",
+        )),
         "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" => Err(CniError::new(
             codes::TRY_AGAIN_LATER,
             "the braid daemon is not available in this build; use braid-thin",
         )),
-        other => Err(CniError::new(codes::INVALID_ENVIRONMENT, format!("unknown CNI_COMMAND: {other}"))),
+        other => Err(CniError::new(
+            codes::INVALID_ENVIRONMENT,
+            format!("unknown CNI_COMMAND: {other}"),
+        )),
     }
 }
 
