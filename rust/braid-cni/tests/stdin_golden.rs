@@ -43,7 +43,9 @@ fn assert_key_order(actual: &Value, expected: &Value, path: &str, skip_prev_resu
 }
 
 fn prev_result_converted(case: &Value, prev_result: Option<&[u8]>) -> bool {
-    let Some(data) = prev_result else { return false };
+    let Some(data) = prev_result else {
+        return false;
+    };
     let parsed: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
     parsed.get("cniVersion") != case.get("cni_version")
 }
@@ -69,9 +71,17 @@ fn run_case(path: &Path) {
     let outcome = plugin_stdin(&req);
     if let Some(error) = case.get("error") {
         let err = outcome.expect_err(&name);
-        assert_eq!(u64::from(err.code), error["code"].as_u64().unwrap(), "{name}: {err}");
+        assert_eq!(
+            u64::from(err.code),
+            error["code"].as_u64().unwrap(),
+            "{name}: {err}"
+        );
         let wanted = error["contains"].as_str().unwrap();
-        assert!(err.msg.contains(wanted), "{name}: {:?} lacks {wanted:?}", err.msg);
+        assert!(
+            err.msg.contains(wanted),
+            "{name}: {:?} lacks {wanted:?}",
+            err.msg
+        );
         return;
     }
     let out = outcome.unwrap_or_else(|err| panic!("{name}: {err}"));
@@ -91,7 +101,11 @@ fn every_stdin_case_matches_its_golden_file() {
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .collect();
     paths.sort();
-    assert!(paths.len() >= 45, "the golden set is incomplete: {} cases", paths.len());
+    assert!(
+        paths.len() >= 45,
+        "the golden set is incomplete: {} cases",
+        paths.len()
+    );
     for path in &paths {
         run_case(path);
     }
@@ -113,7 +127,10 @@ fn number_text_survives_in_the_bytes() {
     let out = String::from_utf8(plugin_stdin(&req).unwrap()).unwrap();
     assert!(out.contains(r#""x-vendor-weight":2.50"#), "{out}");
     assert!(out.contains(r#"{"burst":1.0e+3,"ratio":0.10}"#), "{out}");
-    assert!(out.starts_with(r#"{"type":"bridge","bridge":"braid0","#), "{out}");
+    assert!(
+        out.starts_with(r#"{"type":"bridge","bridge":"braid0","#),
+        "{out}"
+    );
 }
 
 #[test]
@@ -132,5 +149,8 @@ fn exponent_text_is_normalized_by_the_json_layer() {
         args_cni: None,
     };
     let out = String::from_utf8(plugin_stdin(&req).unwrap()).unwrap();
-    assert!(out.contains(r#""a":1e+3,"b":2.5e-7,"c":-0.0,"d":12345678901234567890123"#), "{out}");
+    assert!(
+        out.contains(r#""a":1e+3,"b":2.5e-7,"c":-0.0,"d":12345678901234567890123"#),
+        "{out}"
+    );
 }
