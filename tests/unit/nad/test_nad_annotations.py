@@ -195,7 +195,7 @@ def test_default_network_override_text_json_and_object() -> None:
 
 @pytest.mark.parametrize("value", ["a,b", "[]", '[{"name":"a"},{"name":"b"}]'])
 def test_default_network_override_needs_exactly_one(value: str) -> None:
-    with pytest.raises(CniError, match="v1.multus-cni.io/default-network"):
+    with pytest.raises(CniError, match=r"v1\.multus-cni\.io/default-network"):
         parse_default_network(value, namespace="kube-system")
 
 

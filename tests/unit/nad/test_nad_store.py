@@ -134,7 +134,7 @@ def test_duplicate_nad_names_both_files(tmp_path: Path) -> None:
 
 def test_broken_pod_manifest_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "pod.yaml").write_text("kind: Pod\nmetadata: {name: p, uid: 5}\n")
-    with pytest.raises(CniError, match="field metadata.uid"):
+    with pytest.raises(CniError, match=r"field metadata\.uid"):
         FileStore(tmp_path / "nads", tmp_path).get_pod("default", "p", "")
 
 

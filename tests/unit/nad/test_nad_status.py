@@ -1,0 +1,113 @@
+"""network-status per spec section 5 from results of every version (golden results in
+tests/fixtures/nad/results)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from braid.errors import CniError
+from braid.nad import Attachment, network_status, status_entry
+
+RESULTS = Path(__file__).parents[2] / "fixtures" / "nad" / "results"
+
+
+def attachment(status_name: str, ifname: str, *, default: bool = False) -> Attachment:
+    return Attachment(
+        position=0 if default else 1,
+        ifname=ifname,
+        status_name=status_name,
+        network_name=status_name.rpartition("/")[2],
+        config=b"{}",
+        is_list=False,
+        source="test",
+        label=f"test {status_name}",
+        is_default=default,
+    )
+
+
+def result(name: str) -> bytes:
+    return (RESULTS / name).read_bytes()
+
+
+def test_bridge_1_0_0_uses_the_sandbox_interface_and_its_ips() -> None:
+    entry = status_entry(attachment("ns/net-a", "net1"), result("bridge-1.0.0.json"))
+    assert entry == {
+        "name": "ns/net-a",
+        "interface": "net1",
+        "ips": ["10.10.0.5", "2001:db8::5"],
+        "mac": "02:11:22:33:44:55",
+        "default": False,
+        "dns": {
+            "nameservers": ["10.10.0.53"],
+            "domain": "cluster.local",
+            "search": ["svc.cluster.local"],
+        },
+    }
+
+
+def test_bridge_0_4_0_default_network() -> None:
+    entry = status_entry(attachment("cluster", "eth0", default=True), result("bridge-0.4.0.json"))
+    assert entry == {
+        "name": "cluster",
+        "interface": "eth0",
+        "ips": ["10.10.0.6"],
+        "mac": "02:11:22:33:44:56",
+        "default": True,
+    }
+
+
+def test_pre_0_3_0_result_uses_ip4_ip6_and_cni_ifname() -> None:
+    entry = status_entry(attachment("ns/old", "net4"), result("bridge-0.2.0.json"))
+    assert entry == {
+        "name": "ns/old",
+        "interface": "net4",
+        "ips": ["10.10.0.7", "fd00::7"],
+        "default": False,
+        "dns": {"nameservers": ["10.10.0.53"]},
+    }
+
+
+def test_result_without_interfaces_takes_ips_without_index() -> None:
+    entry = status_entry(attachment("ns/ipam", "net2"), result("host-local-1.0.0.json"))
+    assert entry == {"name": "ns/ipam", "ips": ["10.20.0.9", "fd20::9"], "default": False}
+
+
+def test_no_sandbox_rule_skips_host_interface_ips() -> None:
+    entry = status_entry(attachment("ns/host", "net3"), result("no-sandbox-1.0.0.json"))
+    assert entry == {"name": "ns/host", "ips": ["10.30.0.4", "10.30.0.5"], "default": False}
+
+
+def test_ip_over_infiniband_hardware_address() -> None:
+    entry = status_entry(attachment("other-ns/ib", "ib0"), result("ipoib-1.1.0.json"))
+    assert entry["mac"] == "80:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22"
+    assert entry["interface"] == "ib0"
+    assert entry["ips"] == ["5.4.3.2"]
+    assert "mtu" not in entry
+
+
+@pytest.mark.parametrize("data", [None, b"", b"  \n", b"null"])
+def test_missing_result_gives_the_minimal_map(data: bytes | None) -> None:
+    entry = status_entry(attachment("ns/quiet", "net7"), data)
+    assert entry == {"name": "ns/quiet", "interface": "net7", "default": False}
+
+
+@pytest.mark.parametrize("data", [b"{", b"[]", b"3"])
+def test_garbage_result_is_a_plugin_failure(data: bytes) -> None:
+    with pytest.raises(CniError, match="result of test ns/x") as err:
+        status_entry(attachment("ns/x", "net1"), data)
+    assert err.value.code == 100
+
+
+def test_network_status_list_has_exactly_one_default_in_plan_order() -> None:
+    pairs = [
+        (attachment("cluster", "eth0", default=True), result("bridge-0.4.0.json")),
+        (attachment("ns/net-a", "net1"), result("bridge-1.0.0.json")),
+        (attachment("ns/net-a", "net2"), None),
+    ]
+    doc = json.loads(network_status(pairs))
+    assert [e["name"] for e in doc] == ["cluster", "ns/net-a", "ns/net-a"]
+    assert [e["default"] for e in doc] == [True, False, False]
+    assert [e["interface"] for e in doc] == ["eth0", "net1", "net2"]
