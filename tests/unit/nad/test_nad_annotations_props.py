@@ -63,12 +63,11 @@ texts = st.lists(
 
 
 def check(value: str) -> list[Selection] | None:
+    refused: CniError | None = None
     try:
         found = parse_selections(value, namespace="pods")
     except CniError as err:
         refused = err
-    else:
-        refused = None
     if refused is not None:
         assert refused.code == 7
         assert refused.msg

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 
 from braid.errors import CniError
-from braid.nad import load_braid_config
+from braid.nad import LoadedConfig, load_braid_config
 
 # A Multus thin configuration as its docs show it, with only `type` changed.
 MULTUS_STYLE = {
@@ -36,7 +37,7 @@ MULTUS_STYLE = {
 }
 
 
-def load(doc: dict[str, object]) -> object:
+def load(doc: Mapping[str, object]) -> LoadedConfig:
     return load_braid_config(json.dumps(doc).encode())
 
 
@@ -157,7 +158,7 @@ def test_conflist_with_a_braid_plugin_takes_list_name_and_version() -> None:
             {"type": "portmap", "capabilities": {"portMappings": True}},
         ],
     }
-    cfg = load(doc).config  # type: ignore[attr-defined]
+    cfg = load(doc).config
     assert (cfg.name, cfg.cni_version, cfg.cluster_network) == ("braid-net", "1.0.0", "k")
 
 
