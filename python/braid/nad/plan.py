@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 
+from braid.cni import NetworkList, network_list_from_bytes, network_list_from_conf
+
 
 class Attachment(msgspec.Struct, frozen=True):
     """One network attachment of a pod.
@@ -36,6 +38,13 @@ class Attachment(msgspec.Struct, frozen=True):
     infiniband_guid: str | None = None
     default_route: tuple[str, ...] | None = None
     nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def network_list(self) -> NetworkList:
+        """The configuration as a validated ``NetworkList`` (a conf up-converted as libcni
+        does), ready for ``braid.cni.Runtime``."""
+        if self.is_list:
+            return network_list_from_bytes(self.config)
+        return network_list_from_conf(self.config)
 
 
 class AttachmentPlan(msgspec.Struct, frozen=True):
