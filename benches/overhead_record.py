@@ -1,28 +1,35 @@
-"""Medians of the runtime-overhead benchmarks, paired as (direct, runtime) per operation."""
+"""Timings of the runtime-overhead benchmarks, paired as (direct, runtime) per operation.
+
+The paired benchmark times both sides in the same round, alternating which goes first, so
+drift and noise from other load on the machine fall on both sides alike; the overhead is the
+median of the per-round differences.
+"""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 
 
 @dataclass
 class OverheadRecord:
-    medians: dict[tuple[str, str], float] = field(default_factory=dict)
+    samples: dict[tuple[str, str], list[float]] = field(default_factory=dict)
 
-    def record(self, operation: str, side: str, median_seconds: float) -> None:
-        self.medians[(operation, side)] = median_seconds
+    def add(self, operation: str, side: str, seconds: float) -> None:
+        self.samples.setdefault((operation, side), []).append(seconds)
 
     def summary_lines(self) -> list[str]:
-        ops = sorted({op for op, _ in self.medians})
         lines = []
-        for op in ops:
-            direct = self.medians.get((op, "direct"))
-            runtime = self.medians.get((op, "runtime"))
-            if direct is None or runtime is None:
+        for op in sorted({op for op, _ in self.samples}):
+            direct = self.samples.get((op, "direct"), [])
+            runtime = self.samples.get((op, "runtime"), [])
+            if not direct or len(direct) != len(runtime):
                 continue
+            paired = statistics.median(r - d for d, r in zip(direct, runtime, strict=True))
             lines.append(
-                f"{op:<28} direct {direct * 1e3:7.2f}  runtime {runtime * 1e3:7.2f}"
-                f"  overhead {(runtime - direct) * 1e3:+7.2f}"
+                f"{op:<24} n={len(direct):<4} direct {statistics.median(direct) * 1e3:6.2f}"
+                f"  runtime {statistics.median(runtime) * 1e3:6.2f}"
+                f"  overhead (median of paired differences) {paired * 1e3:+6.2f}"
             )
         return lines
 

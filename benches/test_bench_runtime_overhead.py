@@ -8,107 +8,86 @@ run (see `conftest.py`) and recorded in `docs/performance.md`.
 
 from __future__ import annotations
 
-import json
-import os
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
-from braid.cni import ProcessExecutor, Runtime, RuntimeRequest, network_list_from_bytes
-from direct_plugins import DirectChain
+from bench_setup import Setup, bridge_setup
 from overhead_record import OVERHEAD
 
-CNI_BIN_DIR = os.environ.get("CNI_BIN_DIR", "/usr/lib/cni")
 ROUNDS = 40
-CONTAINER_ID = "braid-bench-0001"
-
-
-@dataclass
-class Setup:
-    direct: DirectChain
-    runtime: Runtime
-    network: Any
-    request: RuntimeRequest
-
-    def runtime_add(self) -> None:
-        self.runtime.add(self.network, self.request)
-
-    def runtime_del(self) -> None:
-        self.runtime.delete(self.network, self.request)
-
-
-def bridge_list(data_dir: Path) -> dict[str, Any]:
-    ipam = {
-        "type": "host-local",
-        "dataDir": str(data_dir),
-        "ranges": [[{"subnet": "10.232.0.0/24"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-    }
-    plugin = {"type": "bridge", "bridge": "bbr0", "isGateway": True, "ipam": ipam}
-    return {"cniVersion": "1.0.0", "name": "benchbridge", "plugins": [plugin]}
+PAIRED_ROUNDS = 60
 
 
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
-    if os.geteuid() != 0:
-        pytest.fail("the runtime-overhead benchmarks need root (network namespaces)")
-    conf = bridge_list(tmp_path / "ipam")
-    with namespace("h", loopback_up=True) as host, namespace("p", loopback_up=False) as pod:
-        direct = DirectChain(CNI_BIN_DIR, host, conf, CONTAINER_ID, pod)
-        runtime = Runtime(
-            [CNI_BIN_DIR],
-            cache_dir=str(tmp_path / "cache"),
-            executor=ProcessExecutor(host_netns=host),
-        )
-        network = network_list_from_bytes(json.dumps(conf).encode())
-        request = RuntimeRequest(container_id=CONTAINER_ID, netns=pod, ifname="eth0")
-        yield Setup(direct, runtime, network, request)
+    with bridge_setup(tmp_path) as made:
+        yield made
 
 
-def measure(
-    benchmark: Any,
-    operation: str,
-    side: str,
-    target: Callable[[], object],
-    **pedantic: Any,
-) -> None:
+def measure(benchmark: Any, operation: str, target: Callable[[], object], **pedantic: Any) -> None:
     benchmark.group = operation
     benchmark.pedantic(target, rounds=ROUNDS, warmup_rounds=2, **pedantic)
-    if benchmark.enabled:
-        OVERHEAD.record(operation, side, benchmark.stats.stats.median)
+
+
+def timed(operation: str, side: str, target: Callable[[], object]) -> None:
+    started = time.perf_counter()
+    target()
+    OVERHEAD.add(operation, side, time.perf_counter() - started)
+
+
+def paired_round(setup: Setup, first: str) -> None:
+    """One ADD and one DEL on each side; `first` says which side goes first this round."""
+    sides = {
+        "direct": (setup.direct_add, setup.direct.delete),
+        "runtime": (setup.runtime_add, setup.runtime_del),
+    }
+    order = ["direct", "runtime"] if first == "direct" else ["runtime", "direct"]
+    for side in order:
+        add, delete = sides[side]
+        timed("ADD bridge+host-local", side, add)
+        timed("DEL bridge+host-local", side, delete)
+    for side in order:
+        timed("VERSION bridge", side, getattr(setup, f"{side}_version"))
+
+
+def test_paired_overhead(benchmark: Any, setup: Setup) -> None:
+    """The figures of docs/performance.md: both sides in every round, order alternating."""
+    benchmark.group = "paired rounds (direct + runtime)"
+    rounds = iter(range(1 << 30))
+    for _ in range(2):  # warm-up: plugin versions get cached, page cache fills
+        paired_round(setup, "direct")
+    OVERHEAD.samples.clear()
+    benchmark.pedantic(
+        lambda: paired_round(setup, "direct" if next(rounds) % 2 == 0 else "runtime"),
+        rounds=PAIRED_ROUNDS,
+    )
+    if not benchmark.enabled:
+        OVERHEAD.samples.clear()
 
 
 def test_add_direct(benchmark: Any, setup: Setup) -> None:
-    measure(
-        benchmark, "ADD bridge+host-local", "direct", setup.direct.add, teardown=setup.direct.delete
-    )
+    measure(benchmark, "ADD bridge+host-local", setup.direct_add, teardown=setup.direct.delete)
 
 
 def test_add_runtime(benchmark: Any, setup: Setup) -> None:
-    measure(
-        benchmark, "ADD bridge+host-local", "runtime", setup.runtime_add, teardown=setup.runtime_del
-    )
+    measure(benchmark, "ADD bridge+host-local", setup.runtime_add, teardown=setup.runtime_del)
 
 
 def test_del_direct(benchmark: Any, setup: Setup) -> None:
-    measure(
-        benchmark, "DEL bridge+host-local", "direct", setup.direct.delete, setup=setup.direct.add
-    )
+    measure(benchmark, "DEL bridge+host-local", setup.direct.delete, setup=setup.direct_add)
 
 
 def test_del_runtime(benchmark: Any, setup: Setup) -> None:
-    measure(
-        benchmark, "DEL bridge+host-local", "runtime", setup.runtime_del, setup=setup.runtime_add
-    )
+    measure(benchmark, "DEL bridge+host-local", setup.runtime_del, setup=setup.runtime_add)
 
 
 def test_version_direct(benchmark: Any, setup: Setup) -> None:
-    measure(benchmark, "VERSION bridge", "direct", lambda: setup.direct.version("bridge"))
+    measure(benchmark, "VERSION bridge", setup.direct_version)
 
 
 def test_version_runtime(benchmark: Any, setup: Setup) -> None:
-    measure(benchmark, "VERSION bridge", "runtime", lambda: setup.runtime.version("bridge"))
+    measure(benchmark, "VERSION bridge", setup.runtime_version)
