@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from braid.nad import FileStore, PodRef, load_braid_config, pod_annotations, resolve_plan
+from braid.errors import CniError
+from braid.nad import (
+    FileStore,
+    PodRef,
+    load_braid_config,
+    parse_selections,
+    pod_annotations,
+    resolve_plan,
+)
 
 ROOT = Path(__file__).parents[3]
 EXAMPLES = ROOT / "examples" / "nads"
@@ -35,3 +43,36 @@ def test_example_pod_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [n.name for n in lists] == ["demo", "bridge-net", "macvlan-net"]
     assert lists[2].plugin_types == ["macvlan", "tuning"]
     assert lists[1].plugin_types == ["bridge"]
+
+
+def fenced_blocks(page: str, language: str) -> list[str]:
+    text = (ROOT / "docs" / page).read_text()
+    parts = text.split(f"```{language}\n")[1:]
+    return [part.split("```", 1)[0] for part in parts]
+
+
+def test_configuration_page_shows_the_example_configuration() -> None:
+    (block,) = fenced_blocks("configuration.md", "json")
+    assert block == (EXAMPLES / "braid.conf").read_text()
+
+
+def test_annotations_page_error_example_is_what_braid_says() -> None:
+    (shown,) = [b.strip() for b in fenced_blocks("annotations.md", "text")]
+    value = '[{"name": "net-a"}, {"name": "net-b", "mac": "x"}]'
+    with pytest.raises(CniError) as err:
+        parse_selections(value, namespace="default")
+    assert err.value.msg == shown
+
+
+def test_annotations_page_yaml_examples_parse() -> None:
+    import yaml  # noqa: PLC0415
+
+    blocks = fenced_blocks("annotations.md", "yaml")
+    values = [yaml.safe_load(b)["k8s.v1.cni.cncf.io/networks"] for b in blocks]
+    text, structured = (parse_selections(v, namespace="default") for v in values)
+    assert [(s.namespace, s.name, s.interface) for s in text] == [
+        ("default", "net-a", None),
+        ("other-ns", "net-c", "eth3"),
+        ("default", "net-a", None),
+    ]
+    assert structured[0].default_route == ("10.89.2.1",)
