@@ -2,7 +2,8 @@
 //! direction keeps, loses and refuses.
 use serde_json::Value;
 
-use super::model::{Family, IpConfig, LegacyIp, LegacyResult, ModernResult, Route};
+use super::model::{Family, IpConfig, LegacyIp, LegacyResult, ModernResult};
+use super::route::Route;
 use crate::error::{codes, CniError, Result};
 
 /// A decoded result of some family.

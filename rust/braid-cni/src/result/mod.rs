@@ -6,8 +6,10 @@
 //! the result's own version returns the input bytes unchanged after validating them.
 mod address;
 mod conversion;
+mod emit;
 mod fields;
 mod model;
+mod route;
 
 use serde_json::Value;
 

@@ -3,7 +3,9 @@
 use serde_json::{Map, Value};
 
 use super::address::{Cidr, Ip};
+use super::emit::{put_items, put_list, put_nonzero, put_opt, put_routes, put_text};
 use super::fields::Fields;
+use super::route::Route;
 use crate::error::Result;
 
 /// The three result families: one Go type each in libcni.
@@ -27,18 +29,6 @@ impl Family {
             _ => None,
         }
     }
-}
-
-/// A route; one Go type shared by every family, so 1.1.0 extras decode everywhere.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Route {
-    pub dst: Cidr,
-    pub gw: Option<Ip>,
-    pub mtu: i64,
-    pub advmss: i64,
-    pub priority: i64,
-    pub table: Option<i64>,
-    pub scope: Option<i64>,
 }
 
 /// The `dns` object.
@@ -93,45 +83,6 @@ pub(super) struct ModernResult {
     pub ips: Vec<IpConfig>,
     pub routes: Vec<Route>,
     pub dns: Dns,
-}
-
-impl Route {
-    fn decode(f: Fields<'_>) -> Result<Self> {
-        Ok(Self {
-            dst: f.cidr("dst")?,
-            gw: f.ip("gw")?,
-            mtu: f.integer("mtu")?.unwrap_or(0),
-            advmss: f.integer("advmss")?.unwrap_or(0),
-            priority: f.integer("priority")?.unwrap_or(0),
-            table: f.integer("table")?,
-            scope: f.integer("scope")?,
-        })
-    }
-
-    /// Keeps only `dst` and `gw`, as the conversion to 0.1.0/0.2.0 does.
-    pub(super) fn dst_and_gw(&self) -> Self {
-        Self {
-            dst: self.dst,
-            gw: self.gw,
-            mtu: 0,
-            advmss: 0,
-            priority: 0,
-            table: None,
-            scope: None,
-        }
-    }
-
-    fn encode(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("dst".into(), self.dst.to_string().into());
-        put_opt(&mut m, "gw", self.gw.map(|g| g.to_string().into()));
-        put_nonzero(&mut m, "mtu", self.mtu);
-        put_nonzero(&mut m, "advmss", self.advmss);
-        put_nonzero(&mut m, "priority", self.priority);
-        put_opt(&mut m, "table", self.table.map(Value::from));
-        put_opt(&mut m, "scope", self.scope.map(Value::from));
-        Value::Object(m)
-    }
 }
 
 impl Dns {
@@ -300,40 +251,4 @@ impl IpConfig {
 
 fn dns_of(f: Fields<'_>) -> Result<Dns> {
     Ok(f.child("dns", Dns::decode)?.unwrap_or_default())
-}
-
-fn put_opt(m: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(v) = value {
-        m.insert(key.into(), v);
-    }
-}
-
-fn put_nonzero(m: &mut Map<String, Value>, key: &str, value: i64) {
-    if value != 0 {
-        m.insert(key.into(), value.into());
-    }
-}
-
-fn put_text(m: &mut Map<String, Value>, key: &str, value: &str) {
-    if !value.is_empty() {
-        m.insert(key.into(), value.into());
-    }
-}
-
-fn put_list(m: &mut Map<String, Value>, key: &str, items: &[String]) {
-    put_items(
-        m,
-        key,
-        items.iter().map(|s| Value::from(s.as_str())).collect(),
-    );
-}
-
-fn put_items(m: &mut Map<String, Value>, key: &str, items: Vec<Value>) {
-    if !items.is_empty() {
-        m.insert(key.into(), Value::Array(items));
-    }
-}
-
-fn put_routes(m: &mut Map<String, Value>, routes: &[Route]) {
-    put_items(m, "routes", routes.iter().map(Route::encode).collect());
 }
