@@ -22,6 +22,9 @@ CACHE_KIND = "cniCacheV1"
 MAX_ENTRY_BYTES = 4 << 20
 
 
+NO_RAW = msgspec.Raw()  # "absent": omitted when written (msgspec compares defaults by identity)
+
+
 class CacheEntry(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """One cached attachment: what libcni writes after a successful ADD."""
 
@@ -32,8 +35,8 @@ class CacheEntry(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
     network_name: str
     netns: str = ""
     cni_args: list[tuple[str, str]] = []
-    capability_args: msgspec.Raw = msgspec.Raw()
-    result: msgspec.Raw = msgspec.Raw()
+    capability_args: msgspec.Raw = NO_RAW
+    result: msgspec.Raw = NO_RAW
 
     def result_bytes(self) -> bytes | None:
         raw = bytes(self.result)

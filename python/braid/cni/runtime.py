@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from braid import _native
-from braid.cni.cache import CACHE_KIND, CacheEntry, CorruptCacheError, ResultCache
+from braid.cni.cache import CACHE_KIND, NO_RAW, CacheEntry, CorruptCacheError, ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.exec import Executor, ProcessExecutor, find_plugin
 from braid.cni.invoke import PluginCall, PluginInvoker
@@ -254,7 +254,7 @@ class Runtime:
                 network_name=net.name,
                 netns=req.netns,
                 cni_args=list(req.cni_args),
-                capability_args=msgspec.Raw(caps) if caps else msgspec.Raw(),
+                capability_args=msgspec.Raw(caps) if caps else NO_RAW,
                 result=msgspec.Raw(result),
             )
         )

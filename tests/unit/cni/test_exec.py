@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from braid.cni import ProcessExecutor, find_plugin
+from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -60,12 +60,15 @@ def test_lookup_non_executable_names_the_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("stdout", "fragment"),
-    [("", "no result"), ("not json", "invalid ADD result"),
-     ('{"cniVersion":"1.0.0"}{"cniVersion":"1.0.0"}', "invalid ADD result"),
-     ('{"cniVersion":"1.0.0"}\nlog line', "invalid ADD result")],
+    [
+        ("", "no result"),
+        ("not json", "invalid ADD result"),
+        ('{"cniVersion":"1.0.0"}{"cniVersion":"1.0.0"}', "invalid ADD result"),
+        ('{"cniVersion":"1.0.0"}\nlog line', "invalid ADD result"),
+    ],
 )
 def test_add_output_must_be_one_json_document(
-    fake_plugins, runtime, make_net, attach, stdout, fragment
+    fake_plugins, runtime, make_net, attach, *, stdout, fragment
 ):
     fake_plugins.install("noisy")
     fake_plugins.behave("noisy", "ADD", stdout=stdout)
@@ -117,13 +120,17 @@ def _gone(pid: int) -> bool:
     return state in {"Z", "X"}
 
 
-def test_hanging_plugin_and_its_child_are_killed_at_the_deadline(fake_plugins, cache_dir, make_net, attach):
-    from braid.cni import Runtime, VersionCache
-
+def test_hanging_plugin_and_its_child_are_killed_at_the_deadline(
+    fake_plugins, cache_dir, make_net, attach
+):
     fake_plugins.install("stuck")
     fake_plugins.behave("stuck", "ADD", sleep=300, spawn=True)
-    rt = Runtime([str(fake_plugins.bin_dir)], cache_dir=str(cache_dir), timeout=1.5,
-                 version_cache=VersionCache())
+    rt = Runtime(
+        [str(fake_plugins.bin_dir)],
+        cache_dir=str(cache_dir),
+        timeout=1.5,
+        version_cache=VersionCache(),
+    )
     started = time.monotonic()
     with pytest.raises(CniError) as info:
         rt.add(make_net("stuck"), attach)

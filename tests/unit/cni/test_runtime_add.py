@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from braid.cni import Runtime, RuntimeRequest
+from braid.cni import Runtime, RuntimeRequest, network_list_from_bytes
 from braid.errors import PLUGIN_FAILURE, CniError
 
 CNI_VARS = {"CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"}
@@ -127,8 +127,6 @@ def test_del_without_cache_sends_no_prev_result(fake_plugins, runtime, make_net,
 
 
 def test_capability_args_reach_declaring_plugins_only(fake_plugins, runtime, attach):
-    from braid.cni import network_list_from_bytes
-
     fake_plugins.install("plain", "tuner")
     conf = {
         "cniVersion": "1.0.0",
@@ -143,10 +141,18 @@ def test_capability_args_reach_declaring_plugins_only(fake_plugins, runtime, att
 
 @pytest.mark.parametrize(
     ("container_id", "ifname", "code"),
-    [("", "eth0", 3), ("bad/id", "eth0", 4), ("-lead", "eth0", 4), ("ok", "", 4),
-     ("ok", "a" * 16, 4), ("ok", "e:0", 4), ("ok", "..", 4), ("ok", "e 0", 4)],
+    [
+        ("", "eth0", 3),
+        ("bad/id", "eth0", 4),
+        ("-lead", "eth0", 4),
+        ("ok", "", 4),
+        ("ok", "a" * 16, 4),
+        ("ok", "e:0", 4),
+        ("ok", "..", 4),
+        ("ok", "e 0", 4),
+    ],
 )
-def test_add_validates_identifiers(fake_plugins, runtime, make_net, container_id, ifname, code):
+def test_add_validates_identifiers(fake_plugins, runtime, make_net, *, container_id, ifname, code):
     fake_plugins.install("first")
     req = RuntimeRequest(container_id=container_id, netns="/x", ifname=ifname)
     with pytest.raises(CniError) as info:
@@ -156,10 +162,10 @@ def test_add_validates_identifiers(fake_plugins, runtime, make_net, container_id
 
 
 def test_add_refuses_a_bad_network_name(fake_plugins, runtime, attach):
-    from braid.cni import network_list_from_bytes
-
     fake_plugins.install("first")
-    net = network_list_from_bytes(b'{"cniVersion":"1.0.0","name":"bad name","plugins":[{"type":"first"}]}')
+    net = network_list_from_bytes(
+        b'{"cniVersion":"1.0.0","name":"bad name","plugins":[{"type":"first"}]}'
+    )
     with pytest.raises(CniError) as info:
         runtime.add(net, attach)
     assert info.value.code == 7

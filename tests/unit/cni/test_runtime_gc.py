@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from braid.cni import RuntimeRequest
+from braid.cni import RuntimeRequest, network_list_from_bytes
 from braid.errors import TeardownError
 
 
@@ -61,8 +61,6 @@ def test_gc_without_valid_set_deletes_everything_of_this_network(fake_plugins, r
 
 
 def test_gc_leaves_other_networks_alone(fake_plugins, runtime, make_net):
-    from braid.cni import network_list_from_bytes
-
     fake_plugins.install("first")
     mine = make_net("first", version="1.1.0")
     doc = {"cniVersion": "1.1.0", "name": "othernet", "plugins": [{"type": "first"}]}

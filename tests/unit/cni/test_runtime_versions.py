@@ -10,7 +10,10 @@ from braid.cni import VersionCache, network_list_from_bytes
 from braid.errors import INCOMPATIBLE_VERSION, CniError
 
 UP_TO_1_0 = json.dumps(
-    {"cniVersion": "1.0.0", "supportedVersions": ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"]}
+    {
+        "cniVersion": "1.0.0",
+        "supportedVersions": ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"],
+    }
 )
 NEGOTIABLE = {"cniVersion": "1.1.0", "cniVersions": ["0.4.0", "1.0.0", "1.1.0"], "name": "testnet"}
 
@@ -43,8 +46,12 @@ def test_unknown_version_command_means_0_1_0_only(fake_plugins, runtime, make_ne
         "ancient", "VERSION", exit=1, stdout='{"code": 4, "msg": "unknown CNI_COMMAND: VERSION"}'
     )
     assert runtime.plugin_versions("ancient") == ["0.1.0"]
-    doc = {"cniVersion": "0.1.0", "cniVersions": ["0.1.0", "0.4.0"], "name": "testnet",
-           "plugins": [{"type": "ancient"}]}
+    doc = {
+        "cniVersion": "0.1.0",
+        "cniVersions": ["0.1.0", "0.4.0"],
+        "name": "testnet",
+        "plugins": [{"type": "ancient"}],
+    }
     result = json.loads(runtime.add(network_list_from_bytes(json.dumps(doc).encode()), attach))
     (call,) = fake_plugins.calls("ADD")
     assert call["stdin"]["cniVersion"] == "0.1.0"
@@ -115,9 +122,15 @@ def test_check_refused_below_0_4_0(fake_plugins, runtime, make_net, attach, vers
 
 def test_check_refused_when_negotiated_below_0_4_0(fake_plugins, runtime, attach):
     fake_plugins.install("old")
-    fake_plugins.behave("old", "VERSION", stdout='{"cniVersion":"0.3.1","supportedVersions":["0.3.1"]}')
-    doc = {"cniVersion": "1.0.0", "cniVersions": ["0.3.1", "1.0.0"], "name": "testnet",
-           "plugins": [{"type": "old"}]}
+    fake_plugins.behave(
+        "old", "VERSION", stdout='{"cniVersion":"0.3.1","supportedVersions":["0.3.1"]}'
+    )
+    doc = {
+        "cniVersion": "1.0.0",
+        "cniVersions": ["0.3.1", "1.0.0"],
+        "name": "testnet",
+        "plugins": [{"type": "old"}],
+    }
     with pytest.raises(CniError) as info:
         runtime.check(network_list_from_bytes(json.dumps(doc).encode()), attach)
     assert info.value.code == INCOMPATIBLE_VERSION

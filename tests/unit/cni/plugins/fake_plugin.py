@@ -12,9 +12,10 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-NAME = os.path.basename(sys.argv[0])
-STATE = os.environ["FAKE_CNI_STATE"]
+NAME = Path(sys.argv[0]).name
+STATE = Path(os.environ["FAKE_CNI_STATE"])
 ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
 CNI_VARS = ("CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH")
 
@@ -54,17 +55,15 @@ def main():
         "stdin": conf,
         "pid": os.getpid(),
     }
-    with open(os.path.join(STATE, "calls.jsonl"), "a") as log:
+    with (STATE / "calls.jsonl").open("a") as log:
         log.write(json.dumps(record) + "\n")
     behaviour = {}
-    script = os.path.join(STATE, NAME + ".json")
-    if os.path.exists(script):
-        with open(script) as handle:
-            behaviour = json.load(handle).get(command, {})
+    script = STATE / f"{NAME}.json"
+    if script.exists():
+        behaviour = json.loads(script.read_text()).get(command, {})
     if behaviour.get("spawn"):
         child = subprocess.Popen(["sleep", "300"])
-        with open(os.path.join(STATE, NAME + ".child"), "w") as handle:
-            handle.write(str(child.pid))
+        (STATE / f"{NAME}.child").write_text(str(child.pid))
     time.sleep(behaviour.get("sleep", 0))
     stdout = behaviour.get("stdout")
     if stdout is None:

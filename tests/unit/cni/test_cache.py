@@ -1,0 +1,204 @@
+"""The result cache (reference §3.1/§3.2) and the cross-process locks (§1.8 point 7)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import multiprocessing
+import stat
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from braid.cni import CacheEntry, ResultCache
+from braid.cni.cache import CACHE_KIND, CorruptCacheError
+from braid.cni.locks import LockDirectory, stripe_name
+
+RESULT = b'{"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/16","gateway":"10.1.0.1"}]}'
+LIBCNI_ENTRY = {
+    "kind": "cniCacheV1",
+    "containerId": "ctr1",
+    "ifName": "eth0",
+    "networkName": "dbnet",
+    "config": base64.b64encode(
+        b'{"cniVersion":"1.1.0","name":"dbnet","plugins":[{"type":"bridge"}]}'
+    ).decode(),
+    "netns": "/var/run/netns/blue",
+    "cniArgs": [["IgnoreUnknown", "1"], ["K8S_POD_NAME", "web-0"]],
+    "capabilityArgs": {"mac": "00:11:22:33:44:66"},
+    "result": json.loads(RESULT),
+}
+
+
+def entry(cid: str = "ctr1", ifname: str = "eth0", net: str = "dbnet") -> CacheEntry:
+    return CacheEntry(
+        kind=CACHE_KIND,
+        container_id=cid,
+        config=b'{"name":"dbnet"}',
+        if_name=ifname,
+        network_name=net,
+        netns="/run/netns/x",
+        cni_args=[("A", "1")],
+        result=msgspec.Raw(RESULT),
+    )
+
+
+def test_write_is_libcni_format_with_modes(tmp_path):
+    cache = ResultCache(tmp_path)
+    cache.write(entry())
+    path = tmp_path / "results" / "dbnet-ctr1-eth0"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "results").stat().st_mode) == 0o700
+    doc = json.loads(path.read_bytes())
+    assert doc == {
+        "kind": "cniCacheV1",
+        "containerId": "ctr1",
+        "config": base64.b64encode(b'{"name":"dbnet"}').decode(),
+        "ifName": "eth0",
+        "networkName": "dbnet",
+        "netns": "/run/netns/x",
+        "cniArgs": [["A", "1"]],
+        "result": json.loads(RESULT),
+    }
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["dbnet-ctr1-eth0"]  # no tmp left
+
+
+def test_reads_what_libcni_writes(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "dbnet-ctr1-eth0").write_text(json.dumps(LIBCNI_ENTRY))
+    cached = ResultCache(tmp_path).read("dbnet", "ctr1", "eth0")
+    assert cached is not None
+    assert cached.entry is not None
+    assert json.loads(cached.result or b"") == json.loads(RESULT)
+    assert cached.entry.config.startswith(b'{"cniVersion":"1.1.0"')
+    assert cached.entry.cni_args == [("IgnoreUnknown", "1"), ("K8S_POD_NAME", "web-0")]
+
+
+def test_reads_the_legacy_bare_result(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "dbnet-ctr1-eth0").write_bytes(RESULT)
+    cached = ResultCache(tmp_path).read("dbnet", "ctr1", "eth0")
+    assert cached is not None
+    assert (cached.result, cached.entry) == (RESULT, None)
+    assert ResultCache(tmp_path).cached_attachments() == []  # legacy entries carry no ids
+
+
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"[1,2]", b'{"kind":"cniCacheV1"}', b'{"kind":"other"}']
+)
+def test_corrupt_file_is_reported(tmp_path, content):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "dbnet-ctr1-eth0").write_bytes(content)
+    with pytest.raises(CorruptCacheError):
+        ResultCache(tmp_path).read("dbnet", "ctr1", "eth0")
+
+
+def test_cached_attachments_read_json_not_names(tmp_path):
+    cache = ResultCache(tmp_path)
+    cache.write(entry("a-b", "eth0", "net"))
+    cache.write(entry("c", "eth0", "net-a"))  # "net-a-b-eth0" / "net-a-c-eth0": JSON decides
+    cache.write(entry("c", "net1", "net"))
+    (tmp_path / "results" / "junk").write_text("garbage")
+    got = {(e.network_name, e.container_id, e.if_name) for e in cache.cached_attachments()}
+    assert got == {("net", "a-b", "eth0"), ("net-a", "c", "eth0"), ("net", "c", "net1")}
+    assert sorted(e.network_name for e in cache.cached_attachments("c")) == ["net", "net-a"]
+    assert [e.network_name for e in cache.cached_attachments("a-b")] == ["net"]
+
+
+@pytest.mark.parametrize(
+    ("net", "cid", "ifname"), [("../x", "c", "e"), ("n", "a/b", "e"), ("n", "c", "..")]
+)
+def test_paths_cannot_escape_results(tmp_path, net, cid, ifname):
+    with pytest.raises(Exception, match="cannot name a result cache file"):
+        ResultCache(tmp_path).path(net, cid, ifname)
+
+
+def test_corrupt_cache_never_stops_a_del(fake_plugins, runtime, make_net, attach, cache_dir: Path):
+    fake_plugins.install("first")
+    net = make_net("first")
+    runtime.add(net, attach)
+    path = cache_dir / "results" / "testnet-ctr1-eth0"
+    path.write_text("{{{ broken")
+    runtime.delete(net, attach)
+    (call,) = fake_plugins.calls("DEL")
+    assert "prevResult" not in call["stdin"]
+    assert not path.exists()
+
+
+def test_corrupt_cache_fails_check(fake_plugins, runtime, make_net, attach, cache_dir: Path):
+    fake_plugins.install("first")
+    net = make_net("first")
+    runtime.add(net, attach)
+    (cache_dir / "results" / "testnet-ctr1-eth0").write_text("{{{ broken")
+    with pytest.raises(Exception, match="cached result"):
+        runtime.check(net, attach)
+    assert fake_plugins.calls("CHECK") == []
+
+
+def test_legacy_cache_feeds_del(fake_plugins, runtime, make_net, attach, cache_dir: Path):
+    fake_plugins.install("first")
+    (cache_dir / "results").mkdir(parents=True)
+    (cache_dir / "results" / "testnet-ctr1-eth0").write_bytes(RESULT)
+    runtime.delete(make_net("first"), attach)
+    (call,) = fake_plugins.calls("DEL")
+    assert call["stdin"]["prevResult"] == json.loads(RESULT)
+
+
+def test_stripe_names_never_name_the_container():
+    names = {stripe_name(f"container-{i}") for i in range(500)}
+    assert all("container" not in n for n in names)
+    assert 1 < len(names) <= 64
+
+
+def _hold(root: str, kind: str, cid: str, ready, release) -> None:
+    locks = LockDirectory(root)
+    ctx = locks.gc() if kind == "gc" else locks.container(cid)
+    with ctx:
+        ready.set()
+        release.wait(10)
+
+
+def _acquire_time(root: str, kind: str, cid: str, out) -> None:
+    started = time.monotonic()
+    locks = LockDirectory(root)
+    with locks.gc() if kind == "gc" else locks.container(cid):
+        out.put(time.monotonic() - started)
+
+
+@pytest.mark.parametrize(
+    ("held", "wanted", "blocks"),
+    [
+        (("container", "a"), ("container", "a"), True),
+        (("container", "a"), ("container", "b"), False),
+        (("gc", ""), ("container", "a"), True),
+        (("container", "a"), ("gc", ""), True),
+    ],
+)
+def test_locks_across_processes(tmp_path, held, wanted, blocks):
+    ctx = multiprocessing.get_context("fork")
+    ready, release, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    holder = ctx.Process(target=_hold, args=(str(tmp_path), *held, ready, release))
+    holder.start()
+    assert ready.wait(10)
+    waiter = ctx.Process(target=_acquire_time, args=(str(tmp_path), *wanted, out))
+    waiter.start()
+    time.sleep(0.5)
+    release.set()
+    waited = out.get(timeout=10)
+    holder.join(10)
+    waiter.join(10)
+    assert (waited >= 0.4) is blocks
+
+
+def test_entry_without_capability_args_omits_the_key(tmp_path):
+    cache = ResultCache(tmp_path)
+    cache.write(entry())
+    doc = json.loads((tmp_path / "results" / "dbnet-ctr1-eth0").read_bytes())
+    assert "capabilityArgs" not in doc
+    cached = cache.read("dbnet", "ctr1", "eth0")
+    assert cached is not None
+    assert cached.entry is not None
+    assert cached.entry.capability_bytes() is None
