@@ -1,0 +1,145 @@
+"""ADD: attach the cluster default network, then every selected network, in plan order.
+
+Spec section 7.2: any failure fails the ADD; what was already attached is deleted in reverse
+and nothing more is attempted. The attachment record is written durably before the first
+delegate runs, so a crash at any point leaves a DEL everything it needs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from braid import _native
+from braid.cni import Runtime
+from braid.engine.context import (
+    EngineContext,
+    NoStore,
+    log,
+    network_of,
+    new_record,
+    pod_of,
+    runtime_request,
+)
+from braid.engine.record import AttachmentRecord
+from braid.engine.request import CniRequest
+from braid.engine.teardown import tear_down
+from braid.engine.verify import apply_default_routes, interface_free, requests_honoured
+from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.nad.plan import AttachmentPlan
+from braid.nad.resolve import resolve_plan
+from braid.nad.status import network_status
+from braid.nad.store import pod_annotations
+
+READINESS_TIMEOUT = 45.0
+READINESS_POLL = 1.0
+
+
+class AddOutcome(msgspec.Struct, frozen=True):
+    """What an ADD produced: the runtime's result and the network-status list."""
+
+    result: bytes
+    network_status: bytes
+    plan: AttachmentPlan
+
+
+def wait_ready(path: str, timeout: float = READINESS_TIMEOUT) -> None:
+    """Waits for the readiness indicator file (Multus: poll 1 s, up to 45 s)."""
+    if not path:
+        return
+    deadline = time.monotonic() + timeout
+    while not Path(path).exists():
+        if time.monotonic() >= deadline:
+            raise CniError(
+                TRY_AGAIN_LATER,
+                f"the cluster default network is not ready: {path} does not exist",
+                "braid waits for the readiness indicator file before attaching pods",
+            )
+        time.sleep(min(READINESS_POLL, max(0.0, deadline - time.monotonic())))
+
+
+def plan_for(
+    ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
+) -> AttachmentPlan:
+    """Resolves the pod's attachment plan from its annotations and braid's configuration."""
+    pod = pod_of(request)
+    store = ctx.store or NoStore()
+    annotations = pod_annotations(capability_args, ctx.store, pod.namespace, pod.name, pod.uid)
+    return resolve_plan(
+        ctx.config,
+        store,
+        pod,
+        annotations=annotations,
+        ifname=request.ifname,
+        capability_args=capability_args,
+    )
+
+
+def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]) -> AddOutcome:
+    """Attaches every network of the plan; returns the default network's result."""
+    wait_ready(ctx.config.readinessindicatorfile)
+    plan = plan_for(ctx, request, capability_args)
+    record = new_record(ctx, request, plan)
+    records = ctx.records()
+    with ctx.locks().container(request.container_id):
+        records.write(record, durable=True)
+        runtime = ctx.runtime(request)
+        try:
+            _attach_all(runtime, record, plan, request.netns)
+            for attachment in plan.attachments:
+                apply_default_routes(attachment, request.netns)
+        except CniError as exc:
+            _roll_back(ctx, runtime, record, request, exc)
+            raise
+        status = network_status(
+            (entry.attachment(), entry.result_bytes()) for entry in record.attachments
+        )
+        record.network_status = msgspec.Raw(status)
+        records.write(record, durable=False)
+    default = record.attachments[0].result_bytes() or b"{}"
+    if ctx.config.cni_version:
+        default = _native.convert_result(data=default, to_version=ctx.config.cni_version)
+    return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _attach_all(
+    runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
+) -> None:
+    records_entries = record.attachments
+    for entry, attachment in zip(records_entries, plan.attachments, strict=True):
+        interface_free(netns, attachment)
+        entry.state = "failed"  # until it succeeds: the rollback includes it
+        result = runtime.add(network_of(attachment), runtime_request(record, entry))
+        entry.result = msgspec.Raw(result)
+        entry.state = "added"
+        requests_honoured(attachment, result, netns)
+
+
+def _roll_back(
+    ctx: EngineContext,
+    runtime: Runtime,
+    record: AttachmentRecord,
+    request: CniRequest,
+    cause: CniError,
+) -> None:
+    """Deletes what this ADD attempted, in reverse; the record stays if anything is left."""
+    attempted = [e for e in record.attachments if e.state != "planned"]
+    errors = tear_down(runtime, record, attempted, netns=request.netns)
+    records = ctx.records()
+    if errors:
+        log.error(
+            "container %s: ADD failed (%s) and %d rollback step(s) failed; the attachment "
+            "record is kept for the runtime's DEL",
+            request.container_id,
+            cause,
+            len(errors),
+        )
+        records.write(record, durable=True)
+        cause.details = "; ".join(
+            filter(None, [cause.details, *(f"rollback: {e}" for e in errors)])
+        )
+    else:
+        records.remove(request.container_id)

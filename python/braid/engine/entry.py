@@ -1,0 +1,95 @@
+"""The CNI plugin entry point of the engine: environment and stdin in, one JSON document out."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from braid import _native
+from braid.cni.exec import Executor
+from braid.engine.attach import add
+from braid.engine.context import EngineContext
+from braid.engine.maintenance import check, gc, status
+from braid.engine.request import CniRequest, read_request
+from braid.engine.teardown import delete
+from braid.errors import INTERNAL, CniError
+from braid.nad.config import BraidConfig, load_braid_config
+from braid.nad.store import FileStore, Store
+
+log = logging.getLogger("braid")
+_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "error": logging.ERROR}
+
+
+def version_document() -> bytes:
+    versions = ",".join(f'"{v}"' for v in _native.CNI_VERSIONS)
+    return (
+        f'{{"cniVersion":"{_native.CNI_CURRENT_VERSION}","supportedVersions":[{versions}]}}\n'
+    ).encode()
+
+
+def configure_logging(config: BraidConfig) -> None:
+    """Logs go to stderr and/or ``logFile``, never to stdout (it carries the result)."""
+    root = logging.getLogger("braid")
+    root.setLevel(_LEVELS.get(config.log_level, logging.CRITICAL))
+    if root.handlers:
+        return
+    fmt = logging.Formatter("%(asctime)s braid %(levelname)s %(message)s")
+    handlers: list[logging.Handler] = []
+    if config.log_to_stderr:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if config.log_file:
+        try:
+            handlers.append(logging.FileHandler(config.log_file))
+        except OSError as exc:
+            sys.stderr.write(f"braid: cannot open logFile {config.log_file}: {exc}\n")
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+
+
+def _dispatch(ctx: EngineContext, request: CniRequest, caps: dict[str, Any]) -> bytes:
+    if request.command == "ADD":
+        return add(ctx, request, caps).result
+    if request.command == "DEL":
+        delete(ctx, request, caps)
+    elif request.command == "CHECK":
+        check(ctx, request)
+    elif request.command == "GC":
+        gc(ctx, request)
+    elif request.command == "STATUS":
+        status(ctx, request)
+    return b""
+
+
+def run_cni(
+    env: Mapping[str, str],
+    stdin: bytes,
+    *,
+    store: Store | None = None,
+    executor: Executor | None = None,
+) -> tuple[bytes, int]:
+    """Runs one CNI call; returns what goes to stdout and the exit status. Never raises."""
+    cni_version = ""
+    try:
+        request = read_request(env, stdin)
+        if request.command == "VERSION":
+            return version_document(), 0
+        loaded = load_braid_config(request.config)
+        config = loaded.config
+        cni_version = config.cni_version
+        configure_logging(config)
+        for warning in loaded.warnings:
+            log.warning("%s", warning)
+        if store is None:
+            store = FileStore(config.nad_dir, config.pod_dir)
+        ctx = EngineContext(config=config, store=store, executor=executor)
+        return _dispatch(ctx, request, dict(config.runtime_config)), 0
+    except CniError as exc:
+        log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
+        return exc.to_json(cni_version), 1
+    except Exception as exc:  # the plugin must answer with a CNI error, always
+        log.exception("internal error")
+        err = CniError(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        return err.to_json(cni_version), 1

@@ -1,0 +1,148 @@
+"""CHECK, GC and STATUS of braid as a delegating plugin.
+
+CHECK checks every attachment, not only the default network (Multus checks none of the
+secondary ones). GC removes stale attachments of every network using the runtime's
+valid-attachments list. STATUS reports readiness and the default network's STATUS.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import msgspec
+
+from braid import _native
+from braid.cni import Runtime
+from braid.engine.context import EngineContext, NoStore, log, network_of, runtime_request
+from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
+from braid.engine.request import CniRequest
+from braid.engine.teardown import tear_down
+from braid.errors import (
+    INVALID_CONFIG,
+    UNKNOWN_CONTAINER,
+    CniError,
+    TeardownError,
+)
+from braid.nad.resolve import PodRef, resolve_plan
+
+CHECK_SINCE = (0, 4, 0)
+STATUS_NOT_AVAILABLE = 50
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in version.split("."))
+    except ValueError:
+        return (0,)
+
+
+def check(ctx: EngineContext, request: CniRequest) -> None:
+    """CHECKs every attachment of the container's record and that its interface exists."""
+    with ctx.locks().container(request.container_id):
+        record = ctx.records().read(request.container_id)
+    if record is None:
+        raise CniError(
+            UNKNOWN_CONTAINER,
+            f"braid holds no attachment record for container {request.container_id}",
+            "CHECK is only valid after a successful ADD",
+        )
+    runtime = ctx.runtime(request)
+    for entry in record.attachments:
+        if request.netns and _native.link_info(netns=request.netns, ifname=entry.ifname) is None:
+            raise CniError(
+                UNKNOWN_CONTAINER,
+                f"{entry.label or entry.name}: interface {entry.ifname} is missing in "
+                f"{request.netns}",
+            )
+        net = network_of(entry.attachment())
+        if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
+            log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
+            continue
+        runtime.check(net, runtime_request(record, entry))
+
+
+def _valid_containers(config: bytes) -> set[tuple[str, str]] | None:
+    """The runtime's ``cni.dev/valid-attachments`` from braid's stdin (None: not sent)."""
+    doc = msgspec.json.decode(config)
+    value = doc.get("cni.dev/valid-attachments", doc.get("cni.dev/attachments"))
+    if value is None:
+        return None if "cni.dev/valid-attachments" not in doc else set()
+    if not isinstance(value, list):
+        raise CniError(INVALID_CONFIG, "cni.dev/valid-attachments must be a list")
+    valid: set[tuple[str, str]] = set()
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("containerID"), str):
+            raise CniError(INVALID_CONFIG, f"cni.dev/valid-attachments: bad entry {item!r}")
+        valid.add((item["containerID"], str(item.get("ifname", ""))))
+    return valid
+
+
+def _records(ctx: EngineContext) -> list[AttachmentRecord]:
+    found: list[AttachmentRecord] = []
+    directory = ctx.records().directory
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            record = ctx.records().read(path.stem)
+        except CorruptRecord as exc:
+            log.error("GC: %s", exc)
+            continue
+        if record is not None:
+            found.append(record)
+    return found
+
+
+def gc(ctx: EngineContext, request: CniRequest) -> None:
+    """DELs every recorded container the runtime no longer has, then GCs each network."""
+    valid = _valid_containers(request.config) or set()
+    live_ids = {cid for cid, _ in valid}
+    runtime = ctx.runtime(request)
+    errors: list[CniError] = []
+    with ctx.locks().gc():
+        kept: list[AttachmentRecord] = []
+        for record in _records(ctx):
+            if record.container_id in live_ids:
+                kept.append(record)
+                continue
+            failures = tear_down(runtime, record, record.attachments, netns="")
+            errors.extend(failures)
+            if failures:
+                ctx.records().write(record, durable=True)
+            else:
+                ctx.records().remove(record.container_id)
+        errors.extend(_gc_networks(runtime, kept))
+    if errors:
+        raise TeardownError(errors)
+
+
+def _gc_networks(runtime: Runtime, kept: list[AttachmentRecord]) -> list[CniError]:
+    """Sends each network its GC with the attachments still alive on it."""
+    by_network: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    entries: dict[str, AttachmentEntry] = {}
+    for record in kept:
+        for entry in record.attachments:
+            by_network[entry.config].append((record.container_id, entry.ifname))
+            entries[entry.config] = entry
+    errors: list[CniError] = []
+    for config, alive in by_network.items():
+        try:
+            runtime.gc(network_of(entries[config].attachment()), valid_attachments=alive)
+        except TeardownError as exc:
+            errors.extend(exc.errors)
+        except CniError as exc:
+            errors.append(exc)
+    return errors
+
+
+def status(ctx: EngineContext, request: CniRequest) -> None:
+    """Not ready (code 50) without the readiness indicator; else the default network's STATUS."""
+    indicator = ctx.config.readinessindicatorfile
+    if indicator and not Path(indicator).exists():
+        raise CniError(
+            STATUS_NOT_AVAILABLE,
+            f"the cluster default network is not ready: {indicator} does not exist",
+        )
+    plan = resolve_plan(
+        ctx.config, ctx.store or NoStore(), PodRef(namespace="", name=""), annotations={}
+    )
+    ctx.runtime(request).status(network_of(plan.attachments[0]))

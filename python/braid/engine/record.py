@@ -1,0 +1,218 @@
+"""The attachment record: everything DEL and CHECK need, written before the first delegate runs.
+
+One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
+``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
+for DEL when the daemon is away. The first write (the whole plan) is durable: written to a
+temporary file, fsynced, renamed over the record and the directory fsynced. Progress updates
+(results as attachments complete) use the same atomic rename without the fsyncs: a DEL must
+tolerate attachments that were never made, so the durable plan alone is enough for a complete
+teardown, and a lost progress update only costs a DEL of something never added.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
+from braid.nad.plan import Attachment
+
+RECORD_KIND = "braidAttachmentRecord"
+RECORD_VERSION = 1
+
+State = Literal["planned", "added", "failed", "deleted"]
+
+
+class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
+    """One attachment: a delegate network run for one interface of the pod.
+
+    ``config`` is the delegate configuration text exactly as resolved (a conflist, or a conf
+    when ``is_list`` is false); the other fields are what each delegate call needs and what
+    the result is verified against.
+    """
+
+    name: str
+    network_name: str
+    ifname: str
+    config: str
+    position: int = 0
+    is_list: bool = True
+    is_default: bool = False
+    label: str = ""
+    args_cni: dict[str, Any] = msgspec.field(default_factory=dict)
+    capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
+    ips: list[str] = msgspec.field(default_factory=list)
+    mac: str | None = None
+    default_route: list[str] | None = None
+    state: State = "planned"
+    result: msgspec.Raw | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, attachment: Attachment) -> AttachmentEntry:
+        try:
+            text = attachment.config.decode()
+        except UnicodeDecodeError as exc:
+            raise CniError(
+                INVALID_CONFIG, f"{attachment.label}: configuration is not UTF-8 JSON"
+            ) from exc
+        return cls(
+            name=attachment.status_name,
+            network_name=attachment.network_name,
+            ifname=attachment.ifname,
+            config=text,
+            position=attachment.position,
+            is_list=attachment.is_list,
+            is_default=attachment.is_default,
+            label=attachment.label,
+            args_cni=dict(attachment.args_cni),
+            capability_args=dict(attachment.capability_args),
+            ips=list(attachment.ips),
+            mac=attachment.mac,
+            default_route=None
+            if attachment.default_route is None
+            else list(attachment.default_route),
+        )
+
+    def attachment(self) -> Attachment:
+        """The plan entry this record entry was made from (for status and verification)."""
+        return Attachment(
+            position=self.position,
+            ifname=self.ifname,
+            status_name=self.name,
+            network_name=self.network_name,
+            config=self.config.encode(),
+            is_list=self.is_list,
+            source="attachment record",
+            label=self.label or self.name,
+            is_default=self.is_default,
+            args_cni=dict(self.args_cni),
+            capability_args=dict(self.capability_args),
+            ips=tuple(self.ips),
+            mac=self.mac,
+            default_route=None if self.default_route is None else tuple(self.default_route),
+        )
+
+    def result_bytes(self) -> bytes | None:
+        return None if self.result is None or not bytes(self.result) else bytes(self.result)
+
+
+class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
+    """All attachments of one container, in plan order (the default network first)."""
+
+    container_id: str
+    netns: str
+    kind: str = RECORD_KIND
+    version: int = RECORD_VERSION
+    cni_version: str = ""
+    cni_args: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    plugin_dirs: list[str] = msgspec.field(default_factory=list)
+    pod_namespace: str = ""
+    pod_name: str = ""
+    pod_uid: str = ""
+    attachments: list[AttachmentEntry] = msgspec.field(default_factory=list)
+    network_status: msgspec.Raw | None = None
+
+
+_encoder = msgspec.json.Encoder()
+
+
+class RecordStore:
+    """Reads and writes attachment records under ``<cni_dir>/records``."""
+
+    def __init__(self, cni_dir: str | os.PathLike[str]) -> None:
+        self.directory = Path(cni_dir) / "records"
+
+    def path(self, container_id: str) -> Path:
+        return self.directory / f"{container_id}.json"
+
+    def write(self, record: AttachmentRecord, *, durable: bool) -> None:
+        """Atomically replaces the record; ``durable`` adds the fsyncs of the first write."""
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            target = self.path(record.container_id)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, _encoder.encode(record))
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            tmp.replace(target)
+            if durable:
+                dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE,
+                f"cannot write the attachment record of container {record.container_id}",
+                str(exc),
+            ) from exc
+
+    def read(self, container_id: str) -> AttachmentRecord | None:
+        """The record, or None when there is none. A corrupt record raises ``CorruptRecord``."""
+        try:
+            data = self.path(container_id).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE,
+                f"cannot read the attachment record of container {container_id}",
+                str(exc),
+            ) from exc
+        return decode_record(data, container_id=container_id)
+
+    def remove(self, container_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path(container_id).unlink()
+
+
+class CorruptRecord(CniError):
+    """A record that cannot be decoded whole; ``salvaged`` holds what it still describes."""
+
+    def __init__(self, container_id: str, reason: str, salvaged: list[AttachmentEntry]) -> None:
+        super().__init__(
+            IO_FAILURE,
+            f"the attachment record of container {container_id} is corrupt",
+            reason,
+        )
+        self.salvaged = salvaged
+
+
+def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
+    """Decodes a record; on failure salvages every attachment entry that still decodes."""
+    try:
+        record = msgspec.json.decode(data, type=AttachmentRecord)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptRecord(container_id, str(exc), _salvage(data)) from exc
+    if record.kind != RECORD_KIND or record.version != RECORD_VERSION:
+        reason = f"unsupported record kind {record.kind!r} version {record.version}"
+        raise CorruptRecord(container_id, reason, record.attachments)
+    return record
+
+
+def _salvage(data: bytes) -> list[AttachmentEntry]:
+    """Entries of a damaged record that still decode on their own (best effort)."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return []
+    items = raw.get("attachments") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        return []
+    salvaged: list[AttachmentEntry] = []
+    for item in items:
+        try:
+            salvaged.append(msgspec.convert(item, type=AttachmentEntry))
+        except msgspec.ValidationError:
+            continue
+    return salvaged

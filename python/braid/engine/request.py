@@ -1,0 +1,114 @@
+"""The CNI request braid receives as a plugin: environment and stdin, validated.
+
+Every problem becomes a ``CniError`` with the code the spec gives it: 3 missing container id,
+4 other missing or invalid environment, 6 stdin that is not JSON or too large.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import msgspec
+
+from braid import _native
+from braid.errors import (
+    DECODE_FAILURE,
+    INVALID_ENVIRONMENT,
+    UNKNOWN_CONTAINER,
+    CniError,
+)
+
+MAX_STDIN = 1 << 20
+COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
+_CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
+_BAD_IFNAME = re.compile(r"[/:\s]")
+
+
+@dataclass(frozen=True)
+class CniRequest:
+    """One CNI call: the verb, its environment and the configuration braid was given."""
+
+    command: str
+    container_id: str = ""
+    netns: str = ""
+    ifname: str = ""
+    cni_args: list[tuple[str, str]] = field(default_factory=list)
+    plugin_dirs: list[str] = field(default_factory=list)
+    config: bytes = b"{}"
+
+    def arg(self, key: str) -> str:
+        """The value of one ``CNI_ARGS`` key ('' when absent)."""
+        for k, v in self.cni_args:
+            if k == key:
+                return v
+        return ""
+
+
+def validate_ifname(name: str) -> str | None:
+    """Why ``name`` is not a valid kernel interface name, or None when it is."""
+    if not name:
+        return "is empty"
+    if len(name.encode()) > 15:
+        return "is longer than 15 bytes"
+    if name in (".", ".."):
+        return "may not be '.' or '..'"
+    if _BAD_IFNAME.search(name):
+        return "may not contain '/', ':' or whitespace"
+    return None
+
+
+def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
+    """Validates the CNI environment and stdin for the verb in ``CNI_COMMAND``."""
+    command = env.get("CNI_COMMAND", "")
+    if not command:
+        raise CniError(INVALID_ENVIRONMENT, "CNI_COMMAND is not set")
+    if command not in COMMANDS:
+        raise CniError(INVALID_ENVIRONMENT, f"unknown CNI_COMMAND: {command}")
+    if command == "VERSION":
+        return CniRequest(command=command)
+    if len(stdin) > MAX_STDIN:
+        raise CniError(DECODE_FAILURE, f"stdin is larger than {MAX_STDIN} bytes; refused")
+    try:
+        doc = msgspec.json.decode(stdin)
+    except msgspec.DecodeError as exc:
+        raise CniError(
+            DECODE_FAILURE, "stdin is not a JSON network configuration", str(exc)
+        ) from exc
+    if not isinstance(doc, dict):
+        raise CniError(DECODE_FAILURE, "stdin is not a JSON object")
+    container_id = env.get("CNI_CONTAINERID", "")
+    ifname = env.get("CNI_IFNAME", "")
+    netns = env.get("CNI_NETNS", "")
+    if command in ("ADD", "DEL", "CHECK"):
+        _check_container(command, container_id, ifname, netns)
+    try:
+        cni_args = _native.parse_cni_args(value=env.get("CNI_ARGS", ""))
+    except CniError as exc:
+        raise CniError(INVALID_ENVIRONMENT, f"CNI_ARGS is invalid: {exc.msg}") from exc
+    path = [p for p in env.get("CNI_PATH", "").split(":") if p]
+    return CniRequest(
+        command=command,
+        container_id=container_id,
+        netns=netns,
+        ifname=ifname,
+        cni_args=cni_args,
+        plugin_dirs=path,
+        config=stdin,
+    )
+
+
+def _check_container(command: str, container_id: str, ifname: str, netns: str) -> None:
+    if not container_id:
+        raise CniError(UNKNOWN_CONTAINER, f"CNI_CONTAINERID is required for {command}")
+    if not _CONTAINER_ID.match(container_id):
+        raise CniError(
+            INVALID_ENVIRONMENT,
+            f"CNI_CONTAINERID {container_id!r} may only hold letters, digits, '_', '.' and '-'",
+        )
+    problem = validate_ifname(ifname)
+    if problem:
+        raise CniError(INVALID_ENVIRONMENT, f"CNI_IFNAME {ifname!r} {problem}")
+    if command != "DEL" and not netns:
+        raise CniError(INVALID_ENVIRONMENT, f"CNI_NETNS is required for {command}")

@@ -1,0 +1,119 @@
+"""DEL: tear down every attachment of a container, in reverse, continuing past failures.
+
+The attachment record drives it. Without a record (never written, or removed by a DEL that
+already succeeded) braid resolves what it can: the pod's plan when the store or the runtime's
+pod annotations still know it, else the cluster default network alone, which is always known
+from the configuration. DEL is idempotent, so tearing down something never attached is harmless;
+silently skipping a delegate is not (Multus's IP leaks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from braid.cni import Runtime
+from braid.engine.context import (
+    EngineContext,
+    NoStore,
+    log,
+    network_of,
+    new_record,
+    pod_of,
+    runtime_request,
+)
+from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
+from braid.engine.request import CniRequest
+from braid.errors import CniError, TeardownError
+from braid.nad.plan import AttachmentPlan
+from braid.nad.resolve import resolve_plan
+from braid.nad.store import pod_annotations
+
+
+def tear_down(
+    runtime: Runtime, record: AttachmentRecord, entries: list[AttachmentEntry], *, netns: str
+) -> list[CniError]:
+    """DELs ``entries`` in reverse; returns every failure (each entry's state says which)."""
+    errors: list[CniError] = []
+    for entry in reversed(entries):
+        request = dataclasses.replace(runtime_request(record, entry), netns=netns)
+        try:
+            runtime.delete(network_of(entry.attachment()), request)
+        except CniError as exc:
+            entry.state = "failed"
+            entry.error = str(exc)
+            errors.append(CniError(exc.code, f"{entry.label or entry.name}: DEL failed", exc.msg))
+        else:
+            entry.state = "deleted"
+    return errors
+
+
+def _fallback_record(
+    ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
+) -> AttachmentRecord:
+    """What to tear down when there is no record: the plan if still resolvable, else the
+    default network alone (annotations and NADs may have changed since ADD)."""
+    pod = pod_of(request)
+    store = ctx.store or NoStore()
+    plan: AttachmentPlan | None = None
+    try:
+        annotations = pod_annotations(capability_args, ctx.store, pod.namespace, pod.name, pod.uid)
+        plan = resolve_plan(
+            ctx.config,
+            store,
+            pod,
+            annotations=annotations,
+            ifname=request.ifname,
+            capability_args=capability_args,
+        )
+    except CniError as exc:
+        log.warning(
+            "container %s: no record and no plan (%s); DEL of the default network only",
+            request.container_id,
+            exc,
+        )
+        plan = resolve_plan(
+            ctx.config,
+            store,
+            pod,
+            annotations={},
+            ifname=request.ifname,
+            capability_args=capability_args,
+        )
+    return new_record(ctx, request, plan)
+
+
+def delete(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]) -> None:
+    """Tears down every attachment; raises ``TeardownError`` listing all failures."""
+    records = ctx.records()
+    corrupt: CorruptRecord | None = None
+    with ctx.locks().container(request.container_id):
+        try:
+            record = records.read(request.container_id)
+        except CorruptRecord as exc:
+            corrupt, record = exc, None
+        if record is None:
+            record = _fallback_record(ctx, request, capability_args)
+            if corrupt is not None:
+                _merge_salvaged(record, corrupt.salvaged)
+        runtime = ctx.runtime(request)
+        errors = tear_down(runtime, record, record.attachments, netns=request.netns)
+        if errors:
+            records.write(record, durable=True)
+            raise TeardownError(errors)
+        records.remove(request.container_id)
+    if corrupt is not None:
+        raise CniError(
+            corrupt.code,
+            f"{corrupt.msg}; braid tore down the {len(record.attachments)} attachment(s) it "
+            "still describes plus the default network",
+            corrupt.details,
+        )
+
+
+def _merge_salvaged(record: AttachmentRecord, salvaged: list[AttachmentEntry]) -> None:
+    known = {(e.network_name, e.ifname) for e in record.attachments}
+    for entry in salvaged:
+        if (entry.network_name, entry.ifname) not in known:
+            record.attachments.append(entry)
+    record.attachments.sort(key=lambda e: e.position)

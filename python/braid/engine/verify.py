@@ -1,0 +1,112 @@
+"""What the engine checks in the pod's namespace and in results, through ``braid._native``.
+
+The spec (section 4.1.2.1.3.2 and 4.1.2.1.4.2) requires that requested ``ips`` and ``mac`` are
+really assigned: plugins may ignore ``args``, so the returned result is checked, and an
+attachment that did not get what it asked for fails.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import msgspec
+
+from braid import _native
+from braid.errors import INVALID_CONFIG, PLUGIN_FAILURE, CniError
+from braid.nad.plan import Attachment
+from braid.nad.syntax import ip_family
+
+
+def interface_free(netns: str, attachment: Attachment) -> None:
+    """Fails when the attachment's interface name already exists in the pod's namespace."""
+    if not netns:
+        return
+    if _native.link_info(netns=netns, ifname=attachment.ifname) is not None:
+        raise CniError(
+            INVALID_CONFIG,
+            f"{attachment.label}: interface {attachment.ifname!r} already exists in {netns}",
+            "another attachment or the runtime already uses this name; choose another "
+            "`interface` in the selection annotation",
+        )
+
+
+def _result_doc(result: bytes) -> dict[str, Any]:
+    doc = msgspec.json.decode(result) if result.strip() else {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _assigned_addresses(doc: dict[str, Any]) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    texts: list[str] = []
+    for ip in doc.get("ips") or []:
+        if isinstance(ip, dict) and isinstance(ip.get("address"), str):
+            texts.append(ip["address"])
+    for key in ("ip4", "ip6"):
+        block = doc.get(key)
+        if isinstance(block, dict) and isinstance(block.get("ip"), str):
+            texts.append(block["ip"])
+    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for text in texts:
+        try:
+            found.add(ipaddress.ip_interface(text).ip)
+        except ValueError:
+            continue
+    return found
+
+
+def _result_mac(doc: dict[str, Any], ifname: str) -> str | None:
+    for iface in doc.get("interfaces") or []:
+        if not isinstance(iface, dict):
+            continue
+        if iface.get("sandbox") and iface.get("name") == ifname:
+            mac = iface.get("mac")
+            return mac.lower() if isinstance(mac, str) and mac else None
+    return None
+
+
+def requests_honoured(attachment: Attachment, result: bytes, netns: str) -> None:
+    """Fails when a requested IP or MAC is not in the result (nor, for the MAC of a result
+    without interfaces, on the interface in the pod)."""
+    if not attachment.ips and not attachment.mac:
+        return
+    doc = _result_doc(result)
+    assigned = _assigned_addresses(doc)
+    for requested in attachment.ips:
+        address = ipaddress.ip_interface(requested).ip
+        if address not in assigned:
+            raise CniError(
+                PLUGIN_FAILURE,
+                f"{attachment.label}: requested IP {requested} was not assigned",
+                "the delegate ignored the `ips` request (args.cni.ips and the `ips` "
+                "capability); use an IPAM that honours it, e.g. static or host-local",
+            )
+    if attachment.mac:
+        wanted = attachment.mac.lower()
+        got = _result_mac(doc, attachment.ifname)
+        if got is None and netns:
+            info = _native.link_info(netns=netns, ifname=attachment.ifname)
+            got = info[1].lower() if info is not None else None
+        if got != wanted:
+            raise CniError(
+                PLUGIN_FAILURE,
+                f"{attachment.label}: requested MAC {attachment.mac} was not assigned "
+                f"(interface {attachment.ifname} has {got or 'no MAC'})",
+                "the delegate ignored the `mac` request (args.cni.mac and the `mac` "
+                'capability); add the tuning plugin with capabilities {"mac": true}',
+            )
+
+
+def apply_default_routes(attachment: Attachment, netns: str) -> None:
+    """Makes each requested gateway the only default route of its family in the pod."""
+    for gateway in attachment.default_route or ():
+        try:
+            _native.set_default_route(
+                netns=netns, family=ip_family(gateway), gateway=gateway, ifname=attachment.ifname
+            )
+        except CniError as exc:
+            raise CniError(
+                exc.code,
+                f"{attachment.label}: cannot make {gateway} the default route via "
+                f"{attachment.ifname}",
+                exc.msg,
+            ) from exc
