@@ -19,7 +19,6 @@ from braid.engine.context import (
     EngineContext,
     NoStore,
     log,
-    network_of,
     new_record,
     pod_of,
     runtime_request,
@@ -112,7 +111,7 @@ def _attach_all(
     for entry, attachment in zip(records_entries, plan.attachments, strict=True):
         interface_free(netns, attachment)
         entry.state = "failed"  # until it succeeds: the rollback includes it
-        result = runtime.add(network_of(attachment), runtime_request(record, entry))
+        result = runtime.add(attachment.network_list(), runtime_request(record, entry))
         entry.result = msgspec.Raw(result)
         entry.state = "added"
         requests_honoured(attachment, result, netns)

@@ -7,18 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from braid.cni import (
-    NetworkList,
     Runtime,
     RuntimeRequest,
-    network_list_from_bytes,
-    network_list_from_conf,
 )
 from braid.cni.exec import Executor
 from braid.cni.locks import LockDirectory
 from braid.engine.record import AttachmentEntry, AttachmentRecord, RecordStore
 from braid.engine.request import CniRequest
 from braid.nad.config import BraidConfig
-from braid.nad.plan import Attachment, AttachmentPlan
+from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
 
@@ -67,13 +64,6 @@ def pod_of(request: CniRequest) -> PodRef:
         name=request.arg("K8S_POD_NAME"),
         uid=request.arg("K8S_POD_UID"),
     )
-
-
-def network_of(attachment: Attachment) -> NetworkList:
-    """The delegate network list of an attachment (a conf is up-converted)."""
-    if attachment.is_list:
-        return network_list_from_bytes(attachment.config)
-    return network_list_from_conf(attachment.config)
 
 
 def runtime_request(record: AttachmentRecord, entry: AttachmentEntry) -> RuntimeRequest:

@@ -14,7 +14,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
-from braid.engine.context import EngineContext, NoStore, log, network_of, runtime_request
+from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
@@ -55,7 +55,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
                 f"{entry.label or entry.name}: interface {entry.ifname} is missing in "
                 f"{request.netns}",
             )
-        net = network_of(entry.attachment())
+        net = entry.attachment().network_list()
         if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
             log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
             continue
@@ -126,7 +126,7 @@ def _gc_networks(runtime: Runtime, kept: list[AttachmentRecord]) -> list[CniErro
     errors: list[CniError] = []
     for config, alive in by_network.items():
         try:
-            runtime.gc(network_of(entries[config].attachment()), valid_attachments=alive)
+            runtime.gc(entries[config].attachment().network_list(), valid_attachments=alive)
         except TeardownError as exc:
             errors.extend(exc.errors)
         except CniError as exc:
@@ -145,4 +145,4 @@ def status(ctx: EngineContext, request: CniRequest) -> None:
     plan = resolve_plan(
         ctx.config, ctx.store or NoStore(), PodRef(namespace="", name=""), annotations={}
     )
-    ctx.runtime(request).status(network_of(plan.attachments[0]))
+    ctx.runtime(request).status(plan.attachments[0].network_list())

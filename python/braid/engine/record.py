@@ -49,7 +49,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     mac: str | None = None
     default_route: list[str] | None = None
     state: State = "planned"
-    result: msgspec.Raw | None = None
+    result: msgspec.Raw = msgspec.Raw()
     error: str | None = None
 
     @classmethod
@@ -98,7 +98,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
         )
 
     def result_bytes(self) -> bytes | None:
-        return None if self.result is None or not bytes(self.result) else bytes(self.result)
+        data = bytes(self.result)
+        return data if data else None
 
 
 class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -115,7 +116,7 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
     pod_name: str = ""
     pod_uid: str = ""
     attachments: list[AttachmentEntry] = msgspec.field(default_factory=list)
-    network_status: msgspec.Raw | None = None
+    network_status: msgspec.Raw = msgspec.Raw()
 
 
 _encoder = msgspec.json.Encoder()

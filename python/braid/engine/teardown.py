@@ -17,7 +17,6 @@ from braid.engine.context import (
     EngineContext,
     NoStore,
     log,
-    network_of,
     new_record,
     pod_of,
     runtime_request,
@@ -38,7 +37,7 @@ def tear_down(
     for entry in reversed(entries):
         request = dataclasses.replace(runtime_request(record, entry), netns=netns)
         try:
-            runtime.delete(network_of(entry.attachment()), request)
+            runtime.delete(entry.attachment().network_list(), request)
         except CniError as exc:
             entry.state = "failed"
             entry.error = str(exc)
