@@ -97,7 +97,10 @@ impl Inputs {
         if !wanted {
             return Ok(None);
         }
-        if result_version(result)? == req.cni_version {
+        // libcni's issue #895 rule: a chained ADD result without a `cniVersion` is of the list's
+        // version; a cached one (DEL, CHECK) without one reads as 0.1.0 and is converted.
+        let own = result_version(result)?;
+        if own == req.cni_version || (verb == Verb::Add && own.is_empty()) {
             return Ok(Some(Value::Object(result.clone())));
         }
         let data = req.prev_result.unwrap_or_default();
