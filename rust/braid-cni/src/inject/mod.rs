@@ -10,7 +10,7 @@ mod inputs;
 use serde_json::{Map, Value};
 
 use crate::config::{decode_object, encode, string_member, validate_plugin};
-use crate::error::{codes, CniError, Result};
+use crate::error::{CniError, Result};
 use inputs::{Inputs, Verb};
 
 /// What to build one plugin's stdin from.
@@ -75,10 +75,9 @@ fn take_plugin(network_list: &[u8], index: usize) -> Result<(String, Map<String,
     };
     let count = plugins.len();
     let Some(plugin) = plugins.get_mut(index) else {
-        return Err(CniError::new(
-            codes::INVALID_CONFIG,
-            format!("{LIST}: plugin index {index} is out of range: the list has {count} plugin(s)"),
-        ));
+        return Err(CniError::config(format!(
+            "{LIST}: plugin index {index} is out of range: the list has {count} plugin(s)"
+        )));
     };
     validate_plugin(plugin, &format!("{LIST}: plugins[{index}]"))?;
     match plugin.take() {
