@@ -17,8 +17,9 @@ from braid.cni.config import (
     network_list_from_conf,
 )
 from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
+from braid.cni.plan import VersionReport
 from braid.cni.request import RuntimeRequest
-from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime, VersionReport
+from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
 from braid.cni.versions import VersionCache
 
 __all__ = [

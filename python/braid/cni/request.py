@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from braid import _native
+from braid.cni.cache import CacheEntry
 from braid.cni.invoke import PluginCall
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
@@ -91,3 +92,19 @@ def validate_ifname(ifname: str) -> None:
         problem = "it contains '/', ':' or whitespace"
     if problem:
         raise CniError(INVALID_ENVIRONMENT, f"invalid interface name {ifname!r}: {problem}")
+
+
+def request_from_entry(entry: CacheEntry) -> RuntimeRequest:
+    """The parameters a cached attachment was added with (GC's stale DEL uses them)."""
+    caps: dict[str, Any] = {}
+    raw = entry.capability_bytes()
+    if raw is not None:
+        decoded = msgspec.json.decode(raw)
+        caps = decoded if isinstance(decoded, dict) else {}
+    return RuntimeRequest(
+        container_id=entry.container_id,
+        netns=entry.netns,
+        ifname=entry.if_name,
+        cni_args=[(key, value) for key, value in entry.cni_args],
+        capability_args=caps,
+    )

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
@@ -23,14 +21,14 @@ from braid.cni.config import NetworkList
 from braid.cni.exec import Executor, ProcessExecutor, find_plugin
 from braid.cni.invoke import PluginCall, PluginInvoker
 from braid.cni.locks import LockDirectory
-from braid.cni.request import RuntimeRequest, validate_attachment
+from braid.cni.plan import ListPlan, VersionReport, make_plan
+from braid.cni.request import RuntimeRequest, request_from_entry, validate_attachment
 from braid.cni.versions import (
     CHECK_SINCE,
     DEFAULT_VERSION_CACHE,
     GC_AND_STATUS_SINCE,
     VersionCache,
     at_least,
-    negotiate,
 )
 from braid.errors import INCOMPATIBLE_VERSION, INVALID_ENVIRONMENT, CniError, TeardownError
 
@@ -38,34 +36,6 @@ DEFAULT_CACHE_DIR = "/var/lib/cni"
 DEFAULT_PLUGIN_TIMEOUT = 60.0
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """Where each plugin of a list lives, what it supports and the version the list runs at."""
-
-    raw: bytes
-    paths: list[str]
-    types: list[str]
-    supported: list[list[str]]
-    version: str
-
-
-@dataclass(frozen=True)
-class VersionReport:
-    """``Runtime.version``: the list's version, the negotiated one, each plugin's versions."""
-
-    list_version: str
-    run_version: str
-    plugins: list[tuple[str, list[str]]]
-
-    def to_json(self) -> bytes:
-        doc = {
-            "cniVersion": self.list_version,
-            "negotiatedVersion": self.run_version,
-            "plugins": [{"type": t, "supportedVersions": v} for t, v in self.plugins],
-        }
-        return msgspec.json.encode(doc)
 
 
 class Runtime:
@@ -181,19 +151,11 @@ class Runtime:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _plan(self, net: NetworkList) -> _Plan:
-        types = net.plugin_types
-        paths = [find_plugin(t, self.plugin_dirs) for t in types]
-        supported = [
-            self.versions.supported(p, lambda p=p, t=t: self.invoker.versions(p, t))  # type: ignore[misc]
-            for p, t in zip(paths, types, strict=True)
-        ]
-        summary = net.summary
-        version = negotiate(summary.cni_version, summary.cni_versions, supported)
-        return _Plan(raw=net.raw, paths=paths, types=types, supported=supported, version=version)
+    def _plan(self, net: NetworkList) -> ListPlan:
+        return make_plan(net, self.plugin_dirs, self.versions, self.invoker)
 
     def _stdin(
-        self, plan: _Plan, index: int, command: str, req: RuntimeRequest, prev: bytes | None
+        self, plan: ListPlan, index: int, command: str, req: RuntimeRequest, prev: bytes | None
     ) -> bytes:
         return _native.plugin_stdin(
             network_list=plan.raw,
@@ -206,12 +168,12 @@ class Runtime:
         )
 
     def _run(
-        self, plan: _Plan, index: int, call: PluginCall, req: RuntimeRequest, prev: bytes | None
+        self, plan: ListPlan, index: int, call: PluginCall, req: RuntimeRequest, prev: bytes | None
     ) -> bytes:
         stdin = self._stdin(plan, index, call.command, req, prev)
         return self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
 
-    def _add_all(self, net: NetworkList, plan: _Plan, req: RuntimeRequest) -> bytes:
+    def _add_all(self, net: NetworkList, plan: ListPlan, req: RuntimeRequest) -> bytes:
         call = req.call("ADD")
         prev: bytes | None = None
         for index in range(len(plan.paths)):
@@ -222,14 +184,14 @@ class Runtime:
         return prev
 
     def _delete_all(
-        self, net: NetworkList, plan: _Plan, req: RuntimeRequest, prev: bytes | None
+        self, net: NetworkList, plan: ListPlan, req: RuntimeRequest, prev: bytes | None
     ) -> None:
         call = req.call("DEL")
         for index in reversed(range(len(plan.paths))):
             self._run(plan, index, call, req, prev)
 
     def _roll_back(
-        self, net: NetworkList, plan: _Plan, req: RuntimeRequest, cause: CniError
+        self, net: NetworkList, plan: ListPlan, req: RuntimeRequest, cause: CniError
     ) -> None:
         """DEL after a failed ADD (spec: a DEL follows every ADD), best effort."""
         try:
@@ -297,7 +259,7 @@ class Runtime:
             if entry.network_name != net.name or (entry.container_id, entry.if_name) in keep:
                 continue
             try:
-                self._delete_cached(net, _request_of(entry))
+                self._delete_cached(net, request_from_entry(entry))
             except CniError as exc:
                 errors.append(exc)
 
@@ -325,19 +287,3 @@ class Runtime:
                 self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
             except CniError as exc:
                 errors.append(exc)
-
-
-def _request_of(entry: CacheEntry) -> RuntimeRequest:
-    """The parameters a cached attachment was added with (for GC's stale DEL)."""
-    caps_raw = entry.capability_bytes()
-    caps: dict[str, Any] = {}
-    if caps_raw is not None:
-        decoded = msgspec.json.decode(caps_raw)
-        caps = decoded if isinstance(decoded, dict) else {}
-    return RuntimeRequest(
-        container_id=entry.container_id,
-        netns=entry.netns,
-        ifname=entry.if_name,
-        cni_args=[tuple(p) for p in entry.cni_args],  # type: ignore[misc]
-        capability_args=caps,
-    )

@@ -1,0 +1,64 @@
+"""Before a list runs: where each plugin lives, what it supports, the version the list runs at.
+
+Lookup is exec.py's ``find_plugin`` (nothing outside ``CNI_PATH``); each binary's versions come
+from the ``VersionCache``; ``_native.negotiate_version`` picks the run version (versions.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from braid.cni.config import NetworkList
+from braid.cni.exec import find_plugin
+from braid.cni.invoke import PluginInvoker
+from braid.cni.versions import VersionCache, negotiate
+
+
+@dataclass(frozen=True)
+class ListPlan:
+    """A list ready to run: its bytes, each plugin's path, type and versions, the run version."""
+
+    raw: bytes
+    paths: list[str]
+    types: list[str]
+    supported: list[list[str]]
+    version: str
+
+
+@dataclass(frozen=True)
+class VersionReport:
+    """``Runtime.version``: the list's version, the negotiated one, each plugin's versions."""
+
+    list_version: str
+    run_version: str
+    plugins: list[tuple[str, list[str]]]
+
+    def to_json(self) -> bytes:
+        doc = {
+            "cniVersion": self.list_version,
+            "negotiatedVersion": self.run_version,
+            "plugins": [{"type": t, "supportedVersions": v} for t, v in self.plugins],
+        }
+        return msgspec.json.encode(doc)
+
+
+def make_plan(
+    net: NetworkList, plugin_dirs: Sequence[str], versions: VersionCache, invoker: PluginInvoker
+) -> ListPlan:
+    """Finds every plugin and negotiates the version (VERSION asked once per binary)."""
+    types = net.plugin_types
+    paths = [find_plugin(t, plugin_dirs) for t in types]
+    supported = [
+        versions.supported(path, _asker(invoker, path, ptype))
+        for path, ptype in zip(paths, types, strict=True)
+    ]
+    summary = net.summary
+    version = negotiate(summary.cni_version, summary.cni_versions, supported)
+    return ListPlan(raw=net.raw, paths=paths, types=types, supported=supported, version=version)
+
+
+def _asker(invoker: PluginInvoker, path: str, plugin_type: str) -> Callable[[], list[str]]:
+    return lambda: invoker.versions(path, plugin_type)
