@@ -1,0 +1,145 @@
+"""``braidctl attach|detach|check|explain|status``: the engine driven by a pod manifest.
+
+The pod's annotations reach the engine the way containerd sends them (the
+``io.kubernetes.cri.pod-annotations`` capability argument), so these commands need no store of
+pods; NADs come from braid's configured store (``nadDir``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from braid import _native
+from braid.cni import Runtime
+from braid.engine.entry import run_cni
+from braid.engine.record import CorruptRecord, RecordStore
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.config import load_braid_config
+from braid.nad.manifests import PodManifest, manifest_objects, object_kind, pod_from_object
+from braid.nad.resolve import PodRef, resolve_plan
+from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
+
+DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"
+
+
+def read_pod(path: str) -> PodManifest:
+    """The single pod of a manifest file."""
+    pods = [
+        pod_from_object(obj, where)
+        for where, obj in manifest_objects(Path(path))
+        if object_kind(obj, where) == "Pod"
+    ]
+    if len(pods) != 1:
+        raise CniError(INVALID_CONFIG, f"{path}: expected exactly one Pod, found {len(pods)}")
+    return pods[0]
+
+
+def container_id_for(pod: PodManifest, given: str | None) -> str:
+    """The given id, or a stable one derived from the pod's namespace and name."""
+    if given:
+        return given
+    digest = hashlib.sha256(f"{pod.namespace}/{pod.name}".encode()).hexdigest()[:20]
+    return f"braidctl-{digest}"
+
+
+def stdin_for(config_path: str, pod: PodManifest) -> bytes:
+    """braid's configuration with the pod's annotations as the runtime would send them."""
+    doc = msgspec.json.decode(Path(config_path).read_bytes())
+    if not isinstance(doc, dict):
+        raise CniError(INVALID_CONFIG, f"{config_path}: not a JSON object")
+    runtime_config = dict(doc.get("runtimeConfig") or {})
+    runtime_config[POD_ANNOTATIONS_CAPABILITY] = dict(pod.annotations) or None
+    doc["runtimeConfig"] = runtime_config
+    return msgspec.json.encode(doc)
+
+
+def cni_env(
+    command: str, pod: PodManifest, *, container_id: str, netns: str, ifname: str = "eth0"
+) -> dict[str, str]:
+    env = dict(os.environ)
+    pairs = [
+        ("IgnoreUnknown", "1"),
+        ("K8S_POD_NAMESPACE", pod.namespace),
+        ("K8S_POD_NAME", pod.name),
+    ]
+    if pod.uid:
+        pairs.append(("K8S_POD_UID", pod.uid))
+    env.update(
+        CNI_COMMAND=command,
+        CNI_CONTAINERID=container_id,
+        CNI_NETNS=netns,
+        CNI_IFNAME=ifname,
+        CNI_ARGS=_native.build_cni_args(pairs=pairs),
+        CNI_PATH=os.environ.get("CNI_PATH", "/opt/cni/bin:/usr/lib/cni"),
+    )
+    return env
+
+
+def run_for_pod(
+    command: str, *, config: str, pod_path: str, netns: str, container_id: str | None
+) -> tuple[bytes, int]:
+    """Runs one engine verb for the pod; returns (stdout document, exit status)."""
+    pod = read_pod(pod_path)
+    env = cni_env(command, pod, container_id=container_id_for(pod, container_id), netns=netns)
+    return run_cni(env, stdin_for(config, pod))
+
+
+def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[str, Any]]:
+    """The attachment plan with each delegate's ADD stdin exactly as it will be sent."""
+    pod = read_pod(pod_path)
+    loaded = load_braid_config(stdin_for(config, pod))
+    cfg = loaded.config
+    plan = resolve_plan(
+        cfg,
+        FileStore(cfg.nad_dir, cfg.pod_dir),
+        PodRef(namespace=pod.namespace, name=pod.name, uid=pod.uid),
+        annotations=pod.annotations,
+        capability_args=dict(cfg.runtime_config),
+    )
+    runtime = Runtime([cfg.bin_dir, *plugin_dirs])
+    steps: list[dict[str, Any]] = []
+    for attachment in plan.attachments:
+        net = attachment.network_list()
+        version = runtime.version(net).run_version
+        caps = (
+            msgspec.json.encode(attachment.capability_args) if attachment.capability_args else None
+        )
+        args = msgspec.json.encode(attachment.args_cni) if attachment.args_cni else None
+        stdins = [
+            msgspec.json.decode(
+                _native.plugin_stdin(
+                    network_list=net.raw,
+                    index=i,
+                    command="ADD",
+                    cni_version=version,
+                    capability_args=caps,
+                    args_cni=args,
+                )
+            )
+            for i in range(len(net.plugin_types))
+        ]
+        steps.append(
+            {
+                "name": attachment.status_name,
+                "interface": attachment.ifname,
+                "runVersion": version,
+                "delegates": stdins,
+            }
+        )
+    return steps
+
+
+def status_of(cni_dir: str, container_id: str) -> bytes | None:
+    """The network-status list recorded for a container, None when braid holds no record."""
+    try:
+        record = RecordStore(cni_dir).read(container_id)
+    except CorruptRecord:
+        return None
+    if record is None or not bytes(record.network_status):
+        return None
+    return bytes(record.network_status)
