@@ -74,6 +74,8 @@ def execute(args: argparse.Namespace, env: Mapping[str, str]) -> bytes:
     verb: str = args.verb
     if verb in NEEDS_NETNS and not args.netns:
         raise CniError(INVALID_ENVIRONMENT, f"{verb} needs a network namespace path (NETNS)")
+    if args.timeout is not None and args.timeout <= 0:
+        raise CniError(INVALID_ENVIRONMENT, f"--timeout must be positive, not {args.timeout}")
     net = load_network_list(env.get("NETCONFPATH") or DEFAULT_NETCONFPATH, args.network)
     runtime = Runtime(
         [d for d in env.get("CNI_PATH", "").split(":") if d],

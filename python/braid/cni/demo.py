@@ -70,7 +70,7 @@ def _attach_and_detach(args: argparse.Namespace, tmp: Path, host: str, pod: str)
         timeout=30,
     )
     req = RuntimeRequest(
-        container_id=f"braid-demo-{pod}",
+        container_id=pod,
         netns=f"/run/netns/{pod}",
         ifname="eth0",
         capability_args={"portMappings": PORT_MAPPINGS},

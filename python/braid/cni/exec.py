@@ -250,7 +250,9 @@ def _feed(sel: selectors.BaseSelector, pipe: IO[bytes], pending: memoryview) -> 
     try:
         written = os.write(pipe.fileno(), pending[:_READ_CHUNK])
         pending = pending[written:]
-    except BrokenPipeError:
+    except BlockingIOError:
+        return pending
+    except BrokenPipeError:  # the plugin stopped reading: its exit status will tell
         pending = pending[:0]
     if not pending:
         sel.unregister(pipe)

@@ -93,6 +93,7 @@ def test_version_prints_negotiation(cni_env, capsys):
     [
         (["cni", "add", "nosuch", "/ns/a"], {}, 7, 'no net configuration with name "nosuch"'),
         (["cni", "add", "clinet"], {}, 4, "network namespace"),
+        (["cni", "add", "clinet", "/ns/a", "--timeout", "0"], {}, 4, "--timeout"),
         (["cni", "add", "clinet", "/ns/a"], {"CNI_ARGS": "FOO=a=b"}, 4, "invalid pair"),
         (["cni", "add", "clinet", "/ns/a"], {"CNI_ARGS": "FOO="}, 4, "CNI_ARGS"),
         (["cni", "add", "clinet", "/ns/a"], {"CAP_ARGS": "[1]"}, 4, "CAP_ARGS"),
