@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from braid import demo, podctl, validate
 from braid.cni import command as cni_command
 from braid.cni import demo as cni_demo
 
@@ -15,6 +16,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     cni_command.add_parser(subparsers)
     cni_demo.add_parser(subparsers)
+    demo.add_parser(subparsers)
+    podctl.add_parsers(subparsers)
+    validate.add_parser(subparsers)
     return parser
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -130,3 +131,9 @@ def run(cni_path: str) -> int:
         finally:
             for ns in (pod_ns, host_ns):
                 subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="attach example networks to a pod and detach")
+    parser.add_argument("--cni-path", default="/usr/lib/cni", help="directory of the CNI plugins")
+    parser.set_defaults(handler=lambda args: run(args.cni_path))

@@ -7,8 +7,11 @@ pods; NADs come from braid's configured store (``nadDir``).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +146,68 @@ def status_of(cni_dir: str, container_id: str) -> bytes | None:
     if record is None or not bytes(record.network_status):
         return None
     return bytes(record.network_status)
+
+
+def _print_json(data: bytes) -> None:
+    sys.stdout.write(json.dumps(msgspec.json.decode(data), indent=2) + "\n")
+
+
+def _pod_verb(args: argparse.Namespace) -> int:
+    try:
+        out, code = run_for_pod(
+            args.verb,
+            config=args.config,
+            pod_path=args.pod,
+            netns=args.netns,
+            container_id=args.container_id,
+        )
+    except CniError as exc:
+        out, code = exc.to_json(), 1
+    if out:
+        _print_json(out)
+    return code
+
+
+def _explain(args: argparse.Namespace) -> int:
+    try:
+        steps = explain(config=args.config, pod_path=args.pod, plugin_dirs=args.cni_path)
+    except CniError as exc:
+        _print_json(exc.to_json())
+        return 1
+    sys.stdout.write(json.dumps(steps, indent=2) + "\n")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    found = status_of(args.cni_dir, args.container_id)
+    if found is None:
+        sys.stderr.write(f"braid holds no attachment record for container {args.container_id}\n")
+        return 1
+    _print_json(found)
+    return 0
+
+
+def add_parsers(subparsers: Any) -> None:
+    """``attach``, ``detach``, ``check``, ``explain`` and ``status``."""
+    for name, verb, text in (
+        ("attach", "ADD", "attach a pod's networks in a namespace (engine ADD)"),
+        ("detach", "DEL", "detach a pod's networks (engine DEL)"),
+        ("check", "CHECK", "check every attachment of a pod (engine CHECK)"),
+    ):
+        parser = subparsers.add_parser(name, help=text)
+        parser.add_argument("--pod", required=True, help="pod manifest (YAML or JSON)")
+        parser.add_argument("--netns", required=True, help="the pod's network namespace path")
+        parser.add_argument("--container-id", help="default: derived from the pod's name")
+        parser.add_argument("--config", default=DEFAULT_CONFIG, help="braid's CNI configuration")
+        parser.set_defaults(handler=_pod_verb, verb=verb)
+    parser = subparsers.add_parser("explain", help="print a pod's attachment plan")
+    parser.add_argument("--pod", required=True, help="pod manifest (YAML or JSON)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="braid's CNI configuration")
+    parser.add_argument(
+        "--cni-path", action="append", default=[], help="extra plugin directory (repeatable)"
+    )
+    parser.set_defaults(handler=_explain)
+    parser = subparsers.add_parser("status", help="print a container's network-status")
+    parser.add_argument("container_id", metavar="CONTAINER_ID")
+    parser.add_argument("--cni-dir", default="/var/lib/cni/braid", help="braid's cniDir")
+    parser.set_defaults(handler=_status)

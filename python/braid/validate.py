@@ -118,3 +118,9 @@ def validate(paths: list[str], write: Callable[[str], None]) -> int:
         validate_file(Path(name), report)
     write(f"{len(paths)} file(s) checked, {errors} error(s)")
     return 1 if errors else 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("validate", help="check NADs, pods and configurations")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.set_defaults(handler=lambda args: validate(args.files, print))

@@ -23,7 +23,7 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
-from braid.engine.record import AttachmentRecord
+from braid.engine.record import AttachmentRecord, RecordStore
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interface_free, requests_honoured
@@ -87,7 +87,7 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
         records.write(record, durable=True)
         runtime = ctx.runtime(request)
         try:
-            _attach_all(runtime, record, plan, request.netns)
+            _attach_all(runtime, records, record, plan, request.netns)
             for attachment in plan.attachments:
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
@@ -105,15 +105,20 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
 
 
 def _attach_all(
-    runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
+    runtime: Runtime,
+    records: RecordStore,
+    record: AttachmentRecord,
+    plan: AttachmentPlan,
+    netns: str,
 ) -> None:
-    records_entries = record.attachments
-    for entry, attachment in zip(records_entries, plan.attachments, strict=True):
+    for entry, attachment in zip(record.attachments, plan.attachments, strict=True):
         interface_free(netns, attachment)
         entry.state = "failed"  # until it succeeds: the rollback includes it
         result = runtime.add(attachment.network_list(), runtime_request(record, entry))
         entry.result = msgspec.Raw(result)
         entry.state = "added"
+        # Progress update (not fsynced): after a crash, DEL and the record show what was made.
+        records.write(record, durable=False)
         requests_honoured(attachment, result, netns)
 
 
