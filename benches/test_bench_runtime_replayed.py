@@ -9,6 +9,7 @@ in test_bench_runtime_overhead.py checks it end to end against real plugins.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,3 +61,17 @@ def test_runtime_del_replayed(benchmark: Any, replayed: Setup) -> None:
 def test_runtime_version_replayed(benchmark: Any, replayed: Setup) -> None:
     benchmark.group = "runtime own cost (replayed plugins)"
     benchmark.pedantic(replayed.runtime_version, rounds=ROUNDS, warmup_rounds=5)
+
+
+@pytest.mark.parametrize("operation", ["ADD", "DEL"])
+def test_runtime_replayed_without_fsync(
+    benchmark: Any, replayed: Setup, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """The same with `os.fsync` stubbed out: how much of the own cost is the durable write."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    benchmark.group = "runtime own cost without fsync (replayed plugins)"
+    if operation == "ADD":
+        target, pedantic = replayed.runtime_add, {"teardown": replayed.runtime_del}
+    else:
+        target, pedantic = replayed.runtime_del, {"setup": replayed.runtime_add}
+    benchmark.pedantic(target, rounds=ROUNDS, warmup_rounds=5, **pedantic)
