@@ -10,7 +10,9 @@ pub mod args;
 pub mod config;
 pub mod error;
 pub mod inject;
+pub mod record;
 pub mod result;
 pub mod version;
+pub mod wire;
 
 pub use error::{codes, CniError, Result};

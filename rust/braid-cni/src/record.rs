@@ -1,0 +1,1 @@
+//! The attachment record (`docs/attachment-record.md`): decoding what the shim replays for DEL.
