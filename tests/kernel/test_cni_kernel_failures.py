@@ -4,6 +4,8 @@ deadline. Either way the runtime undoes what the earlier plugins did, and nothin
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -61,5 +63,8 @@ def test_hanging_plugin_is_killed_with_its_child(
 
     pids = fakes.hanging_pids(pid_file)
     assert len(pids) == 2
-    assert not [pid for pid in pids if kernel.process_alive(pid)], "plugin or child survived"
+    survivors = [pid for pid in pids if kernel.process_alive(pid)]
+    for pid in survivors:  # never leave a stray process behind, even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == [], "the plugin or its child survived the deadline"
     assert_nothing_left(attachment, "khanging")
