@@ -202,18 +202,17 @@ def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
 
 
 def _salvage(data: bytes) -> list[AttachmentEntry]:
-    """Entries of a damaged record that still decode on their own (best effort)."""
+    """Entries of a damaged record that still decode on their own (best effort). Each entry
+    is decoded from its own JSON text, so its raw ``result`` survives as it was written."""
     try:
-        raw = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return []
-    items = raw.get("attachments") if isinstance(raw, dict) else None
-    if not isinstance(items, list):
+        top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+        items = msgspec.json.decode(top.get("attachments", b"[]"), type=list[msgspec.Raw])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return []
     salvaged: list[AttachmentEntry] = []
     for item in items:
         try:
-            salvaged.append(msgspec.convert(item, type=AttachmentEntry))
-        except msgspec.ValidationError:
+            salvaged.append(msgspec.json.decode(item, type=AttachmentEntry))
+        except (msgspec.DecodeError, msgspec.ValidationError):
             continue
     return salvaged

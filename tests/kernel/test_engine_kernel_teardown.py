@@ -1,0 +1,159 @@
+"""The engine on the real kernel: failure, rollback and DEL (spec section 7.2).
+
+A failure in the middle of the list undoes what came before and attempts nothing after; DEL
+works without a netns, twice, from the record after a crash of braid mid-ADD, and from what
+a corrupt record still describes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import kernel_fake_plugins as fakes
+import kernel_netns
+import kernel_oracle as kernel
+import pytest
+from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+
+pytestmark = pytest.mark.kernel
+
+BRAID_THIN = Path(sys.executable).parent / "braid-thin"
+
+
+@pytest.fixture
+def engine(
+    host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
+) -> EngineSetup:
+    setup = make_engine(host_netns, pod_netns, tmp_path)
+    setup.nad("net-a", bridge_nad(setup, "kbr1", "10.231.41.0/24"))
+    setup.nad("net-b", bridge_nad(setup, "kbr2", "10.231.42.0/24"))
+    return setup
+
+
+def assert_leases_released(engine: EngineSetup, *networks: str) -> None:
+    for network in (CLUSTER, *networks):
+        assert engine.leases(network) == set(), f"leases of {network} left"
+
+
+def test_failure_in_the_middle_rolls_back_and_stops(engine: EngineSetup) -> None:
+    failing = fakes.install_failing(engine.plugin_dir)
+    engine.nad("net-fail", {"cniVersion": "1.0.0", "type": failing})
+
+    error, code = engine.run("ADD", {NETWORKS: "net-a,net-fail,net-b"})
+
+    assert code == 1
+    assert error["code"] == 999
+    assert "refused on purpose" in error.get("details", "") + error["msg"]
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")
+    assert not (engine.ipam_dir / "net-b").exists(), "an attachment after the failure ran"
+
+
+def test_del_without_netns_releases_everything_it_can(engine: EngineSetup) -> None:
+    engine.add("net-a,net-b")
+    assert len(engine.leases("net-b")) == 1
+
+    engine.delete("net-a,net-b", netns="")
+
+    assert_leases_released(engine, "net-a", "net-b")
+    assert not engine.record_path.exists()
+    assert engine.files_naming_container() == []
+    # Nothing can reach into a namespace nobody named: its interfaces go with the namespace.
+    assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1", "net2"}
+
+
+def test_del_twice(engine: EngineSetup) -> None:
+    engine.add("net-a")
+    engine.delete("net-a")
+    engine.assert_nothing_left()
+    engine.delete("net-a")
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")
+
+
+def _wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def _kill_braid_mid_add(engine: EngineSetup, annotation: str, pid_file: Path) -> None:
+    """Runs braid-thin in the host namespace and SIGKILLs it while the third delegate hangs."""
+    stdin = engine.braid_conf({NETWORKS: annotation})
+    env = {**os.environ, **engine.env("ADD")}
+    argv = ["ip", "netns", "exec", engine.host.name, str(BRAID_THIN)]
+    with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+        try:
+            _wait_for(pid_file)
+        finally:
+            proc.kill()
+            proc.wait()
+    for pid in fakes.hanging_pids(pid_file):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_del_after_a_crash_between_attachments_uses_the_record(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "hang.pids"
+    hanging = fakes.install_hanging(engine.plugin_dir, pid_file)
+    engine.nad("net-hang", {"cniVersion": "1.0.0", "type": hanging})
+    _kill_braid_mid_add(engine, "net-a,net-hang,net-b", pid_file)
+
+    # The record was durable before the first delegate and tracks each completed attachment.
+    record = engine.record()
+    states = [a.get("state", "planned") for a in record["attachments"]]
+    assert states == ["added", "added", "planned", "planned"]
+    assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
+    assert len(engine.leases("net-a")) == 1
+
+    # The runtime's DEL may carry no annotations at all: the record alone drives it.
+    engine.delete()
+
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")
+
+
+def _damage_version(data: bytes) -> bytes:
+    doc = json.loads(data)
+    doc["version"] = "not a number"
+    return json.dumps(doc).encode()
+
+
+def _truncate(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+@pytest.mark.parametrize(
+    ("damage", "del_annotation"),
+    [(_damage_version, ""), (_truncate, "net-a,net-b")],
+    ids=["salvageable-entries", "truncated-with-annotations"],
+)
+def test_corrupt_record_is_reported_and_torn_down(
+    engine: EngineSetup, damage: object, del_annotation: str
+) -> None:
+    """Entries that still decode are torn down (no annotations needed); a record with nothing
+    readable falls back to the plan from the annotations the runtime sends with DEL."""
+    assert callable(damage)
+    engine.add("net-a,net-b")
+    engine.record_path.write_bytes(damage(engine.record_path.read_bytes()))
+
+    annotations = {NETWORKS: del_annotation} if del_annotation else None
+    error, code = engine.run("DEL", annotations)
+
+    assert code == 1
+    assert error["code"] == 5
+    assert "corrupt" in error["msg"]
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-b")
+    engine.delete()
