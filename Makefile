@@ -10,7 +10,7 @@ APT_PACKAGES := containernetworking-plugins iproute2 iptables
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo test lint test-rust test-unit test-kernel bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,8 +41,11 @@ shim: ## build the compiled `braid` executable
 native: venv ## build braid._native into the virtualenv
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
 
-demo: install ## the main job: run an example network in a fresh namespace with braidctl cni
-	$(PY) -m braid.cli demo-cni --cni-path $(CNI_BIN_DIR)
+demo: install ## the main job: a pod gets the example networks (engine + real plugins), then detaches
+	$(VENV)/bin/braidctl demo --cni-path $(CNI_BIN_DIR)
+
+demo-cni: install ## the runtime library alone: braidctl cni on the example network list
+	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
 test: install lint test-rust test-unit test-kernel ## every test tier plus lint (what CI runs)
 
