@@ -49,17 +49,26 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
         )
     runtime = ctx.runtime(request)
     for entry in record.attachments:
-        if request.netns and _native.link_info(netns=request.netns, ifname=entry.ifname) is None:
-            raise CniError(
-                UNKNOWN_CONTAINER,
-                f"{entry.label or entry.name}: interface {entry.ifname} is missing in "
-                f"{request.netns}",
-            )
-        net = entry.attachment().network_list()
-        if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
-            log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
-            continue
+        _check_entry(runtime, record, entry, request.netns)
+
+
+def _check_entry(
+    runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry, netns: str
+) -> None:
+    """The interface exists in the pod, and the delegates' CHECK passes (from 0.4.0 on)."""
+    label = entry.label or entry.name
+    if netns and _native.link_info(netns=netns, ifname=entry.ifname) is None:
+        raise CniError(
+            UNKNOWN_CONTAINER, f"{label}: interface {entry.ifname} is missing in {netns}"
+        )
+    net = entry.attachment().network_list()
+    if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
+        log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
+        return
+    try:
         runtime.check(net, runtime_request(record, entry))
+    except CniError as exc:  # say which attachment failed: delegates cannot
+        raise CniError(exc.code, f"{label}: CHECK failed", str(exc)) from exc
 
 
 def _valid_containers(config: bytes) -> set[tuple[str, str]] | None:

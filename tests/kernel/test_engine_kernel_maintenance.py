@@ -1,0 +1,120 @@
+"""The engine on the real kernel: CHECK of every attachment, GC by the runtime's
+valid-attachments list, STATUS with and without the readiness indicator file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import kernel_netns
+import kernel_oracle as kernel
+import pytest
+from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+
+pytestmark = pytest.mark.kernel
+
+VALID_ATTACHMENTS = "cni.dev/valid-attachments"
+
+
+@pytest.fixture
+def engine(
+    host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
+) -> EngineSetup:
+    setup = make_engine(host_netns, pod_netns, tmp_path)
+    setup.nad("net-a", bridge_nad(setup, "kbr1", "10.231.51.0/24"))
+    setup.nad("net-b", bridge_nad(setup, "kbr2", "10.231.52.0/24"))
+    return setup
+
+
+@pytest.fixture
+def gone_pod(engine: EngineSetup) -> Iterator[EngineSetup]:
+    """A second pod on the same node, whose sandbox the test deletes (as a runtime would)."""
+    ns = kernel_netns.create("g", loopback_up=False)
+    yield dataclasses.replace(engine, pod=ns, container_id=f"{engine.container_id}-gone")
+    if kernel_netns.exists(ns):
+        kernel_netns.delete(ns)
+
+
+def test_check_passes_after_add(engine: EngineSetup) -> None:
+    engine.add("net-a,net-b")
+    assert engine.run("CHECK", {NETWORKS: "net-a,net-b"}) == (None, 0)
+    engine.delete("net-a,net-b")
+    engine.assert_nothing_left()
+
+
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [
+        (["link", "del", "net2"], "net2"),  # braid's own check: the interface is gone
+        (
+            ["addr", "flush", "dev", "net2"],
+            "Failed to match addr 10.231.52.",
+        ),  # the delegate's CHECK: its address is gone
+    ],
+    ids=["interface-removed", "address-removed"],
+)
+def test_check_covers_secondary_attachments(
+    engine: EngineSetup, breakage: list[str], expected: str
+) -> None:
+    engine.add("net-a,net-b")
+    subprocess.run(["ip", "-n", engine.pod.name, *breakage], check=True)
+
+    error, code = engine.run("CHECK", {NETWORKS: "net-a,net-b"})
+
+    assert code == 1
+    assert isinstance(error, dict)
+    assert "(default/net-b)" in error["msg"]
+    assert expected in error["msg"] + error.get("details", "")
+    engine.delete("net-a,net-b")
+    engine.assert_nothing_left()
+
+
+def test_gc_removes_what_the_runtime_no_longer_has(
+    engine: EngineSetup, gone_pod: EngineSetup
+) -> None:
+    engine.add("net-a")
+    gone_pod.add("net-a,net-b")
+    assert len(engine.leases("net-a")) == 2
+    kernel_netns.delete(gone_pod.pod)
+
+    valid = [{"containerID": engine.container_id, "ifname": "eth0"}]
+    result, code = engine.run(
+        "GC", None, netns="", cniVersion="1.1.0", **{VALID_ATTACHMENTS: valid}
+    )
+
+    assert (result, code) == (None, 0)
+    assert not gone_pod.record_path.exists()
+    assert gone_pod.files_naming_container() == []
+    assert engine.leases("net-b") == set()
+    live_ips = {a.split("/")[0] for a in kernel.addresses(engine.pod.name, "net1")}
+    assert engine.leases("net-a") == live_ips
+    assert len(engine.leases(CLUSTER)) == 2  # the live pod's IPv4 and IPv6 leases
+    assert engine.record_path.exists()
+    assert engine.run("CHECK", {NETWORKS: "net-a"}) == (None, 0)
+
+    engine.delete("net-a")
+    engine.assert_nothing_left()
+    assert engine.leases(CLUSTER) == set()
+
+
+def test_status_follows_the_readiness_indicator(engine: EngineSetup, tmp_path: Path) -> None:
+    indicator = tmp_path / "ready"
+    error, code = engine.run("STATUS", None, readinessindicatorfile=str(indicator))
+    assert code == 1
+    assert error["code"] == 50
+    assert str(indicator) in error["msg"]
+
+    indicator.write_text("")
+    assert engine.run("STATUS", None, readinessindicatorfile=str(indicator)) == (None, 0)
+
+
+def test_status_without_an_indicator_reports_the_default_network(engine: EngineSetup) -> None:
+    assert engine.run("STATUS") == (None, 0)
+    (engine.conf_dir / f"{CLUSTER}.conflist").unlink()
+    error, code = engine.run("STATUS")
+    assert code == 1
+    assert error["code"] == 7
+    assert CLUSTER in error["msg"]
