@@ -28,6 +28,8 @@ from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
 
 DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"
+# Where plugins are looked for when CNI_PATH is unset: the usual dir and Debian's.
+DEFAULT_CNI_PATH = "/opt/cni/bin:/usr/lib/cni"
 
 
 def read_pod(path: str) -> PodManifest:
@@ -78,7 +80,7 @@ def cni_env(
         CNI_NETNS=netns,
         CNI_IFNAME=ifname,
         CNI_ARGS=_native.build_cni_args(pairs=pairs),
-        CNI_PATH=os.environ.get("CNI_PATH", "/opt/cni/bin:/usr/lib/cni"),
+        CNI_PATH=os.environ.get("CNI_PATH", DEFAULT_CNI_PATH),
     )
     return env
 
@@ -104,7 +106,8 @@ def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[
         annotations=pod.annotations,
         capability_args=dict(cfg.runtime_config),
     )
-    runtime = Runtime([cfg.bin_dir, *plugin_dirs])
+    env_dirs = os.environ.get("CNI_PATH", DEFAULT_CNI_PATH).split(":")
+    runtime = Runtime([d for d in (cfg.bin_dir, *plugin_dirs, *env_dirs) if d])
     steps: list[dict[str, Any]] = []
     for attachment in plan.attachments:
         net = attachment.network_list()
