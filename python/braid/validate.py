@@ -46,10 +46,13 @@ def _check_object(obj: dict[str, Any], where: str, report: Report) -> None:
             )
     elif kind == "Pod":
         pod = pod_from_object(obj, where)
-        parse_selections(pod.annotations.get(NETWORKS_ANNOTATION, ""), namespace=pod.namespace)
-        override = pod.annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
-        if override.strip():
-            parse_default_network(override, namespace=pod.namespace)
+        try:
+            parse_selections(pod.annotations.get(NETWORKS_ANNOTATION, ""), namespace=pod.namespace)
+            override = pod.annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
+            if override.strip():
+                parse_default_network(override, namespace=pod.namespace)
+        except CniError as exc:
+            raise CniError(exc.code, f"{where}: {exc.msg}", exc.details) from exc
     else:
         report("note", f"{where}: kind {kind} is not something braid reads; skipped")
 
