@@ -12,7 +12,13 @@ from braid.cni import (
 )
 from braid.cni.exec import Executor
 from braid.cni.locks import LockDirectory
-from braid.engine.record import AttachmentEntry, AttachmentRecord, RecordStore
+from braid.engine.record import (
+    RECORD_KIND,
+    RECORD_VERSION,
+    AttachmentEntry,
+    AttachmentRecord,
+    RecordStore,
+)
 from braid.engine.request import CniRequest
 from braid.nad.config import BraidConfig
 from braid.nad.plan import AttachmentPlan
@@ -82,6 +88,8 @@ def new_record(ctx: EngineContext, request: CniRequest, plan: AttachmentPlan) ->
     return AttachmentRecord(
         container_id=request.container_id,
         netns=request.netns,
+        kind=RECORD_KIND,
+        version=RECORD_VERSION,
         cni_version=ctx.config.cni_version,
         cni_args=list(request.cni_args),
         plugin_dirs=list(request.plugin_dirs),

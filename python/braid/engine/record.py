@@ -107,8 +107,10 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
 
     container_id: str
     netns: str
-    kind: str = RECORD_KIND
-    version: int = RECORD_VERSION
+    # No defaults: omit_defaults would leave them out of the file, and readers (the shim)
+    # must see which format they hold.
+    kind: str
+    version: int
     cni_version: str = ""
     cni_args: list[tuple[str, str]] = msgspec.field(default_factory=list)
     plugin_dirs: list[str] = msgspec.field(default_factory=list)
