@@ -71,9 +71,12 @@ _OBJECT_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
 class ResultCache:
     """The ``results/`` directory under a cache root (``/var/lib/cni`` by default)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
         self.root = Path(root)
         self.results = self.root / "results"
+        # Without ``durable`` writes stay atomic (rename) but skip the fsyncs: for callers that
+        # keep their own durable record of the same results (braid's engine).
+        self.durable = durable
 
     def path(self, network: str, container_id: str, ifname: str) -> Path:
         for what, value in (
@@ -93,7 +96,7 @@ class ResultCache:
         data = _ENCODER.encode(entry)
         try:
             self.results.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _write_atomic(target, data)
+            _write_atomic(target, data, durable=self.durable)
         except OSError as exc:
             raise CniError(
                 IO_FAILURE, f'failed to set network "{entry.network_name}" cached result', str(exc)
@@ -118,7 +121,8 @@ class ResultCache:
             return
         except OSError as exc:
             raise CniError(IO_FAILURE, f"cannot remove cached result {path}", str(exc)) from exc
-        _fsync_dir(self.results)
+        if self.durable:
+            _fsync_dir(self.results)
 
     def cached_attachments(self, container_id: str | None = None) -> list[CacheEntry]:
         """Every readable ``cniCacheV1`` entry (of ``container_id`` when given), name order."""
@@ -171,18 +175,20 @@ def _read_entry(path: Path) -> CacheEntry | None:
     return cached.entry
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def _write_atomic(target: Path, data: bytes, *, durable: bool) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -53,9 +53,10 @@ class Runtime:
         executor: Executor | None = None,
         timeout: float | None = None,
         version_cache: VersionCache | None = None,
+        durable_cache: bool = True,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
-        self.cache = ResultCache(cache_dir)
+        self.cache = ResultCache(cache_dir, durable=durable_cache)
         self.locks = LockDirectory(cache_dir)
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
         self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
@@ -74,10 +75,15 @@ class Runtime:
                 raise
         return _native.convert_result(data=final, to_version=net.summary.effective_version)
 
-    def delete(self, net: NetworkList, req: RuntimeRequest) -> None:
-        """Detaches (plugins in reverse); the cache entry goes only when every plugin succeeded."""
+    def delete(
+        self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
+    ) -> None:
+        """Detaches (plugins in reverse); the cache entry goes only when every plugin succeeded.
+
+        ``prev_result`` is used as ``prevResult`` when the cache holds no result (a caller that
+        keeps its own record of the ADD result, like braid's engine)."""
         with self.locks.container(req.container_id):
-            self._delete_cached(net, req)
+            self._delete_cached(net, req, fallback=prev_result)
 
     def check(self, net: NetworkList, req: RuntimeRequest) -> None:
         """Verifies an attachment (plugins forward) against its cached result."""
@@ -221,9 +227,16 @@ class Runtime:
             )
         )
 
-    def _delete_cached(self, net: NetworkList, req: RuntimeRequest) -> None:
+    def _delete_cached(
+        self, net: NetworkList, req: RuntimeRequest, *, fallback: bytes | None = None
+    ) -> None:
         plan = self._plan(net)
         prev = self._prev_result(net, req, plan.version, fatal=False)
+        if prev is None and fallback is not None and at_least(plan.version, CHECK_SINCE):
+            try:
+                prev = _native.convert_result(data=fallback, to_version=plan.version)
+            except CniError as exc:
+                log.warning("DEL proceeds without the caller's result: %s", exc)
         self._delete_all(net, plan, req, prev)
         self.cache.remove(net.name, req.container_id, req.ifname)
 

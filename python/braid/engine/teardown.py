@@ -37,7 +37,9 @@ def tear_down(
     for entry in reversed(entries):
         request = dataclasses.replace(runtime_request(record, entry), netns=netns)
         try:
-            runtime.delete(entry.attachment().network_list(), request)
+            runtime.delete(
+                entry.attachment().network_list(), request, prev_result=entry.result_bytes()
+            )
         except CniError as exc:
             entry.state = "failed"
             entry.error = str(exc)
