@@ -23,6 +23,7 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
+from braid.engine.phases import phase
 from braid.engine.record import AttachmentRecord, RecordStore
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
@@ -80,7 +81,8 @@ def plan_for(
 def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]) -> AddOutcome:
     """Attaches every network of the plan; returns the default network's result."""
     wait_ready(ctx.config.readinessindicatorfile)
-    plan = plan_for(ctx, request, capability_args)
+    with phase("store_lookup"):
+        plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     records = ctx.records()
     with ctx.locks().container(request.container_id):
@@ -93,11 +95,12 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
         except CniError as exc:
             _roll_back(ctx, runtime, record, request, exc)
             raise
-        status = network_status(
-            (entry.attachment(), entry.result_bytes()) for entry in record.attachments
-        )
-        record.network_status = msgspec.Raw(status)
-        records.write(record, durable=False)
+        with phase("status_publish"):
+            status = network_status(
+                (entry.attachment(), entry.result_bytes()) for entry in record.attachments
+            )
+            record.network_status = msgspec.Raw(status)
+            records.write(record, durable=False)
     default = record.attachments[0].result_bytes() or b"{}"
     if ctx.config.cni_version:
         default = _native.convert_result(data=default, to_version=ctx.config.cni_version)

@@ -1,0 +1,39 @@
+"""Timing hooks for the engine's phases, for whoever embeds it (the daemon's metrics).
+
+The engine marks a phase with ``with phase("store_lookup"):``; when an observer is installed
+in the current context (``observe_phases``) it receives the phase's name and duration in
+seconds. Without one a phase costs a context-variable read. Context variables follow
+``asyncio.to_thread``, so an observer set by a request's task sees its worker thread's phases.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+PhaseObserver = Callable[[str, float], None]
+
+_observer: contextvars.ContextVar[PhaseObserver | None] = contextvars.ContextVar(
+    "braid_phase_observer", default=None
+)
+
+
+def observe_phases(observer: PhaseObserver | None) -> None:
+    """Installs ``observer`` for the current context (and the threads it starts)."""
+    _observer.set(observer)
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Times the block and reports it to the observer, if any (also when the block raises)."""
+    observer = _observer.get()
+    if observer is None:
+        yield
+        return
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        observer(name, time.perf_counter() - start)
