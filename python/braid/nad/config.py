@@ -58,6 +58,11 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     retry_delete_on_error: bool = False
     auxiliary_cni_chain_name: str = msgspec.field(default="", name="auxiliaryCNIChainName")
     daemon_socket_dir: str = "/run/braid"
+    daemon_wait_seconds: float = 30.0
+    # The daemon's own settings (braidctl daemon --config); 0 concurrency: 2x cores.
+    daemon_concurrency: int = 0
+    daemon_queue_size: int = 512
+    daemon_metrics_address: str = "127.0.0.1:9190"
     nad_dir: str = "/etc/cni/braid/nads"
     pod_dir: str = "/etc/cni/braid/pods"
     plugin_timeout: float | None = None
