@@ -1,0 +1,115 @@
+"""DEL and GC driven by the attachment record, over fake plugins: reverse order, every delegate
+with the arguments it was added with, failures collected, and the record kept until clean."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from braid.engine import run_cni
+
+CLUSTER_LIST = {"cniVersion": "1.0.0", "name": "kcluster", "plugins": [{"type": "fakenet"}]}
+SECONDARY = {
+    "cniVersion": "1.0.0",
+    "name": "net-a",
+    "type": "fakesec",
+    "capabilities": {"ips": True},
+}
+
+
+def entry(position: int, ifname: str, **fields: Any) -> dict[str, Any]:
+    doc = {
+        "name": "kcluster" if position == 0 else "default/net-a",
+        "networkName": "kcluster" if position == 0 else "net-a",
+        "ifname": ifname,
+        "config": json.dumps(CLUSTER_LIST if position == 0 else SECONDARY),
+        "position": position,
+        "isList": position == 0,
+        "state": "added",
+    }
+    doc.update(fields)
+    return doc
+
+
+def write_record(dirs: Any, container_id: str = "ctr1") -> None:
+    """A record as ADD writes it (docs/attachment-record.md), built as plain JSON."""
+    record = {
+        "containerId": container_id,
+        "netns": "/run/netns/gone",
+        "kind": "braidAttachmentRecord",
+        "version": 1,
+        "cniArgs": [["K8S_POD_NAMESPACE", "default"], ["K8S_POD_NAME", "web-0"]],
+        "attachments": [
+            entry(0, "eth0", isDefault=True),
+            entry(
+                1,
+                "net1",
+                argsCni={"ips": ["10.1.0.5/24"]},
+                capabilityArgs={"ips": ["10.1.0.5/24"]},
+            ),
+            entry(2, "net2", state="planned"),
+        ],
+    }
+    path = dirs.cni_dir / "records" / f"{container_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def test_del_replays_the_record_in_reverse(dirs: Any) -> None:
+    write_record(dirs)
+    out, code = run_cni(dirs.env("DEL"), dirs.stdin())
+
+    assert (out, code) == (b"", 0)
+    calls = dirs.calls("DEL")
+    assert [(c["plugin"], c["env"]["CNI_IFNAME"]) for c in calls] == [
+        ("fakesec", "net2"),  # planned but never confirmed: torn down all the same
+        ("fakesec", "net1"),
+        ("fakenet", "eth0"),
+    ]
+    assert {c["env"]["CNI_NETNS"] for c in calls} == {""}
+    assert all("K8S_POD_NAME=web-0" in c["env"]["CNI_ARGS"] for c in calls)
+    net1 = calls[1]["stdin"]
+    assert net1["name"] == "net-a"
+    assert net1["args"]["cni"]["ips"] == ["10.1.0.5/24"]
+    assert net1["runtimeConfig"] == {"ips": ["10.1.0.5/24"]}
+    assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
+
+
+def test_del_goes_on_past_failures_and_keeps_the_record(dirs: Any) -> None:
+    write_record(dirs)
+    dirs.behave("fakesec", "DEL", exit=1, stdout='{"code":11,"msg":"busy"}')
+    out, code = run_cni(dirs.env("DEL"), dirs.stdin())
+
+    doc = json.loads(out)
+    assert code == 1
+    assert "2 teardown step(s) failed" in doc["msg"]
+    assert doc["details"].count("busy") == 2
+    assert len(dirs.calls("DEL")) == 3  # the default network was still torn down
+    record = json.loads((dirs.cni_dir / "records" / "ctr1.json").read_text())
+    states = [a.get("state") for a in record["attachments"]]
+    assert states == ["deleted", "failed", "failed"]
+
+    dirs.behave("fakesec", "DEL")
+    assert run_cni(dirs.env("DEL"), dirs.stdin()) == (b"", 0)
+    assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
+
+
+def test_del_without_record_or_pod_tears_down_the_default_network(dirs: Any) -> None:
+    assert run_cni(dirs.env("DEL"), dirs.stdin()) == (b"", 0)
+    calls = dirs.calls("DEL")
+    assert [(c["plugin"], c["env"]["CNI_IFNAME"]) for c in calls] == [("fakenet", "eth0")]
+
+
+def test_gc_deletes_only_containers_the_runtime_no_longer_has(dirs: Any) -> None:
+    write_record(dirs, "gone")
+    write_record(dirs, "alive")
+    valid = [{"containerID": "alive", "ifname": "eth0"}]
+    stdin = dirs.stdin(cniVersion="1.1.0", **{"cni.dev/valid-attachments": valid})
+
+    out, code = run_cni(dirs.env("GC"), stdin)
+
+    assert (out, code) == (b"", 0)
+    deleted = {c["env"]["CNI_CONTAINERID"] for c in dirs.calls("DEL")}
+    assert deleted == {"gone"}
+    assert not (dirs.cni_dir / "records" / "gone.json").exists()
+    assert (dirs.cni_dir / "records" / "alive.json").exists()
