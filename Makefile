@@ -10,7 +10,7 @@ APT_PACKAGES := containernetworking-plugins iproute2 iptables
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-bench-smoke bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,7 +47,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-bench-smoke ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -65,6 +65,10 @@ test-unit: native ## Python unit tier (no privileges)
 
 test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
 	$(PY) -m pytest tests/kernel -q
+
+test-bench-smoke: native ## run every benchmark once, untimed, so they cannot rot (root)
+	$(PY) -m pytest benches -q --benchmark-disable
+	cargo test --locked -p braid-cni --benches
 
 bench: install ## benchmarks (see docs/performance.md)
 	$(PY) -m pytest benches -q --benchmark-only
