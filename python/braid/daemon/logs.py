@@ -1,0 +1,93 @@
+"""Structured logs of the daemon: one JSON object per line, on stderr.
+
+Every line carries the request it belongs to (``containerId``, ``pod`` as namespace/name from
+``CNI_ARGS``, ``verb``), taken from a context variable that the request's task sets and that
+``asyncio.to_thread`` carries into the worker thread running the engine. Lines outside any
+request carry empty values.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TextIO
+
+from braid import _native
+from braid.errors import CniError
+
+DAEMON_LOGGER = "braid.daemon"
+
+
+@dataclass(frozen=True)
+class RequestTag:
+    """What identifies a request in its log lines."""
+
+    verb: str = ""
+    container_id: str = ""
+    pod: str = ""
+
+
+current_request: contextvars.ContextVar[RequestTag] = contextvars.ContextVar(
+    "braid_daemon_request",
+    default=RequestTag(),  # noqa: B039 - frozen, never mutated
+)
+
+
+def tag_of(env: dict[str, str]) -> RequestTag:
+    """The request's verb, container id and pod (``K8S_POD_NAMESPACE``/``K8S_POD_NAME``)."""
+    pod = ""
+    try:
+        args = dict(_native.parse_cni_args(value=env.get("CNI_ARGS", "")))
+    except CniError:
+        args = {}
+    if args.get("K8S_POD_NAME"):
+        pod = f"{args.get('K8S_POD_NAMESPACE') or 'default'}/{args['K8S_POD_NAME']}"
+    return RequestTag(
+        verb=env.get("CNI_COMMAND", ""),
+        container_id=env.get("CNI_CONTAINERID", ""),
+        pod=pod,
+    )
+
+
+class JsonLineFormatter(logging.Formatter):
+    """``{"time", "level", "logger", "msg", "verb", "containerId", "pod"[, "error"]}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        tag = current_request.get()
+        line = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "verb": tag.verb,
+            "containerId": tag.container_id,
+            "pod": tag.pod,
+        }
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def install_json_logging(stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """Sends the daemon's and the engine's log records, as JSON lines, to ``stream``.
+
+    The engine's logger (``braid``) gets the handler first, so the engine's own
+    ``configure_logging`` keeps it and only sets the level from each request's ``logLevel``;
+    the daemon's logger has its own level and does not propagate (no line twice).
+    """
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonLineFormatter())
+    engine = logging.getLogger("braid")
+    for old in list(engine.handlers):
+        engine.removeHandler(old)
+    engine.addHandler(handler)
+    daemon = logging.getLogger(DAEMON_LOGGER)
+    for old in list(daemon.handlers):
+        daemon.removeHandler(old)
+    daemon.addHandler(handler)
+    daemon.setLevel(level)
+    daemon.propagate = False

@@ -1,0 +1,92 @@
+"""The daemon's Prometheus metrics, and the timing executor that measures each delegate.
+
+- ``braid_daemon_requests_total{verb, outcome}``: ``success``, ``error`` (a CNI error
+  answered), ``overloaded`` (refused with code 11) or ``malformed``.
+- ``braid_daemon_request_seconds{verb}``: from admission to answer, queueing included.
+- ``braid_daemon_phase_seconds{phase, plugin}``: ``queue`` (waiting for a slot), ``store_lookup``,
+  ``delegate`` (one per plugin execution, ``plugin`` its type), ``status_publish``.
+- ``braid_daemon_queue_depth`` and ``braid_daemon_in_flight``: read from the scheduler when
+  scraped.
+
+Each daemon owns its registry, so tests can run several in one process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from braid.cni.exec import ExecOutput, Executor
+from braid.daemon.scheduler import Scheduler
+
+# From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class DaemonMetrics:
+    """The instruments of one daemon."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "braid_daemon_requests",
+            "CNI requests answered, by verb and outcome",
+            ["verb", "outcome"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "braid_daemon_request_seconds",
+            "Time from admission to answer, by verb",
+            ["verb"],
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self.phases = Histogram(
+            "braid_daemon_phase_seconds",
+            "Time spent per phase: queue, store_lookup, delegate (per plugin), status_publish",
+            ["phase", "plugin"],
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        depth = Gauge(
+            "braid_daemon_queue_depth", "Requests admitted and waiting", registry=self.registry
+        )
+        depth.set_function(lambda: scheduler.waiting)
+        in_flight = Gauge(
+            "braid_daemon_in_flight", "Requests executing now", registry=self.registry
+        )
+        in_flight.set_function(lambda: scheduler.running)
+
+    def observe_phase(self, name: str, seconds: float) -> None:
+        """The engine's phase observer (``braid.engine.phases``)."""
+        self.phases.labels(phase=name, plugin="").observe(seconds)
+
+    def observe_request(self, verb: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(verb=verb or "none", outcome=outcome).inc()
+        self.latency.labels(verb=verb or "none").observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The text exposition format of every instrument."""
+        return generate_latest(self.registry)
+
+
+class TimedExecutor:
+    """An ``Executor`` that records each plugin execution's duration under its plugin type."""
+
+    def __init__(self, inner: Executor, metrics: DaemonMetrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+
+    def execute(
+        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+    ) -> ExecOutput:
+        start = time.perf_counter()
+        try:
+            return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+        finally:
+            self.metrics.phases.labels(phase="delegate", plugin=Path(path).name).observe(
+                time.perf_counter() - start
+            )

@@ -1,0 +1,145 @@
+"""The shim ↔ daemon wire protocol, version 1 (``docs/protocol.md``).
+
+A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON (one object);
+frames over ``MAX_FRAME`` bytes are refused. One request frame and one response frame per
+connection. Readers ignore unknown keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import struct
+from typing import Any
+
+import msgspec
+
+from braid.errors import INVALID_ENVIRONMENT, TRY_AGAIN_LATER, CniError
+
+PROTOCOL_VERSION = 1
+MAX_FRAME = 4 << 20
+CNI_VARIABLES = (
+    "CNI_COMMAND",
+    "CNI_CONTAINERID",
+    "CNI_NETNS",
+    "CNI_IFNAME",
+    "CNI_ARGS",
+    "CNI_PATH",
+)
+_LENGTH = struct.Struct(">I")
+
+
+class FrameError(Exception):
+    """A frame that cannot be read: too large, truncated, or not one JSON object."""
+
+
+class Request(msgspec.Struct, frozen=True):
+    """One request: ``kind`` ``cni`` (with ``env`` and ``stdin``) or ``health``."""
+
+    protocol: int
+    kind: str
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    stdin: str = ""
+
+    def stdin_bytes(self) -> bytes:
+        """The exact stdin bytes of the CNI call (base64 in the frame)."""
+        try:
+            return base64.b64decode(self.stdin, validate=True)
+        except binascii.Error as exc:
+            raise CniError(
+                INVALID_ENVIRONMENT, "request `stdin` is not valid base64", str(exc)
+            ) from exc
+
+    def cni_env(self) -> dict[str, str]:
+        """The six CNI variables exactly as the runtime set them ('' when unset)."""
+        return {key: self.env.get(key, "") for key in CNI_VARIABLES}
+
+
+class CniResponse(msgspec.Struct, frozen=True):
+    """The answer to a ``cni`` request: what the shim prints and its exit status."""
+
+    protocol: int
+    exitCode: int
+    stdout: str
+
+    def stdout_bytes(self) -> bytes:
+        return base64.b64decode(self.stdout, validate=True)
+
+
+class HealthResponse(msgspec.Struct, frozen=True):
+    """The answer to a ``health`` request."""
+
+    protocol: int
+    ready: bool
+
+
+def cni_response(stdout: bytes, exit_code: int) -> CniResponse:
+    return CniResponse(
+        protocol=PROTOCOL_VERSION,
+        exitCode=exit_code,
+        stdout=base64.b64encode(stdout).decode("ascii"),
+    )
+
+
+def error_response(error: CniError) -> CniResponse:
+    """A CNI error document for the shim to print, with exit status 1."""
+    return cni_response(error.to_json(), 1)
+
+
+def health_response(*, ready: bool) -> HealthResponse:
+    return HealthResponse(protocol=PROTOCOL_VERSION, ready=ready)
+
+
+def encode_frame(message: msgspec.Struct | dict[str, Any]) -> bytes:
+    """The length prefix followed by the message's JSON."""
+    body = msgspec.json.encode(message)
+    if len(body) > MAX_FRAME:
+        raise FrameError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME}-byte limit")
+    return _LENGTH.pack(len(body)) + body
+
+
+def decode_request(body: bytes) -> Request:
+    """Parses a request body; a newer ``protocol`` or a bad shape is a ``CniError``."""
+    try:
+        top = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise CniError(INVALID_ENVIRONMENT, "malformed request frame: not JSON", str(exc)) from exc
+    if not isinstance(top, dict):
+        raise CniError(INVALID_ENVIRONMENT, "malformed request frame: not a JSON object")
+    version = top.get("protocol")
+    if isinstance(version, int) and not isinstance(version, bool) and version > PROTOCOL_VERSION:
+        raise CniError(
+            TRY_AGAIN_LATER,
+            f"the shim speaks protocol {version}, this daemon at most {PROTOCOL_VERSION}: "
+            "upgrade the daemon",
+        )
+    try:
+        request = msgspec.convert(top, type=Request)
+    except msgspec.ValidationError as exc:
+        raise CniError(INVALID_ENVIRONMENT, "malformed request frame", str(exc)) from exc
+    if request.protocol < 1:
+        raise CniError(INVALID_ENVIRONMENT, f"unknown protocol version {request.protocol}")
+    if request.kind not in ("cni", "health"):
+        raise CniError(INVALID_ENVIRONMENT, f"unknown request kind {request.kind!r}")
+    return request
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    """Reads one frame's body; ``FrameError`` when it is oversized or cut short."""
+    try:
+        header = await reader.readexactly(_LENGTH.size)
+    except asyncio.IncompleteReadError as exc:
+        raise FrameError("connection closed before a frame header") from exc
+    (length,) = _LENGTH.unpack(header)
+    if length > MAX_FRAME:
+        raise FrameError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError as exc:
+        raise FrameError(f"frame cut short: {len(exc.partial)} of {length} bytes") from exc
+
+
+async def write_frame(writer: asyncio.StreamWriter, message: msgspec.Struct) -> None:
+    writer.write(encode_frame(message))
+    await writer.drain()

@@ -1,0 +1,148 @@
+"""The daemon's unix-socket server: listen, answer, drain on SIGTERM/SIGINT.
+
+The socket is ``<socketDir>/braid.sock`` (directory 0700, socket 0600: only root talks to the
+daemon). A socket left by a dead daemon is replaced; one that still answers belongs to a live
+daemon and is left alone (the start fails). Shutdown stops accepting, turns readiness false,
+waits for the requests in flight (up to the drain time), removes the socket and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.probes import start_probe_server
+from braid.daemon.protocol import (
+    CniResponse,
+    FrameError,
+    HealthResponse,
+    error_response,
+    read_frame,
+    write_frame,
+)
+from braid.daemon.service import DaemonService
+from braid.daemon.settings import DaemonSettings
+from braid.errors import INVALID_ENVIRONMENT, CniError
+
+log = logging.getLogger(DAEMON_LOGGER)
+FRAME_TIMEOUT = 10.0  # a client that connects and says nothing is dropped
+
+
+class DaemonAlreadyRunning(Exception):
+    """Another daemon answers on the socket."""
+
+
+def prepare_socket_dir(socket_path: Path) -> None:
+    """Creates the directory (0700) and removes a stale socket; refuses a live one."""
+    directory = socket_path.parent
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    try:
+        mode = socket_path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise DaemonAlreadyRunning(f"{socket_path} exists and is not a socket; remove it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(socket_path))
+    except OSError:
+        socket_path.unlink(missing_ok=True)  # nobody listens: a dead daemon's socket
+        log.info("replaced the stale socket %s", socket_path)
+        return
+    finally:
+        probe.close()
+    raise DaemonAlreadyRunning(f"a daemon already answers on {socket_path}")
+
+
+class DaemonServer:
+    """One daemon: the service, its socket and its probe endpoint."""
+
+    def __init__(self, settings: DaemonSettings, service: DaemonService) -> None:
+        self.settings = settings
+        self.service = service
+        self.stopping = asyncio.Event()
+        self._active: set[asyncio.Task[None]] = set()
+
+    def stop(self) -> None:
+        """Begins the graceful shutdown (what SIGTERM and SIGINT do)."""
+        self.stopping.set()
+
+    async def serve(self) -> None:
+        """Serves until ``stop``; then drains and cleans up."""
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(
+            ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="braid-engine")
+        )
+        path = self.settings.socket_path
+        prepare_socket_dir(path)
+        server = await asyncio.start_unix_server(self._connection, path=str(path))
+        path.chmod(0o600)
+        inode = path.stat().st_ino
+        endpoint = self.settings.metrics_endpoint()
+        probes = await start_probe_server(self.service, *endpoint) if endpoint else None
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop)
+        self.service.ready = True
+        log.info(
+            "serving on %s (concurrency %d, queue %d)",
+            path,
+            self.settings.concurrency,
+            self.settings.queue_size,
+        )
+        try:
+            await self.stopping.wait()
+        finally:
+            await self._shut_down(server, probes, path, inode)
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    async def _shut_down(
+        self, server: asyncio.Server, probes: asyncio.Server | None, path: Path, inode: int
+    ) -> None:
+        self.service.ready = False
+        server.close()
+        with contextlib.suppress(FileNotFoundError):
+            if path.lstat().st_ino == inode:  # ours, not a successor's
+                path.unlink()
+        log.info("draining %d request(s)", len(self._active))
+        if self._active:
+            _, late = await asyncio.wait(set(self._active), timeout=self.settings.drain_seconds)
+            if late:
+                log.error("%d request(s) still running after the drain time", len(late))
+        if probes is not None:
+            probes.close()
+            await probes.wait_closed()
+        log.info("stopped")
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
+        try:
+            response = await self._response(reader)
+            await write_frame(writer, response)
+        except OSError as exc:  # the client left; the work it asked for is done anyway
+            log.warning("could not answer a client: %s", exc)
+        finally:
+            writer.close()
+            if task is not None:
+                self._active.discard(task)
+
+    async def _response(self, reader: asyncio.StreamReader) -> CniResponse | HealthResponse:
+        try:
+            body = await asyncio.wait_for(read_frame(reader), FRAME_TIMEOUT)
+        except (FrameError, TimeoutError) as exc:
+            reason = str(exc) or f"no complete frame within {FRAME_TIMEOUT:g} s"
+            log.warning("malformed request frame: %s", reason)
+            return error_response(
+                CniError(INVALID_ENVIRONMENT, f"malformed request frame: {reason}")
+            )
+        return await self.service.answer(body)

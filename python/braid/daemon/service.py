@@ -1,0 +1,124 @@
+"""What the daemon answers: one request body in, one response message out.
+
+A ``cni`` request runs ``braid.engine.entry.run_cni`` (the engine ``braid-thin`` runs, so the
+answers are the same) in a worker thread, under the scheduler's rules, with the request's own
+six CNI variables: delegates get the runtime's ``CNI_PATH`` and ``CNI_ARGS``, never the
+daemon's. Plugins are executed by this process, which lives in the host network namespace, so
+delegates run there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from braid.cni.exec import Executor, ProcessExecutor
+from braid.daemon.logs import DAEMON_LOGGER, current_request, tag_of
+from braid.daemon.metrics import DaemonMetrics, TimedExecutor
+from braid.daemon.protocol import (
+    CniResponse,
+    HealthResponse,
+    Request,
+    cni_response,
+    decode_request,
+    error_response,
+    health_response,
+)
+from braid.daemon.scheduler import Overloaded, Scheduler
+from braid.engine.entry import run_cni
+from braid.engine.phases import observe_phases
+from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.nad.store import Store
+
+log = logging.getLogger(DAEMON_LOGGER)
+Engine = Callable[..., tuple[bytes, int]]
+
+
+class _Versioned(msgspec.Struct):
+    cniVersion: str = ""
+
+
+def cni_version_of(stdin: bytes) -> str:
+    """The configuration's ``cniVersion`` (for errors the daemon writes itself), or ''."""
+    try:
+        return msgspec.json.decode(stdin, type=_Versioned).cniVersion
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return ""
+
+
+class DaemonService:
+    """Holds the scheduler and the metrics; ``ready`` is what health probes answer."""
+
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        queue_size: int,
+        executor: Executor | None = None,
+        store: Store | None = None,
+        engine: Engine = run_cni,
+    ) -> None:
+        self.scheduler = Scheduler(concurrency=concurrency, queue_size=queue_size)
+        self.metrics = DaemonMetrics(self.scheduler)
+        self.executor = TimedExecutor(executor or ProcessExecutor(), self.metrics)
+        self.store = store
+        self.engine = engine
+        self.ready = False
+
+    async def answer(self, body: bytes) -> CniResponse | HealthResponse:
+        """The response to one request frame's body; never raises for a bad request."""
+        try:
+            request = decode_request(body)
+        except CniError as exc:
+            log.warning("refused a request: %s", exc)
+            self.metrics.requests.labels(verb="none", outcome="malformed").inc()
+            return error_response(exc)
+        if request.kind == "health":
+            return health_response(ready=self.ready)
+        return await self._answer_cni(request)
+
+    async def _answer_cni(self, request: Request) -> CniResponse:
+        env = request.cni_env()
+        tag = tag_of(env)
+        current_request.set(tag)  # this connection's task only; worker threads inherit it
+        observe_phases(self.metrics.observe_phase)
+        start = time.perf_counter()
+        try:
+            stdin = request.stdin_bytes()
+        except CniError as exc:
+            log.warning("refused a request: %s", exc)
+            self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
+            return error_response(exc)
+        try:
+            out, code = await self.scheduler.run(
+                tag.verb, tag.container_id, lambda: self._execute(env, stdin, start)
+            )
+            outcome = "success" if code == 0 else "error"
+        except Overloaded as exc:
+            log.warning("refused: the daemon is at its bound (%s)", exc)
+            out, code, outcome = self._overloaded(exc, stdin), 1, "overloaded"
+        elapsed = time.perf_counter() - start
+        self.metrics.observe_request(tag.verb, outcome, elapsed)
+        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, elapsed * 1000, code)
+        return cni_response(out, code)
+
+    async def _execute(
+        self, env: dict[str, str], stdin: bytes, admitted: float
+    ) -> tuple[bytes, int]:
+        self.metrics.observe_phase("queue", time.perf_counter() - admitted)
+        return await asyncio.to_thread(
+            self.engine, env, stdin, store=self.store, executor=self.executor
+        )
+
+    def _overloaded(self, exc: Overloaded, stdin: bytes) -> bytes:
+        error = CniError(
+            TRY_AGAIN_LATER,
+            f"the braid daemon is at its bound ({exc}); try again",
+            f"concurrency {self.scheduler.concurrency}, queue {self.scheduler.queue_size}: "
+            "raise daemonConcurrency or daemonQueueSize if this persists",
+        )
+        return error.to_json(cni_version_of(stdin))

@@ -1,0 +1,86 @@
+"""The daemon's settings: from braid's configuration file, then the command line.
+
+Configuration keys (in braid's conf or conflist, beside the engine's own keys):
+``daemonSocketDir`` (default ``/run/braid``), ``daemonConcurrency`` (0: twice the cores),
+``daemonQueueSize`` (512) and ``daemonMetricsAddress`` (``127.0.0.1:9190``; empty: no HTTP
+endpoint for metrics, ``/healthz`` and ``/readyz``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.config import BraidConfig, load_braid_config
+
+SOCKET_NAME = "braid.sock"
+DEFAULT_DRAIN_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    socket_dir: Path
+    concurrency: int
+    queue_size: int
+    metrics_address: str
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+
+    @property
+    def socket_path(self) -> Path:
+        return self.socket_dir / SOCKET_NAME
+
+    def metrics_endpoint(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the HTTP endpoint, or None when it is disabled."""
+        if not self.metrics_address:
+            return None
+        host, sep, port = self.metrics_address.rpartition(":")
+        if not sep or not port.isdigit():
+            raise CniError(
+                INVALID_CONFIG,
+                f"daemonMetricsAddress {self.metrics_address!r} must be HOST:PORT (or empty)",
+            )
+        return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an explicit ':PORT'
+
+
+def default_concurrency() -> int:
+    return 2 * (os.cpu_count() or 1)
+
+
+def settings_from(
+    config: BraidConfig,
+    *,
+    socket_dir: str | None = None,
+    concurrency: int | None = None,
+    queue_size: int | None = None,
+    metrics_address: str | None = None,
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+) -> DaemonSettings:
+    """The configuration's values, each overridden by its command-line flag when given."""
+    chosen = concurrency if concurrency is not None else config.daemon_concurrency
+    queue = queue_size if queue_size is not None else config.daemon_queue_size
+    if chosen < 0 or queue < 0:
+        raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
+    settings = DaemonSettings(
+        socket_dir=Path(socket_dir or config.daemon_socket_dir),
+        concurrency=chosen or default_concurrency(),
+        queue_size=queue,
+        metrics_address=(
+            metrics_address if metrics_address is not None else config.daemon_metrics_address
+        ),
+        drain_seconds=drain_seconds,
+    )
+    settings.metrics_endpoint()  # refuses a malformed address before anything starts
+    return settings
+
+
+def load_config_file(path: str | None) -> BraidConfig:
+    """braid's configuration from ``path`` (conf or conflist); defaults without one."""
+    if not path:
+        return BraidConfig()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"cannot read the configuration {path}", str(exc)) from exc
+    return load_braid_config(data).config
