@@ -39,17 +39,18 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 def check(ctx: EngineContext, request: CniRequest) -> None:
     """CHECKs every attachment of the container's record and that its interface exists."""
+    # Held throughout: a CHECK must not interleave with an ADD or DEL of the container.
     with ctx.locks().container(request.container_id):
         record = ctx.records().read(request.container_id)
-    if record is None:
-        raise CniError(
-            UNKNOWN_CONTAINER,
-            f"braid holds no attachment record for container {request.container_id}",
-            "CHECK is only valid after a successful ADD",
-        )
-    runtime = ctx.runtime(request)
-    for entry in record.attachments:
-        _check_entry(runtime, record, entry, request.netns)
+        if record is None:
+            raise CniError(
+                UNKNOWN_CONTAINER,
+                f"braid holds no attachment record for container {request.container_id}",
+                "CHECK is only valid after a successful ADD",
+            )
+        runtime = ctx.runtime(request)
+        for entry in record.attachments:
+            _check_entry(runtime, record, entry, request.netns)
 
 
 def _check_entry(
