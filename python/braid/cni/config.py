@@ -98,7 +98,7 @@ def load_network_list(confdir: str | os.PathLike[str], name: str) -> NetworkList
     for path in lists:
         net = _parse_file(path, network_list_from_bytes)
         if net.name == name:
-            return _with_directory_plugins(directory, net, path)
+            return with_directory_plugins(directory, net, path)
     confs = _config_files(directory, CONF_EXTENSIONS)
     for path in confs:
         net = _parse_file(path, network_list_from_conf)
@@ -120,9 +120,7 @@ def load_default_network(confdir: str | os.PathLike[str]) -> NetworkList:
         raise NetworkNotFoundError(f"no net configurations found in {directory}")
     first = files[0]
     if first.suffix in LIST_EXTENSIONS:
-        return _with_directory_plugins(
-            directory, _parse_file(first, network_list_from_bytes), first
-        )
+        return with_directory_plugins(directory, _parse_file(first, network_list_from_bytes), first)
     return _parse_file(first, network_list_from_conf)
 
 
@@ -159,8 +157,10 @@ def _parse_file(path: Path, parse: Callable[[bytes], NetworkList]) -> NetworkLis
         raise CniError(exc.code, f"{path}: {exc.msg}", exc.details) from exc
 
 
-def _with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> NetworkList:
-    """Appends ``<dir>/<name>/*.conf`` plugin objects unless ``loadOnlyInlinedPlugins``."""
+def with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> NetworkList:
+    """Appends ``<dir>/<name>/*.conf`` plugin objects unless ``loadOnlyInlinedPlugins``
+    (libcni v1.3.0's per-network sub-directory; Multus uses it for a ``clusterNetwork``
+    conflist file)."""
     if not net.summary.load_only_inlined_plugins and _is_plain_name(net.name):
         extra = [_read(p) for p in _config_files(directory / net.name, (".conf",))]
         if extra:

@@ -10,6 +10,10 @@ from typing import Any
 
 import msgspec
 
+from braid.cni.config import (
+    network_list_from_bytes,
+    with_directory_plugins,
+)
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.syntax import is_safe_plugin_type
 
@@ -117,21 +121,32 @@ def _files(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
 
 
 def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
-    """The configuration whose ``name`` is ``name``: ``.conflist`` files first, then ``.conf``
-    and ``.json``, each group in lexical order, as libcni loads them; an unreadable or
-    malformed file on the way is an error naming it."""
+    """The configuration whose ``name`` is ``name``: ``.conflist`` files first (with their
+    ``<confDir>/<name>/*.conf`` plugins appended, as libcni does), then ``.conf`` and ``.json``
+    verbatim, each group in lexical order; a malformed file on the way is an error naming it."""
     directory = Path(conf_dir)
     for suffixes in (LIST_SUFFIXES, CONF_SUFFIXES):
         for path in _files(directory, suffixes):
             data = _read(path)
             if _decode(data, str(path)).get("name") == name:
-                return delegate_from_bytes(data, source=str(path))
+                return _with_subdirectory(delegate_from_bytes(data, source=str(path)), path)
     return None
+
+
+def _with_subdirectory(delegate: DelegateConfig, path: Path) -> DelegateConfig:
+    """A conflist file's delegate with ``<dir>/<name>/*.conf`` plugins appended."""
+    if not delegate.is_list or path.suffix not in LIST_SUFFIXES:
+        return delegate
+    net = with_directory_plugins(path.parent, network_list_from_bytes(delegate.data), path)
+    if net.raw == delegate.data:
+        return delegate
+    return delegate_from_bytes(net.raw, source=str(path))
 
 
 def load_path(path: str | Path) -> DelegateConfig | None:
     """A configuration given by path: a file, or a directory's first ``.conf``/``.conflist``
-    in lexical order (Multus ``clusterNetwork``); None when there is nothing there."""
+    in lexical order (Multus ``clusterNetwork``); None when there is nothing there. A conflist
+    file gets its ``<dir>/<name>/*.conf`` plugins appended (Multus subdirectory chaining)."""
     target = Path(path)
     if target.is_dir():
         files = _files(target, PATH_SUFFIXES)
@@ -140,4 +155,4 @@ def load_path(path: str | Path) -> DelegateConfig | None:
         target = files[0]
     if not target.is_file():
         return None
-    return delegate_from_bytes(_read(target), source=str(target))
+    return _with_subdirectory(delegate_from_bytes(_read(target), source=str(target)), target)
