@@ -12,6 +12,7 @@ teardown, and a lost progress update only costs a DEL of something never added.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -205,16 +206,25 @@ def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
 
 def _salvage(data: bytes) -> list[AttachmentEntry]:
     """Entries of a damaged record that still decode on their own (best effort). Each entry
-    is decoded from its own JSON text, so its raw ``result`` survives as it was written."""
-    try:
-        top = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-        items = msgspec.json.decode(top.get("attachments", b"[]"), type=list[msgspec.Raw])
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+    is decoded from its own JSON text, so its raw ``result`` survives as it was written; a
+    truncated record still yields every entry written whole before the damage."""
+    text = data.decode("utf-8", errors="replace")
+    start = text.find('"attachments"')
+    start = text.find("[", start) if start >= 0 else -1
+    if start < 0:
         return []
+    decoder = json.JSONDecoder()
     salvaged: list[AttachmentEntry] = []
-    for item in items:
+    pos = start + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] != "{":
+            return salvaged
         try:
-            salvaged.append(msgspec.json.decode(item, type=AttachmentEntry))
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            continue
-    return salvaged
+            _, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return salvaged
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            salvaged.append(msgspec.json.decode(text[pos:end].encode(), type=AttachmentEntry))
+        pos = end

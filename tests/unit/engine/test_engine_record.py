@@ -160,3 +160,22 @@ def test_truncated_record_is_corrupt(tmp_path: Path) -> None:
     store.path("ctr1").write_bytes(data[: len(data) // 2])
     with pytest.raises(CorruptRecord):
         store.read("ctr1")
+
+
+def test_truncated_record_salvages_every_entry_written_whole(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    store.write(record(), durable=True)
+    data = store.path("ctr1").read_bytes()
+    second = data.index(b'"ifname":"net1"')
+    # cut inside the second entry: the first (with its result) is whole, the second is not
+    store.path("ctr1").write_bytes(data[:second])
+    with pytest.raises(CorruptRecord) as info:
+        store.read("ctr1")
+    salvaged = info.value.salvaged
+    assert [e.ifname for e in salvaged] == ["eth0"]
+    assert salvaged[0].result_bytes() == RESULT
+    # only the final brace lost: both entries come back
+    store.path("ctr1").write_bytes(data.rstrip()[:-1])
+    with pytest.raises(CorruptRecord) as info:
+        store.read("ctr1")
+    assert [e.ifname for e in info.value.salvaged] == ["eth0", "net1"]
