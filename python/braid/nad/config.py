@@ -63,6 +63,9 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     daemon_concurrency: int = 0
     daemon_queue_size: int = 512
     daemon_metrics_address: str = "127.0.0.1:9190"
+    # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
+    status_write_policy: str = "background"
+    skip_status_without_networks: bool = False
     nad_dir: str = "/etc/cni/braid/nads"
     pod_dir: str = "/etc/cni/braid/pods"
     plugin_timeout: float | None = None
@@ -146,6 +149,8 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
 
 
 def _check_values(config: BraidConfig) -> None:
+    if config.status_write_policy not in ("background", "fail"):
+        raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
 
