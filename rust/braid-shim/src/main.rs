@@ -1,13 +1,28 @@
-//! `braid`: the compiled CNI entrypoint. For now it answers VERSION itself; every other verb
-//! is refused with a CNI error until the daemon protocol exists.
+//! `braid`: the compiled CNI entrypoint. It answers VERSION itself and forwards every other
+//! verb to the per-node daemon (`docs/protocol.md`), printing exactly the daemon's answer.
+//! DEL never depends on the daemon: when it is unreachable the shim replays the container's
+//! attachment record itself (`replay`).
 //!
 //! Nothing but the one JSON result or error ever reaches stdout; a panic becomes a code-999
 //! error JSON.
 
+mod cache;
+mod daemon;
+mod delegate;
+mod exec;
+mod replay;
+mod settings;
+
 use std::io::Write;
 use std::process::ExitCode;
 
+use braid_cni::wire::{CniEnv, CniResponse, Request};
 use braid_cni::{codes, version, CniError};
+
+use settings::Settings;
+
+/// What to print and the exit status, or an error with the version to render it at.
+type Outcome = Result<CniResponse, (CniError, String)>;
 
 fn version_json() -> Vec<u8> {
     let obj = serde_json::json!({
@@ -19,22 +34,64 @@ fn version_json() -> Vec<u8> {
     out
 }
 
-fn run() -> Result<Vec<u8>, CniError> {
-    match std::env::var("CNI_COMMAND").unwrap_or_default().as_str() {
-        "VERSION" => Ok(version_json()),
-        "" => Err(CniError::new(
-            codes::INVALID_ENVIRONMENT,
-            "CNI_COMMAND is not set",
-        )),
-        "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" => Err(CniError::new(
-            codes::TRY_AGAIN_LATER,
-            "the braid daemon is not available in this build; use braid-thin",
-        )),
-        other => Err(CniError::new(
-            codes::INVALID_ENVIRONMENT,
-            format!("unknown CNI_COMMAND: {other}"),
-        )),
+fn success(stdout: Vec<u8>) -> CniResponse {
+    CniResponse {
+        exit_code: 0,
+        stdout,
     }
+}
+
+fn run() -> Outcome {
+    let env = CniEnv::from_lookup(|name| std::env::var(name).ok());
+    let unversioned = |err: CniError| (err, String::new());
+    match env.command.as_str() {
+        "VERSION" => return Ok(success(version_json())),
+        "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" => {}
+        "" => {
+            return Err(unversioned(CniError::new(
+                codes::INVALID_ENVIRONMENT,
+                "CNI_COMMAND is not set",
+            )))
+        }
+        other => {
+            return Err(unversioned(CniError::new(
+                codes::INVALID_ENVIRONMENT,
+                format!("unknown CNI_COMMAND: {other}"),
+            )))
+        }
+    }
+    let stdin = settings::read_stdin(std::io::stdin().lock()).map_err(unversioned)?;
+    let settings = settings::parse(&stdin).map_err(unversioned)?;
+    let versioned = |err: CniError| (err, settings.cni_version.clone());
+    if env.command == "DEL" {
+        delete(&env, stdin, &settings).map_err(versioned)
+    } else {
+        forward(env, stdin, &settings).map_err(versioned)
+    }
+}
+
+/// ADD, CHECK, GC, STATUS: the daemon's answer, waiting up to `daemonWaitSeconds` for it.
+fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
+    let socket = daemon::socket_path(&settings.socket_dir);
+    let stream = daemon::connect_waiting(&socket, settings.daemon_wait)
+        .map_err(|err| daemon::unreachable(&socket, settings.daemon_wait, &err))?;
+    daemon::exchange(stream, &Request::Cni { env, stdin })
+}
+
+/// DEL: the daemon's answer when it answers at once, else the record replayed here.
+fn delete(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
+    let socket = daemon::socket_path(&settings.socket_dir);
+    if let Ok(stream) = daemon::connect(&socket, daemon::CONNECT_TIMEOUT) {
+        let request = Request::Cni {
+            env: env.clone(),
+            stdin,
+        };
+        match daemon::exchange(stream, &request) {
+            Ok(response) => return Ok(response),
+            Err(err) => eprintln!("braid: DEL through the daemon failed ({err}); replaying"),
+        }
+    }
+    replay::delete(env, settings).map(|()| success(Vec::new()))
 }
 
 fn emit(bytes: &[u8]) {
@@ -44,14 +101,14 @@ fn emit(bytes: &[u8]) {
 }
 
 fn main() -> ExitCode {
-    std::panic::set_hook(Box::new(|_| {}));
+    std::panic::set_hook(Box::new(|info| eprintln!("braid: {info}")));
     match std::panic::catch_unwind(run) {
-        Ok(Ok(out)) => {
-            emit(&out);
-            ExitCode::SUCCESS
+        Ok(Ok(response)) => {
+            emit(&response.stdout);
+            ExitCode::from(response.exit_code)
         }
-        Ok(Err(err)) => {
-            emit(&err.to_json(version::CURRENT));
+        Ok(Err((err, cni_version))) => {
+            emit(&err.to_json(&cni_version));
             ExitCode::FAILURE
         }
         Err(_) => {

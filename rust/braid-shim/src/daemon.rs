@@ -1,0 +1,102 @@
+//! Talking to the daemon over its unix socket (`docs/protocol.md`): one request frame, one
+//! response frame per connection.
+
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use braid_cni::wire::{
+    body_length, decode_cni_response, encode_request, frame, CniResponse, Request, HEADER_BYTES,
+    SOCKET_NAME,
+};
+use braid_cni::{codes, CniError};
+
+/// The pause between two connection attempts while waiting for the daemon.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// How long one connection attempt may take (a full listen backlog blocks `connect`).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The daemon's socket in `socket_dir`.
+pub fn socket_path(socket_dir: &Path) -> PathBuf {
+    socket_dir.join(SOCKET_NAME)
+}
+
+/// One connection attempt bounded by `timeout`.
+pub fn connect(socket: &Path, timeout: Duration) -> io::Result<UnixStream> {
+    let (tx, rx) = mpsc::channel();
+    let target = socket.to_owned();
+    thread::spawn(move || {
+        let _ = tx.send(UnixStream::connect(target));
+    });
+    rx.recv_timeout(timeout).unwrap_or_else(|_| {
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no connection within {} s", timeout.as_secs_f64()),
+        ))
+    })
+}
+
+/// Connects, retrying with short pauses until `wait` has passed; the last error otherwise.
+pub fn connect_waiting(socket: &Path, wait: Duration) -> io::Result<UnixStream> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match connect(
+            socket,
+            left.clamp(Duration::from_millis(10), CONNECT_TIMEOUT),
+        ) {
+            Ok(stream) => return Ok(stream),
+            Err(err) if left.is_zero() => return Err(err),
+            Err(_) => thread::sleep(RETRY_PAUSE.min(left)),
+        }
+    }
+}
+
+/// Sends `request` and reads the response to a CNI call.
+pub fn exchange(mut stream: UnixStream, request: &Request) -> Result<CniResponse, CniError> {
+    let outgoing = frame(&encode_request(request))?;
+    stream
+        .write_all(&outgoing)
+        .and_then(|()| stream.flush())
+        .map_err(|err| broken("sending the request failed", &err))?;
+    let mut header = [0_u8; HEADER_BYTES];
+    stream
+        .read_exact(&mut header)
+        .map_err(|err| broken("it closed the connection without an answer", &err))?;
+    let mut body = vec![0_u8; body_length(header)?];
+    stream
+        .read_exact(&mut body)
+        .map_err(|err| broken("its answer was cut short", &err))?;
+    decode_cni_response(&body).map_err(|err| {
+        CniError::new(
+            codes::TRY_AGAIN_LATER,
+            format!("the braid daemon's answer is not protocol 1: {}", err.msg),
+        )
+    })
+}
+
+fn broken(what: &str, err: &io::Error) -> CniError {
+    CniError::new(
+        codes::TRY_AGAIN_LATER,
+        format!("talking to the braid daemon failed: {what}"),
+    )
+    .with_details(err.to_string())
+}
+
+/// Code 11 for a daemon that stayed unreachable: the socket, the wait, what to check.
+pub fn unreachable(socket: &Path, wait: Duration, err: &io::Error) -> CniError {
+    CniError::new(
+        codes::TRY_AGAIN_LATER,
+        format!(
+            "the braid daemon is not reachable at {} after waiting {} s: check that the braid \
+             DaemonSet (or `braidctl daemon`) is running on this node and that its \
+             daemonSocketDir matches this configuration's daemonSocketDir",
+            socket.display(),
+            wait.as_secs_f64()
+        ),
+    )
+    .with_details(err.to_string())
+}

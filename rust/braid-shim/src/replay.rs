@@ -1,0 +1,256 @@
+//! DEL without the daemon: the container's attachment record (`docs/attachment-record.md`)
+//! replayed as the runtime `braid.cni` would run it. Every attachment in reverse plan order;
+//! within one, its plugins in reverse (stopping at the first failure, as libcni does), then
+//! on to the next attachment. Success removes the result cache entries and the record; any
+//! failure keeps the record and reports every failure in one error.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use braid_cni::config::summarize;
+use braid_cni::inject::{plugin_stdin, StdinRequest};
+use braid_cni::record::{self, Entry};
+use braid_cni::version::negotiate;
+use braid_cni::wire::CniEnv;
+use braid_cni::{codes, CniError};
+use serde_json::Value;
+
+use crate::cache;
+use crate::delegate::{Call, Delegates};
+use crate::settings::Settings;
+
+/// Tears down what the record of `env.container_id` describes.
+pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
+    check_container_id(&env.container_id)?;
+    let path = settings
+        .cni_dir
+        .join("records")
+        .join(format!("{}.json", env.container_id));
+    let data = match fs::read(&path) {
+        Ok(data) => data,
+        // No record: nothing was ever attached (the engine writes it before any delegate).
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => {
+            return Err(CniError::new(
+                codes::IO_FAILURE,
+                format!("cannot read the attachment record {}", path.display()),
+            )
+            .with_details(err.to_string()))
+        }
+    };
+    let (entries, corrupt) = match record::decode(&data, &env.container_id) {
+        Ok(decoded) => (decoded.attachments, None),
+        Err(damaged) => (damaged.salvaged, Some(damaged.error)),
+    };
+    let mut teardown = Teardown {
+        env,
+        cni_dir: &settings.cni_dir,
+        delegates: Delegates::new(
+            std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned)),
+            settings.plugin_timeout,
+        ),
+    };
+    let failures: Vec<CniError> = entries
+        .iter()
+        .rev()
+        .filter_map(|entry| teardown.attachment(entry).err())
+        .collect();
+    if !failures.is_empty() {
+        return Err(summary(&failures, &path));
+    }
+    cache::remove(&path).map_err(|err| {
+        CniError::new(
+            codes::IO_FAILURE,
+            format!("cannot remove the attachment record {}", path.display()),
+        )
+        .with_details(err.to_string())
+    })?;
+    match corrupt {
+        None => Ok(()),
+        Some(error) => Err(CniError::new(
+            error.code,
+            format!(
+                "{}; the daemon being unreachable, the shim tore down the {} attachment(s) it \
+                 still describes",
+                error.msg,
+                entries.len()
+            ),
+        )
+        .with_details(error.details)),
+    }
+}
+
+/// libcni's container id rule: the id names files, so nothing else is accepted.
+fn check_container_id(id: &str) -> Result<(), CniError> {
+    if id.is_empty() {
+        return Err(CniError::new(
+            codes::UNKNOWN_CONTAINER,
+            "CNI_CONTAINERID is required for DEL",
+        ));
+    }
+    let mut chars = id.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if first_ok && rest_ok {
+        return Ok(());
+    }
+    Err(CniError::new(
+        codes::INVALID_ENVIRONMENT,
+        format!("CNI_CONTAINERID {id:?} may only hold letters, digits, '_', '.' and '-'"),
+    ))
+}
+
+/// One error listing every failed attachment (the first failure's code).
+fn summary(failures: &[CniError], record: &Path) -> CniError {
+    let details: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    CniError::new(
+        failures[0].code,
+        format!(
+            "{} teardown step(s) failed; the braid daemon was unreachable, so the shim replayed \
+             the attachment record {}, which is kept for the retry",
+            failures.len(),
+            record.display()
+        ),
+    )
+    .with_details(details.join("; "))
+}
+
+struct Teardown<'a> {
+    env: &'a CniEnv,
+    cni_dir: &'a Path,
+    delegates: Delegates,
+}
+
+/// A network list ready to run: each plugin's type and path, the negotiated version.
+struct ListPlan {
+    list: Vec<u8>,
+    types: Vec<String>,
+    paths: Vec<PathBuf>,
+    version: String,
+}
+
+impl Teardown<'_> {
+    /// DELs one attachment; its cache entry goes once every plugin succeeded.
+    fn attachment(&mut self, entry: &Entry) -> Result<(), CniError> {
+        let labelled = |err: CniError| {
+            CniError::new(err.code, format!("{}: DEL failed", entry.display_name()))
+                .with_details(err.to_string())
+        };
+        let plan = self.plan(entry).map_err(labelled)?;
+        let cache_path = cache::entry_path(
+            self.cni_dir,
+            &entry.network_name,
+            &self.env.container_id,
+            &entry.ifname,
+        );
+        let prev = cache_path
+            .as_deref()
+            .and_then(cache::cached_result)
+            .or_else(|| entry.result.clone());
+        let call = Call {
+            command: "DEL",
+            container_id: &self.env.container_id,
+            netns: &self.env.netns,
+            ifname: &entry.ifname,
+            args: &self.env.args,
+        };
+        for index in (0..plan.types.len()).rev() {
+            let stdin = stdin_for(&plan, index, entry, prev.as_deref()).map_err(labelled)?;
+            self.delegates
+                .run(&plan.paths[index], &plan.types[index], call, &stdin)
+                .map_err(labelled)?;
+        }
+        if let Some(path) = cache_path {
+            cache::remove(&path).map_err(|err| {
+                labelled(CniError::new(
+                    codes::IO_FAILURE,
+                    format!("cannot remove cached result {}: {err}", path.display()),
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Finds every plugin and negotiates the version (VERSION asked once per binary).
+    fn plan(&mut self, entry: &Entry) -> Result<ListPlan, CniError> {
+        let list = entry.network_list()?;
+        let summary: Value = serde_json::from_slice(&summarize(&list)?)
+            .map_err(|err| CniError::decode(format!("network list summary: {err}")))?;
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        let strings = |value: &Value| -> Vec<String> {
+            value
+                .as_array()
+                .map(|a| a.iter().map(text).collect())
+                .unwrap_or_default()
+        };
+        let types: Vec<String> = summary["plugins"]
+            .as_array()
+            .map(|plugins| plugins.iter().map(|p| text(&p["type"])).collect())
+            .unwrap_or_default();
+        let paths = types
+            .iter()
+            .map(|t| self.delegates.find(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let supported = types
+            .iter()
+            .zip(&paths)
+            .map(|(t, path)| self.delegates.versions(path, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let version = negotiate(
+            &text(&summary["cniVersion"]),
+            &strings(&summary["cniVersions"]),
+            &supported,
+        )?;
+        Ok(ListPlan {
+            list,
+            types,
+            paths,
+            version,
+        })
+    }
+}
+
+/// One plugin's DEL stdin; a cached result that cannot be used is dropped (as `braid.cni`
+/// does on DEL) rather than failing the teardown.
+fn stdin_for(
+    plan: &ListPlan,
+    index: usize,
+    entry: &Entry,
+    prev: Option<&[u8]>,
+) -> Result<Vec<u8>, CniError> {
+    let request = |prev_result| StdinRequest {
+        network_list: &plan.list,
+        index,
+        command: "DEL",
+        cni_version: &plan.version,
+        capability_args: entry.capability_args.as_deref(),
+        prev_result,
+        valid_attachments: None,
+        args_cni: entry.args_cni.as_deref(),
+    };
+    match plugin_stdin(&request(prev)) {
+        Err(err) if prev.is_some() => {
+            eprintln!(
+                "braid: DEL of {} proceeds without the unusable cached result: {err}",
+                entry.display_name()
+            );
+            plugin_stdin(&request(None))
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_container_id;
+
+    #[test]
+    fn container_ids_follow_libcni() {
+        assert!(check_container_id("abc-1_2.3").is_ok());
+        assert_eq!(check_container_id("").unwrap_err().code, 3);
+        for bad in ["../x", "a/b", "-a", "a b"] {
+            assert_eq!(check_container_id(bad).unwrap_err().code, 4, "{bad}");
+        }
+    }
+}
