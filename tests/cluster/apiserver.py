@@ -1,0 +1,222 @@
+# ruff: noqa: S310 - every URL here is https://127.0.0.1 or http://127.0.0.1, built by the tier
+"""A real etcd and kube-apiserver on 127.0.0.1 for the cluster tier.
+
+Built by `make kube-bins` (hack/kube/build.sh) into `.cache/kube/bin`, or found in
+`$BRAID_KUBE_BIN_DIR`. The server runs with TLS (a throw-away CA), a static token file for the
+identities below, RBAC authorization and service-account token issuing (TokenRequest works),
+and the ServiceAccount admission plugin off: no controller-manager runs, so namespaces never
+get a `default` ServiceAccount and pods would be refused without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cluster_pki
+import kubernetes.client
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BIN_DIR = Path(os.environ.get("BRAID_KUBE_BIN_DIR", REPO_ROOT / ".cache" / "kube" / "bin"))
+BUILD_HINT = "build them with `make kube-bins` (hack/kube/build.sh)"
+START_TIMEOUT = 90.0
+
+
+@dataclass(frozen=True)
+class Identity:
+    user: str
+    groups: tuple[str, ...] = ()
+
+
+BRAID_USER = "system:serviceaccount:braid-system:braid"
+IDENTITIES: dict[str, Identity] = {
+    "admin": Identity("braid-test-admin", ("system:masters",)),
+    # The identity braid runs as: RBAC matches ServiceAccount subjects by this user name.
+    "braid": Identity(
+        BRAID_USER, ("system:serviceaccounts", "system:serviceaccounts:braid-system")
+    ),
+    "nobody": Identity("braid-test-nobody"),
+}
+
+
+class ApiServerError(RuntimeError):
+    """The binaries are missing or a process did not come up; the message says why."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def find_binaries() -> tuple[Path, Path]:
+    etcd, apiserver = BIN_DIR / "etcd", BIN_DIR / "kube-apiserver"
+    missing = [str(p) for p in (etcd, apiserver) if not os.access(p, os.X_OK)]
+    if missing:
+        raise ApiServerError(f"no {' and no '.join(missing)}: {BUILD_HINT}")
+    return etcd, apiserver
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class ApiServer:
+    url: str
+    ca_file: Path
+    pki: cluster_pki.Pki
+    workdir: Path
+    tokens: dict[str, str]
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def token(self, identity: str) -> str:
+        """The static bearer token of `identity` (a key of IDENTITIES)."""
+        return self.tokens[identity]
+
+    def kubeconfig(self, identity: str, path: Path, *, server: str | None = None) -> Path:
+        """Writes a kubeconfig for `identity` (token user, CA inline) to `path`."""
+        ca_data = base64.b64encode(self.ca_file.read_bytes()).decode()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "braid-test",
+                    "cluster": {
+                        "server": server or self.url,
+                        "certificate-authority-data": ca_data,
+                    },
+                }
+            ],
+            "users": [{"name": identity, "user": {"token": self.token(identity)}}],
+            "contexts": [
+                {"name": identity, "context": {"cluster": "braid-test", "user": identity}}
+            ],
+            "current-context": identity,
+        }
+        path.write_text(json.dumps(config, indent=2))  # JSON is YAML
+        path.chmod(0o600)
+        return path
+
+    def api_client(self, identity: str = "admin") -> kubernetes.client.ApiClient:
+        """A `kubernetes` client as `identity`; the caller closes it."""
+        configuration = kubernetes.client.Configuration(host=self.url)
+        configuration.ssl_ca_cert = str(self.ca_file)
+        configuration.api_key = {"authorization": self.token(identity)}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
+        return kubernetes.client.ApiClient(configuration)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def stop(self) -> None:
+        """Stops kube-apiserver, then etcd; kills whatever does not stop within 15 s."""
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes.clear()
+
+
+def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+
+
+def _start_etcd(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    argv = [
+        str(binary), "--name=braid-test", f"--data-dir={workdir / 'etcd'}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=braid-test={peer}", "--unsafe-no-fsync", "--log-level=warn",
+    ]  # fmt: skip
+    return _spawn(argv, workdir / "etcd.log"), client
+
+
+def _apiserver_argv(binary: Path, server: ApiServer, etcd_url: str, port: int) -> list[str]:
+    pki, workdir = server.pki, server.workdir
+    return [
+        str(binary), f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
+        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
+        f"--client-ca-file={pki.ca_cert}", f"--cert-dir={workdir / 'certs'}",
+        f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki.sa_public_key}",
+        f"--service-account-signing-key-file={pki.sa_signing_key}",
+        "--service-cluster-ip-range=10.96.0.0/24", "--endpoint-reconciler-type=none",
+        "--disable-admission-plugins=ServiceAccount", "--profiling=false",
+        "--allow-privileged=true",  # as clusters that run CNI daemons do
+    ]  # fmt: skip
+
+
+def _write_tokens(workdir: Path) -> dict[str, str]:
+    tokens = {name: base64.b32encode(os.urandom(20)).decode().lower() for name in IDENTITIES}
+    rows = []
+    for name, who in IDENTITIES.items():
+        groups = ",".join(who.groups)
+        rows.append(f'{tokens[name]},{who.user},uid-{name},"{groups}"' if groups else
+                    f"{tokens[name]},{who.user},uid-{name}")  # fmt: skip
+    path = workdir / "tokens.csv"
+    path.write_text("\n".join(rows) + "\n")
+    path.chmod(0o600)
+    return tokens
+
+
+def _wait_ready(server: ApiServer, url: str, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    request = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {server.token('admin')}"}
+    )
+    context = server.ssl_context() if url.startswith("https") else None
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in server.processes):
+            raise ApiServerError(f"{url}: a process exited during start-up:\n{_log_tail(log)}")
+        try:
+            with urllib.request.urlopen(request, timeout=2, context=context) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise ApiServerError(f"{url} not ready after {START_TIMEOUT:.0f} s ({last}):\n{_log_tail(log)}")
+
+
+def start(workdir: Path) -> ApiServer:
+    """Starts etcd and kube-apiserver with state in `workdir`; returns once /readyz says ok."""
+    etcd_bin, apiserver_bin = find_binaries()
+    pki = cluster_pki.make_pki(workdir / "pki")
+    port = free_port()
+    server = ApiServer(
+        f"https://127.0.0.1:{port}", pki.ca_cert, pki, workdir, _write_tokens(workdir)
+    )
+    try:
+        etcd, etcd_url = _start_etcd(etcd_bin, workdir)
+        server.processes.append(etcd)
+        _wait_ready(server, f"{etcd_url}/health", workdir / "etcd.log")
+        argv = _apiserver_argv(apiserver_bin, server, etcd_url, port)
+        server.processes.append(_spawn(argv, workdir / "kube-apiserver.log"))
+        _wait_ready(server, f"{server.url}/readyz", workdir / "kube-apiserver.log")
+    except BaseException:
+        server.stop()
+        raise
+    return server
