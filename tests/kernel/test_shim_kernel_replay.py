@@ -1,0 +1,209 @@
+"""DEL through the compiled `braid` shim with no daemon: the attachment record, written by a real
+`braid-thin` ADD, is replayed by the shim alone (`docs/protocol.md`, "When the daemon is
+unreachable"). Both run under `ip netns exec` in the test's private host namespace, so every
+host-side device stays there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kernel_netns
+import kernel_oracle as kernel
+import pytest
+from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+from kernel_attachment import CNI_BIN_DIR
+
+pytestmark = pytest.mark.kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+BRAID_THIN = Path(sys.executable).parent / "braid-thin"
+DEL_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=del-uid"
+
+# A chained plugin: passes prevResult through on ADD; on DEL logs what it got and fails while
+# the marker file exists.
+_FAKE = """#!{python}
+import json, os, sys
+MARKER, LOG = {marker!r}, {log!r}
+command = os.environ.get("CNI_COMMAND")
+if command == "VERSION":
+    print(json.dumps({{"cniVersion": "1.0.0", "supportedVersions": ["0.4.0", "1.0.0"]}}))
+    sys.exit(0)
+conf = json.load(sys.stdin)
+if command == "ADD":
+    print(json.dumps(conf["prevResult"]))
+    sys.exit(0)
+if command == "DEL":
+    names = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH")
+    seen = {{"stdin": conf, "env": {{n: os.environ.get(n) for n in names}}}}
+    with open(LOG, "a") as log:
+        log.write(json.dumps(seen) + "\\n")
+    if os.path.exists(MARKER):
+        print(json.dumps({{"code": 999, "msg": "kdelfail: DEL of " + conf["name"] + " refused"}}))
+        sys.exit(1)
+"""
+FAKE_TYPE = "kdelfail"
+
+
+@pytest.fixture(scope="module")
+def shim() -> Path:
+    """The release `braid` binary, rebuilt if its sources changed (`BRAID_SHIM` overrides)."""
+    if os.environ.get("BRAID_SHIM"):
+        return Path(os.environ["BRAID_SHIM"])
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "-q", "-p", "braid-shim"], cwd=ROOT, check=True
+    )
+    return ROOT / "target" / "release" / "braid"
+
+
+@pytest.fixture
+def no_daemon_dir() -> Iterator[Path]:
+    """A daemonSocketDir where no daemon listens."""
+    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def engine(
+    host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
+) -> EngineSetup:
+    setup = make_engine(host_netns, pod_netns, tmp_path)
+    setup.nad("net-a", bridge_nad(setup, "kbr1", "10.231.51.0/24"))
+    setup.nad("net-b", bridge_nad(setup, "kbr2", "10.231.52.0/24"))
+    return setup
+
+
+def _in_host(engine: EngineSetup, binary: Path, env: dict[str, str], stdin: bytes) -> Any:
+    argv = ["ip", "netns", "exec", engine.host.name, str(binary)]
+    return subprocess.run(
+        argv, env={**os.environ, **env}, input=stdin, capture_output=True, timeout=90, check=False
+    )
+
+
+def thin_add(engine: EngineSetup, networks: str) -> None:
+    stdin = engine.braid_conf({NETWORKS: networks})
+    proc = _in_host(engine, BRAID_THIN, engine.env("ADD"), stdin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def shim_del(engine: EngineSetup, shim: Path, socket_dir: Path) -> tuple[int, bytes]:
+    """DEL through the shim: no annotations (the record alone drives it), its own CNI_ARGS."""
+    stdin = engine.braid_conf(None, daemonSocketDir=str(socket_dir))
+    env = {**engine.env("DEL"), "CNI_ARGS": DEL_ARGS}
+    proc = _in_host(engine, shim, env, stdin)
+    assert b"Traceback" not in proc.stderr
+    return proc.returncode, proc.stdout
+
+
+def cache_entries(engine: EngineSetup) -> list[Path]:
+    return kernel.files_naming(engine.cni_dir / "results", engine.container_id)
+
+
+def assert_leases_released(engine: EngineSetup, *networks: str) -> None:
+    for network in (CLUSTER, *networks):
+        assert engine.leases(network) == set(), f"leases of {network} left"
+
+
+@pytest.mark.parametrize("cache", ["cached", "cache-lost"])
+def test_del_without_daemon_replays_the_record(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path, cache: str
+) -> None:
+    thin_add(engine, "net-a,net-b")
+    assert engine.record_path.exists()
+    assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1", "net2"}
+    assert len(cache_entries(engine)) == 3
+    assert len(engine.leases("net-b")) == 1
+    if cache == "cache-lost":  # prevResult then comes from the record's results
+        for entry in cache_entries(engine):
+            entry.unlink()
+
+    code, stdout = shim_del(engine, shim, no_daemon_dir)
+
+    assert (code, stdout) == (0, b"")
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-b")
+    assert cache_entries(engine) == []
+
+
+def test_del_without_daemon_and_without_record_succeeds(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    assert not engine.record_path.exists()
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+
+def _install_fake(engine: EngineSetup) -> tuple[Path, Path]:
+    marker, log = engine.root / "fail-del", engine.root / "del.log"
+    script = _FAKE.format(python=sys.executable, marker=str(marker), log=str(log))
+    path = engine.plugin_dir / FAKE_TYPE
+    path.write_text(script)
+    path.chmod(0o755)
+    return marker, log
+
+
+def _chained_nad(engine: EngineSetup, name: str, bridge: str, subnet: str) -> None:
+    plugins = [bridge_nad(engine, bridge, subnet), {"type": FAKE_TYPE}]
+    for plugin in plugins:
+        plugin.pop("cniVersion", None)
+    engine.nad(name, {"cniVersion": "1.0.0", "name": name, "plugins": plugins})
+
+
+def _logged(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_failing_delegates_keep_the_record_and_every_failure_is_reported(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    marker, log = _install_fake(engine)
+    _chained_nad(engine, "net-x", "kbr3", "10.231.53.0/24")
+    _chained_nad(engine, "net-y", "kbr4", "10.231.54.0/24")
+    thin_add(engine, "net-a,net-x,net-y")
+    record_before = engine.record_path.read_bytes()
+    marker.touch()
+
+    code, stdout = shim_del(engine, shim, no_daemon_dir)
+
+    assert code != 0
+    error = json.loads(stdout)
+    assert error["code"] == 999
+    assert error["msg"].startswith("2 teardown step(s) failed")
+    assert str(engine.record_path) in error["msg"]
+    for name in ("net-x", "net-y"):
+        assert f"kdelfail: DEL of {name} refused" in error["details"]
+    assert engine.record_path.read_bytes() == record_before, "the record must be kept as it was"
+    # Each failing list stopped at its failing plugin (reverse order: the fake runs first);
+    # the other attachments were torn down all the same.
+    assert set(kernel.links(engine.pod.name)) == {"lo", "net2", "net3"}
+    assert_leases_released(engine, "net-a")
+    assert len(engine.leases("net-x")) == 1
+    assert [e["stdin"]["name"] for e in _logged(log)] == ["net-y", "net-x"]
+
+    marker.unlink()
+    log.unlink()
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-x", "net-y")
+    seen = _logged(log)
+    assert [(e["stdin"]["name"], e["env"]["CNI_IFNAME"]) for e in seen] == [
+        ("net-y", "net3"),
+        ("net-x", "net2"),
+    ]
+    for entry in seen:
+        assert entry["env"]["CNI_ARGS"] == DEL_ARGS
+        assert entry["env"]["CNI_NETNS"] == engine.pod.path
+        assert entry["env"]["CNI_CONTAINERID"] == engine.container_id
+        assert entry["env"]["CNI_PATH"].split(":")[0] == str(CNI_BIN_DIR)
+        prev = entry["stdin"]["prevResult"]
+        assert prev["cniVersion"] == "1.0.0"
+        assert any(i["name"] == entry["env"]["CNI_IFNAME"] for i in prev["interfaces"])
