@@ -30,7 +30,7 @@ from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interface_free, requests_honoured
 from braid.errors import TRY_AGAIN_LATER, CniError
 from braid.nad.plan import AttachmentPlan
-from braid.nad.resolve import resolve_plan
+from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.status import network_status
 from braid.nad.store import pod_annotations
 
@@ -101,10 +101,29 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
             )
             record.network_status = msgspec.Raw(status)
             records.write(record, durable=False)
+            _publish(ctx, runtime, record, request, status)
     default = record.attachments[0].result_bytes() or b"{}"
     if ctx.config.cni_version:
         default = _native.convert_result(data=default, to_version=ctx.config.cni_version)
     return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _publish(
+    ctx: EngineContext,
+    runtime: Runtime,
+    record: AttachmentRecord,
+    request: CniRequest,
+    status: bytes,
+) -> None:
+    """Hands the status to the publisher; its refusal fails (and rolls back) the ADD."""
+    if ctx.publisher is None:
+        return
+    pod = PodRef(namespace=record.pod_namespace, name=record.pod_name, uid=record.pod_uid)
+    try:
+        ctx.publisher.publish(pod, status)
+    except CniError as exc:
+        _roll_back(ctx, runtime, record, request, exc)
+        raise
 
 
 def _attach_all(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from braid.cni import (
     Runtime,
@@ -28,17 +29,31 @@ from braid.nad.store import Store
 log = logging.getLogger("braid.engine")
 
 
+class StatusPublisher(Protocol):
+    """Where a successful ADD's network-status goes (the Kubernetes store's pod annotation).
+
+    Called once per ADD, after every attachment succeeded, with the pod and the network-status
+    list (JSON bytes). Raising ``CniError`` fails the ADD (it is rolled back); a publisher
+    that may retry later returns instead.
+    """
+
+    def publish(self, pod: PodRef, network_status: bytes) -> None: ...
+
+
 @dataclass
 class EngineContext:
     """braid's configuration plus the pieces every verb needs.
 
     ``store`` is None when braid runs without one (DEL must still work then);
-    ``executor`` is the delegate executor seam (``None``: real processes).
+    ``executor`` is the delegate executor seam (``None``: real processes);
+    ``publisher`` receives the network-status of each successful ADD (``None``: kept in the
+    attachment record only).
     """
 
     config: BraidConfig
     store: Store | None = None
     executor: Executor | None = None
+    publisher: StatusPublisher | None = None
     extra_plugin_dirs: list[str] = field(default_factory=list)
 
     @property

@@ -10,7 +10,7 @@ from typing import Any
 from braid import _native
 from braid.cni.exec import Executor
 from braid.engine.attach import add
-from braid.engine.context import EngineContext
+from braid.engine.context import EngineContext, pod_of
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
 from braid.engine.teardown import delete
@@ -63,6 +63,32 @@ def _dispatch(ctx: EngineContext, request: CniRequest, caps: dict[str, Any]) -> 
     return b""
 
 
+def _run_with_own_store(
+    config: BraidConfig, env: Mapping[str, str], request: CniRequest, executor: Executor | None
+) -> bytes:
+    """The Kubernetes store when braid's configuration or environment asks for it (imported
+    only then), else the file store."""
+    from braid.k8s.select import kubernetes_wanted, open_thin  # noqa: PLC0415
+
+    runtime_config = dict(config.runtime_config)
+    if not kubernetes_wanted(config, env):
+        store = FileStore(config.nad_dir, config.pod_dir)
+        ctx = EngineContext(config=config, store=store, executor=executor)
+        return _dispatch(ctx, request, runtime_config)
+    kube = open_thin(config, env)
+    ctx = EngineContext(
+        config=config, store=kube.store, executor=executor, publisher=kube.publisher
+    )
+    try:
+        return _dispatch(ctx, request, runtime_config)
+    except CniError as exc:
+        if request.command == "ADD":
+            kube.add_failed(pod_of(request), exc)
+        raise
+    finally:
+        kube.close()
+
+
 def run_cni(
     env: Mapping[str, str],
     stdin: bytes,
@@ -82,10 +108,10 @@ def run_cni(
         configure_logging(config)
         for warning in loaded.warnings:
             log.warning("%s", warning)
-        if store is None:
-            store = FileStore(config.nad_dir, config.pod_dir)
-        ctx = EngineContext(config=config, store=store, executor=executor)
-        return _dispatch(ctx, request, dict(config.runtime_config)), 0
+        if store is not None:
+            ctx = EngineContext(config=config, store=store, executor=executor)
+            return _dispatch(ctx, request, dict(config.runtime_config)), 0
+        return _run_with_own_store(config, env, request, executor), 0
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
         return exc.to_json(cni_version), 1

@@ -1,0 +1,176 @@
+"""One HTTP client for the Kubernetes API: current credentials on every request, one retry
+after a 401 with credentials read again, every failure a ``CniError``.
+
+urllib3 (a dependency of ``kubernetes``) carries the requests: importing it costs a third of
+the ``kubernetes`` package, and braid needs a handful of REST calls, not its models.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+import urllib3
+
+from braid.k8s.credentials import CredentialReloader, Snapshot, ssl_context
+from braid.k8s.errors import ApiError, error_for_status, garbage, unreachable
+
+DEFAULT_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 3.0
+MAX_BODY = 64 << 20
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, OSError)
+
+
+@dataclass(frozen=True)
+class _Call:
+    method: str
+    path: str
+    body: bytes | None
+    headers: dict[str, str]
+    timeout: urllib3.Timeout
+    stream: bool
+    what: str
+
+
+class KubeClient:
+    """Requests to the API server named by the credentials of ``reloader``."""
+
+    def __init__(
+        self,
+        reloader: CredentialReloader,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        user_agent: str = "braid",
+    ) -> None:
+        self.reloader = reloader
+        self.timeout = timeout
+        self.user_agent = user_agent
+        self._lock = threading.Lock()
+        self._pool: urllib3.PoolManager | None = None
+        self._pool_generation = -1
+
+    @property
+    def identity(self) -> str:
+        """Who braid is to the API server, for messages."""
+        return self.reloader.current().credentials.source
+
+    def _pool_for(self, snapshot: Snapshot) -> urllib3.PoolManager:
+        with self._lock:
+            if self._pool is None or self._pool_generation != snapshot.tls_generation:
+                creds = snapshot.credentials
+                kwargs: dict[str, Any] = {"ssl_context": ssl_context(creds)}
+                if creds.insecure:
+                    kwargs["assert_hostname"] = False
+                elif creds.tls_server_name:
+                    kwargs["server_hostname"] = creds.tls_server_name
+                if self._pool is not None:
+                    self._pool.clear()
+                self._pool = urllib3.PoolManager(maxsize=4, retries=False, **kwargs)
+                self._pool_generation = snapshot.tls_generation
+            return self._pool
+
+    def _send(self, snapshot: Snapshot, call: _Call) -> urllib3.BaseHTTPResponse:
+        headers = dict(call.headers)
+        if snapshot.token:
+            headers["Authorization"] = f"Bearer {snapshot.token}"
+        try:
+            return self._pool_for(snapshot).request(
+                call.method,
+                snapshot.credentials.server + call.path,
+                body=call.body,
+                headers=headers,
+                timeout=call.timeout,
+                preload_content=not call.stream,
+                redirect=False,
+            )
+        except _NETWORK_ERRORS as exc:
+            raise unreachable(call.what, snapshot.credentials.server, exc) from None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        timeout: float | None = None,
+        stream: bool = False,
+        what: str = "",
+    ) -> urllib3.BaseHTTPResponse:
+        """Sends one request; a 2xx answer is returned, anything else raised as ``ApiError``.
+        With ``stream`` the body is left unread (the caller releases the response)."""
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        call = _Call(
+            method=method,
+            path=path + (f"?{urlencode(query)}" if query else ""),
+            body=body,
+            headers=headers,
+            timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=timeout or self.timeout),
+            stream=stream,
+            what=what or f"{method} {path}",
+        )
+        snapshot = self.reloader.current()
+        response = self._send(snapshot, call)
+        if response.status == 401:
+            response.drain_conn()
+            snapshot = self.reloader.reload()
+            response = self._send(snapshot, call)
+        if 200 <= response.status < 300:
+            return response
+        data = _body(response, call.what, snapshot)
+        raise error_for_status(
+            call.what,
+            response.status,
+            data,
+            identity=snapshot.credentials.source,
+            retry_after=response.headers.get("Retry-After"),
+        )
+
+    def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """``request`` whose answer must be a JSON object."""
+        what = kwargs.get("what") or f"{method} {path}"
+        response = self.request(method, path, **kwargs)
+        return decode_object(_body(response, what, None), what)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.clear()
+                self._pool = None
+
+
+def _body(response: urllib3.BaseHTTPResponse, what: str, snapshot: Snapshot | None) -> bytes:
+    try:
+        data = response.data
+    except _NETWORK_ERRORS as exc:
+        server = snapshot.credentials.server if snapshot else "the API server"
+        raise unreachable(what, server, exc) from None
+    finally:
+        response.release_conn()
+    if len(data) > MAX_BODY:
+        raise garbage(what, f"the answer is larger than {MAX_BODY} bytes")
+    return data
+
+
+def decode_object(data: bytes, what: str) -> dict[str, Any]:
+    """A JSON object, or an ``ApiError`` (code 11) saying the server answered garbage."""
+    try:
+        doc = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise garbage(what, f"not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise garbage(what, f"expected a JSON object, found {type(doc).__name__}")
+    return doc
+
+
+def not_found(error: ApiError) -> bool:
+    return error.status == 404

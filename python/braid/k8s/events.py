@@ -1,0 +1,142 @@
+"""Events on the pod, as Multus emits them: ``AddedInterface`` (Normal) for each attachment
+and ``NoNetworkFound`` (Warning) for a selected NAD that does not exist. Best effort: a failed
+event is logged and never fails the ADD.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from braid.errors import CniError
+from braid.k8s.background import RetryScheduler
+from braid.k8s.client import KubeClient
+from braid.k8s.objects import segment
+from braid.nad.manifests import NetworkAttachmentDefinition
+from braid.nad.resolve import PodRef
+from braid.nad.store import Store
+
+log = logging.getLogger("braid.k8s")
+EVENT_TIMEOUT = 2.0
+
+
+def _interfaces(network_status: bytes) -> list[tuple[str, list[str], str]]:
+    """(interface, ips, network) of every network-status entry."""
+    try:
+        entries = msgspec.json.decode(network_status)
+    except msgspec.DecodeError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    found = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            ips = entry.get("ips")
+            found.append(
+                (
+                    str(entry.get("interface", "")),
+                    [str(i) for i in ips] if isinstance(ips, list) else [],
+                    str(entry.get("name", "")),
+                )
+            )
+    return found
+
+
+class EventRecorder:
+    """Posts events about pods; through ``scheduler`` when given (the daemon), else inline."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        component: str = "braid",
+        host: str = "",
+        scheduler: RetryScheduler | None = None,
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.host = host
+        self.scheduler = scheduler
+
+    def added_interfaces(self, pod: PodRef, network_status: bytes) -> None:
+        for ifname, ips, network in _interfaces(network_status):
+            ip_list = " ".join(ips)
+            self.emit(pod, "Normal", "AddedInterface", f"Add {ifname} [{ip_list}] from {network}")
+
+    def no_network_found(self, pod: PodRef, namespace: str, name: str) -> None:
+        self.emit(
+            pod,
+            "Warning",
+            "NoNetworkFound",
+            f"cannot find a network-attachment-definition ({name}) in namespace ({namespace})",
+        )
+
+    def emit(self, pod: PodRef, kind: str, reason: str, message: str) -> None:
+        if not pod.name:
+            return
+        body = msgspec.json.encode(self._event(pod, kind, reason, message))
+        if self.scheduler is None:
+            self._post(pod, reason, body)
+        elif not self.scheduler.submit(lambda: self._post(pod, reason, body)):
+            log.warning("event %s for pod %s/%s dropped", reason, pod.namespace, pod.name)
+
+    def _event(self, pod: PodRef, kind: str, reason: str, message: str) -> Mapping[str, Any]:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
+        if pod.uid:
+            involved["uid"] = pod.uid
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{pod.name[:200]}.{time.time_ns():x}",
+                "namespace": pod.namespace,
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+    def _post(self, pod: PodRef, reason: str, body: bytes) -> None:
+        path = f"/api/v1/namespaces/{segment(pod.namespace)}/events"
+        try:
+            self.client.request(
+                "POST", path, body=body, timeout=EVENT_TIMEOUT, what=f"POST event {reason}"
+            ).release_conn()
+        except CniError as exc:
+            log.warning(
+                "pod %s/%s: event %s not recorded: %s", pod.namespace, pod.name, reason, exc
+            )
+
+
+class MissRecordingStore:
+    """A ``Store`` that remembers the NADs it did not find, so that a failed ADD can report
+    them as ``NoNetworkFound`` (a miss followed by a successful ADD, such as a
+    ``clusterNetwork`` found in confDir, reports nothing)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.missing: list[tuple[str, str]] = []
+
+    def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
+        nad = self.inner.get_nad(namespace, name)
+        if nad is None:
+            self.missing.append((namespace, name))
+        return nad
+
+    def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
+        return self.inner.get_pod(namespace, name, uid)
+
+    def report(self, recorder: EventRecorder, pod: PodRef) -> None:
+        for namespace, name in dict.fromkeys(self.missing):
+            recorder.no_network_found(pod, namespace, name)

@@ -1,0 +1,172 @@
+"""A watch-based cache of one resource: LIST, then WATCH from the list's resourceVersion;
+a dropped watch resumes from the last resourceVersion seen (bookmarks included), and only a
+410 Gone (the version is too old) makes it LIST again. Failures back off up to 30 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+import urllib3
+
+from braid.errors import CniError
+from braid.k8s.client import KubeClient
+from braid.k8s.errors import ApiError, garbage
+from braid.k8s.retry import RetryPolicy
+
+log = logging.getLogger("braid.k8s")
+Key = tuple[str, str]
+Trim = Callable[[dict[str, Any]], dict[str, Any]]
+FAILURE_BACKOFF = RetryPolicy(base_delay=0.2, max_delay=30.0)
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old: LIST again."""
+
+
+def object_key(obj: Mapping[str, Any]) -> Key | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    namespace, name = meta.get("namespace", ""), meta.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not name:
+        return None
+    return namespace, name
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    value = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+class Reflector:
+    """The objects at ``path`` (with ``query``, e.g. a field selector), kept by
+    (namespace, name), each reduced by ``trim`` to what braid reads."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        *,
+        trim: Trim,
+        query: Mapping[str, str] | None = None,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.client, self.path, self.trim = client, path, trim
+        self.query = dict(query or {})
+        self.watch_timeout = watch_timeout
+        self.items: dict[Key, dict[str, Any]] = {}
+        self.resource_version = ""
+        self.synced = threading.Event()
+        self.lists = 0
+        self.watches = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._response: urllib3.BaseHTTPResponse | None = None
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.items.get((namespace, name))
+
+    def run(self) -> None:
+        """The thread's body: until ``stop``."""
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if not self.resource_version:
+                    self._list()
+                self._watch()
+                failures = 0
+            except Gone:
+                log.info("watch of %s: resourceVersion too old; listing again", self.path)
+                self.resource_version = ""
+            except (CniError, urllib3.exceptions.HTTPError, OSError) as exc:
+                failures += 1
+                if self._stop.is_set():
+                    break
+                if isinstance(exc, ApiError) and exc.status == 410:
+                    self.resource_version = ""
+                error = exc if isinstance(exc, ApiError) else ApiError(11, str(exc))
+                log.warning("watch of %s failed (%s); retrying", self.path, exc)
+                self._stop.wait(FAILURE_BACKOFF.delay(min(failures, 10), error))
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            response.shutdown()  # unblocks the reading thread
+
+    def _list(self) -> None:
+        doc = self.client.json("GET", self.path, query=self.query, what=f"LIST {self.path}")
+        items = doc.get("items")
+        if not isinstance(items, list):
+            raise garbage(f"LIST {self.path}", "field items is not a list")
+        found = {}
+        for item in items:
+            key = object_key(item) if isinstance(item, dict) else None
+            if key is not None:
+                found[key] = self.trim(item)
+        with self._lock:
+            self.items = found
+            self.resource_version = _version(doc)
+            self.lists += 1
+        self.synced.set()
+
+    def _watch(self) -> None:
+        query = {
+            **self.query,
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": str(self.watch_timeout),
+        }
+        response = self.client.request(
+            "GET",
+            self.path,
+            query=query,
+            stream=True,
+            timeout=self.watch_timeout + 30.0,
+            what=f"WATCH {self.path}",
+        )
+        with self._lock:
+            self._response = response
+            self.watches += 1
+        try:
+            for line in response:
+                if self._stop.is_set():
+                    return
+                if line.strip():
+                    self._apply(line)
+        finally:
+            with self._lock:
+                self._response = None
+            response.release_conn()
+
+    def _apply(self, line: bytes) -> None:
+        try:
+            event = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            raise garbage(f"WATCH {self.path}", f"an event is not JSON: {exc}") from None
+        kind = event.get("type") if isinstance(event, dict) else None
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict):
+            raise garbage(f"WATCH {self.path}", "an event has no object")
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone
+            raise garbage(f"WATCH {self.path}", f"error event: {obj.get('message')}")
+        key = object_key(obj)
+        with self._lock:
+            if kind in ("ADDED", "MODIFIED") and key is not None:
+                self.items[key] = self.trim(obj)
+            elif kind == "DELETED" and key is not None:
+                self.items.pop(key, None)
+            version = _version(obj)
+            if version:
+                self.resource_version = version

@@ -1,0 +1,41 @@
+"""Kubeconfig users with ``exec`` or ``auth-provider``: the ``kubernetes`` package runs them.
+
+Imported only for such kubeconfigs (the package costs ~180 ms to import). The token they give
+expires; the client reads the kubeconfig again, and so runs the plugin again, on a 401.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.kubeconfig import Credentials
+
+
+def plugin_credentials(path: str, source: str) -> Credentials:
+    """Credentials from the ``kubernetes`` package's kubeconfig loader."""
+    try:
+        from kubernetes import client, config  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise CniError(
+            INVALID_CONFIG, f"{source}: the kubernetes package is missing: {exc}"
+        ) from None
+    cfg: Any = client.Configuration()
+    try:
+        loader: Any = config.load_kube_config
+        loader(config_file=path, client_configuration=cfg, persist_config=False)
+    except Exception as exc:  # the loader raises many types; all mean "unusable"
+        raise CniError(
+            INVALID_CONFIG, f"Kubernetes credentials ({source}): {type(exc).__name__}: {exc}"
+        ) from None
+    authorization = str(cfg.api_key.get("authorization", ""))
+    return Credentials(
+        server=str(cfg.host).rstrip("/"),
+        source=f"{source} (exec/auth-provider user)",
+        token=authorization.removeprefix("Bearer ").strip(),
+        ca_file=str(cfg.ssl_ca_cert or ""),
+        cert_file=str(cfg.cert_file or ""),
+        key_file=str(cfg.key_file or ""),
+        insecure=not cfg.verify_ssl,
+        files=(path,),
+    )
