@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BRAID_THIN = Path(sys.executable).parent / "braid-thin"
 DEL_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=del-uid"
 
-# A chained plugin: passes prevResult through on ADD; on DEL logs what it got and fails while
-# the marker file exists.
+# A chained plugin: passes prevResult through on ADD; on DEL logs what it got, then fails while
+# the marker file says "fail", or hangs with a child holding its stdout while it says "hang"
+# (writing "<its pid> <child pid>" to PIDS).
 _FAKE = """#!{python}
 import json, os, sys
-MARKER, LOG = {marker!r}, {log!r}
+MARKER, LOG, PIDS = {marker!r}, {log!r}, {pids!r}
 command = os.environ.get("CNI_COMMAND")
 if command == "VERSION":
     print(json.dumps({{"cniVersion": "1.0.0", "supportedVersions": ["0.4.0", "1.0.0"]}}))
@@ -46,9 +49,16 @@ if command == "DEL":
     seen = {{"stdin": conf, "env": {{n: os.environ.get(n) for n in names}}}}
     with open(LOG, "a") as log:
         log.write(json.dumps(seen) + "\\n")
-    if os.path.exists(MARKER):
+    mode = open(MARKER).read() if os.path.exists(MARKER) else ""
+    if mode == "fail":
         print(json.dumps({{"code": 999, "msg": "kdelfail: DEL of " + conf["name"] + " refused"}}))
         sys.exit(1)
+    if mode == "hang":
+        import subprocess
+        child = subprocess.Popen(["sleep", "300"])
+        with open(PIDS, "w") as pids:
+            pids.write(f"{{os.getpid()}} {{child.pid}}")
+        child.wait()
 """
 FAKE_TYPE = "kdelfail"
 
@@ -95,9 +105,9 @@ def thin_add(engine: EngineSetup, networks: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def shim_del(engine: EngineSetup, shim: Path, socket_dir: Path) -> tuple[int, bytes]:
+def shim_del(engine: EngineSetup, shim: Path, socket_dir: Path, **extra: Any) -> tuple[int, bytes]:
     """DEL through the shim: no annotations (the record alone drives it), its own CNI_ARGS."""
-    stdin = engine.braid_conf(None, daemonSocketDir=str(socket_dir))
+    stdin = engine.braid_conf(None, daemonSocketDir=str(socket_dir), **extra)
     env = {**engine.env("DEL"), "CNI_ARGS": DEL_ARGS}
     proc = _in_host(engine, shim, env, stdin)
     assert b"Traceback" not in proc.stderr
@@ -142,8 +152,9 @@ def test_del_without_daemon_and_without_record_succeeds(
 
 
 def _install_fake(engine: EngineSetup) -> tuple[Path, Path]:
-    marker, log = engine.root / "fail-del", engine.root / "del.log"
-    script = _FAKE.format(python=sys.executable, marker=str(marker), log=str(log))
+    marker, log = engine.root / "del-mode", engine.root / "del.log"
+    pids = engine.root / "hang.pids"
+    script = _FAKE.format(python=sys.executable, marker=str(marker), log=str(log), pids=str(pids))
     path = engine.plugin_dir / FAKE_TYPE
     path.write_text(script)
     path.chmod(0o755)
@@ -169,7 +180,7 @@ def test_failing_delegates_keep_the_record_and_every_failure_is_reported(
     _chained_nad(engine, "net-y", "kbr4", "10.231.54.0/24")
     thin_add(engine, "net-a,net-x,net-y")
     record_before = engine.record_path.read_bytes()
-    marker.touch()
+    marker.write_text("fail")
 
     code, stdout = shim_del(engine, shim, no_daemon_dir)
 
@@ -207,3 +218,33 @@ def test_failing_delegates_keep_the_record_and_every_failure_is_reported(
         prev = entry["stdin"]["prevResult"]
         assert prev["cniVersion"] == "1.0.0"
         assert any(i["name"] == entry["env"]["CNI_IFNAME"] for i in prev["interfaces"])
+
+
+def test_a_hanging_delegate_is_killed_with_its_group_at_the_deadline(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    marker, _ = _install_fake(engine)
+    _chained_nad(engine, "net-x", "kbr3", "10.231.53.0/24")
+    thin_add(engine, "net-a,net-x")
+    marker.write_text("hang")
+
+    start = time.monotonic()
+    code, stdout = shim_del(engine, shim, no_daemon_dir, pluginTimeout=1)
+    elapsed = time.monotonic() - start
+
+    pids = [int(p) for p in (engine.root / "hang.pids").read_text().split()]
+    alive = [p for p in pids if kernel.process_alive(p)]
+    for pid in alive:  # never leave strays, even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "the plugin's process group survived its deadline"
+    assert code != 0
+    error = json.loads(stdout)
+    assert error["code"] == 102
+    assert "did not finish within 1 s" in error["details"]
+    assert elapsed < 20
+    assert engine.record_path.exists()
+    assert_leases_released(engine, "net-a")
+
+    marker.unlink()
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+    engine.assert_nothing_left()
