@@ -4,9 +4,11 @@ identities and kubeconfigs, and the fault proxy in front of it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import ssl
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -165,3 +167,91 @@ def test_fault_proxy_forwards_and_logs(
     assert (entry.method, entry.path, entry.query, entry.status) == (
         "GET", "/api/v1/namespaces", {"limit": "5"}, 200,
     )  # fmt: skip
+
+
+def test_fault_proxy_answers_429_with_retry_after_then_forwards(
+    kube_apiserver: apiserver.ApiServer, fault_proxy: faultproxy.FaultProxy
+) -> None:
+    token = kube_apiserver.token("admin")
+    fault_proxy.respond(429, retry_after=3, count=1, match=faultproxy.where(path="/namespaces"))
+    with pytest.raises(urllib.error.HTTPError) as throttled:
+        get_json(kube_apiserver, "/api/v1/namespaces", token, url=fault_proxy.url)
+    assert throttled.value.code == 429
+    assert throttled.value.headers["Retry-After"] == "3"
+    assert json.loads(throttled.value.read())["reason"] == "TooManyRequests"
+    assert get_json(kube_apiserver, "/api/v1/namespaces", token, url=fault_proxy.url)["items"]
+    assert [r.status for r in fault_proxy.requests()] == [429, 200]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_fault_proxy_fails_n_requests(
+    kube_apiserver: apiserver.ApiServer, fault_proxy: faultproxy.FaultProxy, status: int
+) -> None:
+    token = kube_apiserver.token("admin")
+    fault_proxy.respond(status, count=2)
+    codes = []
+    for _ in range(3):
+        try:
+            get_json(kube_apiserver, "/version", token, url=fault_proxy.url)
+            codes.append(200)
+        except urllib.error.HTTPError as failed:
+            codes.append(failed.code)
+    assert codes == [status, status, 200]
+
+
+def test_fault_proxy_delays_matching_requests_only(
+    kube_apiserver: apiserver.ApiServer, fault_proxy: faultproxy.FaultProxy
+) -> None:
+    token = kube_apiserver.token("admin")
+    fault_proxy.delay(0.5, match=faultproxy.where(method="GET", path="/api/v1/namespaces"))
+    started = time.monotonic()
+    get_json(kube_apiserver, "/version", token, url=fault_proxy.url)
+    fast = time.monotonic() - started
+    get_json(kube_apiserver, "/api/v1/namespaces", token, url=fault_proxy.url)
+    slow = time.monotonic() - started - fast
+    assert fast < 0.4
+    assert slow >= 0.5
+
+
+def test_fault_proxy_drops_a_watch_after_n_events(
+    kube_apiserver: apiserver.ApiServer,
+    kube_admin: kubernetes.client.ApiClient,
+    fault_proxy: faultproxy.FaultProxy,
+    kube_namespace: str,
+) -> None:
+    core = kubernetes.client.CoreV1Api(kube_admin)
+    for name in ("a", "b"):
+        core.create_namespaced_config_map(kube_namespace, {"metadata": {"name": name}})
+    fault_proxy.drop_watch(after_events=1)
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", int(fault_proxy.url.rsplit(":", 1)[1]), context=kube_apiserver.ssl_context()
+    )
+    token = kube_apiserver.token("admin")
+    connection.request(
+        "GET",
+        f"/api/v1/namespaces/{kube_namespace}/configmaps?watch=1&timeoutSeconds=20",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    response = connection.getresponse()
+    assert response.status == 200
+    first = json.loads(response.readline())
+    assert first["type"] == "ADDED"
+    with pytest.raises((http.client.IncompleteRead, ConnectionError, ssl.SSLError)):
+        response.read()  # the second ADDED never arrives: the stream breaks
+    connection.close()
+    [entry] = fault_proxy.requests(faultproxy.where(watch=True))
+    assert entry.dropped
+    assert entry.query["watch"] == "1"
+
+
+def test_fault_proxy_can_answer_garbage(
+    kube_apiserver: apiserver.ApiServer, fault_proxy: faultproxy.FaultProxy
+) -> None:
+    fault_proxy.respond(200, body=b"<html>gateway</html>", content_type="text/html")
+    request = urllib.request.Request(
+        fault_proxy.url + "/api/v1/namespaces/default/pods/x",
+        headers={"Authorization": f"Bearer {kube_apiserver.token('admin')}"},
+    )
+    with urllib.request.urlopen(request, context=kube_apiserver.ssl_context()) as answer:
+        assert answer.read() == b"<html>gateway</html>"
+        assert answer.headers["Content-Type"] == "text/html"
