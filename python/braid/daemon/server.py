@@ -14,7 +14,6 @@ import logging
 import signal
 import socket
 import stat
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from braid.daemon.logs import DAEMON_LOGGER
@@ -69,7 +68,9 @@ class DaemonServer:
         self.settings = settings
         self.service = service
         self.stopping = asyncio.Event()
+        self.serving = asyncio.Event()  # set once the socket accepts requests
         self._active: set[asyncio.Task[None]] = set()
+        self.probe_server: asyncio.Server | None = None
 
     def stop(self) -> None:
         """Begins the graceful shutdown (what SIGTERM and SIGINT do)."""
@@ -78,9 +79,6 @@ class DaemonServer:
     async def serve(self) -> None:
         """Serves until ``stop``; then drains and cleans up."""
         loop = asyncio.get_running_loop()
-        loop.set_default_executor(
-            ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="braid-engine")
-        )
         path = self.settings.socket_path
         prepare_socket_dir(path)
         server = await asyncio.start_unix_server(self._connection, path=str(path))
@@ -88,9 +86,11 @@ class DaemonServer:
         inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
         probes = await start_probe_server(self.service, *endpoint) if endpoint else None
+        self.probe_server = probes
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         self.service.ready = True
+        self.serving.set()
         log.info(
             "serving on %s (concurrency %d, queue %d)",
             path,
@@ -120,6 +120,7 @@ class DaemonServer:
         if probes is not None:
             probes.close()
             await probes.wait_closed()
+        self.service.close()
         log.info("stopped")
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

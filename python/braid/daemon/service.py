@@ -10,9 +10,12 @@ delegates run there.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
 
@@ -68,6 +71,13 @@ class DaemonService:
         self.store = store
         self.engine = engine
         self.ready = False
+        # The engine's own threads, one per slot: blocking work never starves the event loop's
+        # default executor, and never waits for a thread once it holds a slot.
+        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="braid-engine")
+
+    def close(self) -> None:
+        """Releases the engine threads (after the drain: nothing is running any more)."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     async def answer(self, body: bytes) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request."""
@@ -110,9 +120,16 @@ class DaemonService:
         self, env: dict[str, str], stdin: bytes, admitted: float
     ) -> tuple[bytes, int]:
         self.metrics.observe_phase("queue", time.perf_counter() - admitted)
-        return await asyncio.to_thread(
-            self.engine, env, stdin, store=self.store, executor=self.executor
+        # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
+        call = functools.partial(
+            contextvars.copy_context().run,
+            self.engine,
+            env,
+            stdin,
+            store=self.store,
+            executor=self.executor,
         )
+        return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 
     def _overloaded(self, exc: Overloaded, stdin: bytes) -> bytes:
         error = CniError(

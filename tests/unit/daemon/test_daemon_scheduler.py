@@ -1,0 +1,157 @@
+"""The scheduler with fake work: bounds, back-pressure, per-container order, GC exclusion."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from braid.daemon.scheduler import Overloaded, Scheduler
+
+
+class Trace:
+    """Records when each piece of fake work starts and ends, and the peak concurrency."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.active = 0
+        self.peak = 0
+
+    def work(self, name: str, delay: float = 0.01) -> Callable[[], Awaitable[str]]:
+        async def run() -> str:
+            self.events.append(("start", name))
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            await asyncio.sleep(delay)
+            self.active -= 1
+            self.events.append(("end", name))
+            return name
+
+        return run
+
+    def interval(self, name: str) -> tuple[int, int]:
+        return self.events.index(("start", name)), self.events.index(("end", name))
+
+
+def overlaps(trace: Trace, a: str, b: str) -> bool:
+    (sa, ea), (sb, eb) = trace.interval(a), trace.interval(b)
+    return sa < eb and sb < ea
+
+
+def test_at_most_concurrency_requests_execute() -> None:
+    async def go() -> Trace:
+        sched, trace = Scheduler(concurrency=3, queue_size=100), Trace()
+        await asyncio.gather(*(sched.run("ADD", f"c{i}", trace.work(f"w{i}")) for i in range(20)))
+        assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
+        return trace
+
+    assert asyncio.run(go()).peak == 3
+
+
+def test_beyond_the_queue_a_request_is_refused_at_once() -> None:
+    async def go() -> None:
+        sched = Scheduler(concurrency=2, queue_size=3)
+        gate = asyncio.Event()
+
+        async def blocked() -> None:
+            await gate.wait()
+
+        tasks = [asyncio.create_task(sched.run("ADD", f"c{i}", blocked)) for i in range(5)]
+        await asyncio.sleep(0.01)
+        assert (sched.running, sched.waiting) == (2, 3)
+        with pytest.raises(Overloaded) as err:
+            await sched.run("ADD", "late", blocked)
+        assert (err.value.running, err.value.waiting) == (2, 3)
+        gate.set()
+        await asyncio.gather(*tasks)
+        assert await sched.run("DEL", "late", trace_free) == "done"
+
+    async def trace_free() -> str:
+        return "done"
+
+    asyncio.run(go())
+
+
+def test_one_container_runs_its_verbs_one_at_a_time_in_arrival_order() -> None:
+    async def go() -> Trace:
+        sched, trace = Scheduler(concurrency=8, queue_size=100), Trace()
+        calls = [("ADD", "a1", 0.03), ("CHECK", "c1", 0.001), ("DEL", "d1", 0.02), ("ADD", "a2", 0)]
+        tasks = [asyncio.create_task(sched.run(v, "ctr", trace.work(n, d))) for v, n, d in calls]
+        other = asyncio.create_task(sched.run("ADD", "other", trace.work("x", 0.02)))
+        await asyncio.gather(*tasks, other)
+        return trace
+
+    trace = asyncio.run(go())
+    names = ["a1", "c1", "d1", "a2"]
+    starts = [trace.interval(n)[0] for n in names]
+    assert starts == sorted(starts), trace.events
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not overlaps(trace, a, b), (a, b, trace.events)
+    assert overlaps(trace, "a1", "x"), "another container waited for no reason"
+
+
+def test_gc_waits_for_add_and_del_and_holds_back_later_ones() -> None:
+    async def go() -> Trace:
+        sched, trace = Scheduler(concurrency=8, queue_size=100), Trace()
+        first = [
+            asyncio.create_task(sched.run("ADD", "c1", trace.work("add1", 0.03))),
+            asyncio.create_task(sched.run("DEL", "c2", trace.work("del2", 0.03))),
+        ]
+        await asyncio.sleep(0.005)
+        gc = asyncio.create_task(sched.run("GC", "", trace.work("gc", 0.03)))
+        await asyncio.sleep(0.005)
+        later = asyncio.create_task(sched.run("ADD", "c3", trace.work("add3", 0.01)))
+        status = asyncio.create_task(sched.run("STATUS", "", trace.work("status", 0.001)))
+        await asyncio.gather(*first, gc, later, status)
+        return trace
+
+    trace = asyncio.run(go())
+    for name in ("add1", "del2", "add3"):
+        assert not overlaps(trace, "gc", name), trace.events
+    assert trace.interval("add3")[0] > trace.interval("gc")[1], "GC starved behind a later ADD"
+    assert overlaps(trace, "add1", "status"), "STATUS was held back behind the waiting GC"
+
+
+def test_cancelled_waiters_release_their_place_and_lock() -> None:
+    async def go() -> Scheduler:
+        sched = Scheduler(concurrency=1, queue_size=2)
+        gate = asyncio.Event()
+
+        async def blocked() -> None:
+            await gate.wait()
+
+        running = asyncio.create_task(sched.run("ADD", "ctr", blocked))
+        waiting = asyncio.create_task(sched.run("DEL", "ctr", blocked))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        assert sched.admitted == 1
+        gate.set()
+        await running
+        return sched
+
+    sched = asyncio.run(go())
+    assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
+
+
+def test_failing_work_frees_its_slot() -> None:
+    async def boom() -> None:
+        raise RuntimeError("engine bug")
+
+    async def go() -> Scheduler:
+        sched = Scheduler(concurrency=1, queue_size=0)
+        for _ in range(3):
+            with pytest.raises(RuntimeError):
+                await sched.run("ADD", "ctr", boom)
+        return sched
+
+    sched = asyncio.run(go())
+    assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(("concurrency", "queue"), [(0, 1), (1, -1)])
+def test_nonsense_bounds_are_refused(concurrency: int, queue: int) -> None:
+    with pytest.raises(ValueError, match="at least"):
+        Scheduler(concurrency=concurrency, queue_size=queue)
