@@ -89,6 +89,33 @@ def create(client: kubernetes.client.ApiClient, doc: dict[str, Any]) -> dict[str
     return created
 
 
+def server_side_apply(
+    client: kubernetes.client.ApiClient, doc: dict[str, Any], *, dry_run: bool
+) -> dict[str, Any]:
+    """Applies `doc` server-side (field manager `braid-tests`); with `dry_run` nothing is stored
+    but the server validates and defaults the object as for real."""
+    configuration = client.configuration
+    query = "fieldManager=braid-tests&force=true" + ("&dryRun=All" if dry_run else "")
+    url = f"{configuration.host}{collection_path(doc)}/{doc['metadata']['name']}?{query}"
+    response = client.call_api(
+        "PATCH",
+        url,
+        header_params={
+            "Content-Type": "application/apply-patch+yaml",
+            "Accept": "application/json",
+            "Authorization": configuration.get_api_key_with_prefix("authorization"),
+        },
+        body=json.dumps(doc),
+    )
+    response.read()
+    if response.status not in {200, 201}:
+        raise ApiServerError(f"applying {doc['kind']} {doc['metadata']['name']}: "
+                             f"{response.status} {response.data!r}")  # fmt: skip
+    applied = json.loads(response.data)
+    assert isinstance(applied, dict)
+    return applied
+
+
 def wait_established(client: kubernetes.client.ApiClient, crd_name: str) -> None:
     """Blocks until the CRD serves its resource (its `Established` condition is true)."""
     api = kubernetes.client.ApiextensionsV1Api(client)
