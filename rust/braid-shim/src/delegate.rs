@@ -184,31 +184,40 @@ fn judge(output: &Output, plugin_type: &str) -> Result<Vec<u8>, ExitFailure> {
         |code| format!("exit status {code}"),
     );
     if output.stdout.trim_ascii().is_empty() {
-        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        let text = if stderr.is_empty() {
-            format!("failed with {status} and no error message")
-        } else {
-            stderr
-        };
-        let error = CniError::new(
+        return Err(silent_failure(&output.stderr, &status, plugin_type));
+    }
+    Err(reported_failure(&output.stdout, &status, plugin_type))
+}
+
+/// A failed exit with nothing on stdout: the message is stderr.
+fn silent_failure(stderr: &[u8], status: &str, plugin_type: &str) -> ExitFailure {
+    let stderr = String::from_utf8_lossy(stderr).trim().to_owned();
+    let text = if stderr.is_empty() {
+        format!("failed with {status} and no error message")
+    } else {
+        stderr
+    };
+    ExitFailure {
+        error: CniError::new(
             codes::PLUGIN_FAILURE,
             format!("plugin {plugin_type:?} failed: {text}"),
-        );
-        return Err(ExitFailure {
-            error,
-            plugin_msg: text,
-        });
+        ),
+        plugin_msg: text,
     }
-    match parse_error_object(&output.stdout) {
-        Ok(plugin) => Err(ExitFailure {
+}
+
+/// A failed exit with stdout: the plugin's error object, kept with its code.
+fn reported_failure(stdout: &[u8], status: &str, plugin_type: &str) -> ExitFailure {
+    match parse_error_object(stdout) {
+        Ok(plugin) => ExitFailure {
             error: CniError::new(
                 plugin.code,
                 format!("plugin {plugin_type:?} failed: {}", plugin.msg),
             )
             .with_details(plugin.details),
             plugin_msg: plugin.msg,
-        }),
-        Err(err) => Err(ExitFailure {
+        },
+        Err(err) => ExitFailure {
             error: CniError::new(
                 codes::PLUGIN_FAILURE,
                 format!(
@@ -218,6 +227,6 @@ fn judge(output: &Output, plugin_type: &str) -> Result<Vec<u8>, ExitFailure> {
             )
             .with_details(err.msg),
             plugin_msg: String::new(),
-        }),
+        },
     }
 }

@@ -27,29 +27,20 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         .cni_dir
         .join("records")
         .join(format!("{}.json", env.container_id));
-    let data = match fs::read(&path) {
-        Ok(data) => data,
-        // No record: nothing was ever attached (the engine writes it before any delegate).
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => {
-            return Err(CniError::new(
-                codes::IO_FAILURE,
-                format!("cannot read the attachment record {}", path.display()),
-            )
-            .with_details(err.to_string()))
-        }
+    // No record: nothing was ever attached (the engine writes it before any delegate).
+    let Some(data) = read_record(&path)? else {
+        return Ok(());
     };
     let (entries, corrupt) = match record::decode(&data, &env.container_id) {
         Ok(decoded) => (decoded.attachments, None),
         Err(damaged) => (damaged.salvaged, Some(damaged.error)),
     };
+    let dirs =
+        std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned));
     let mut teardown = Teardown {
         env,
         cni_dir: &settings.cni_dir,
-        delegates: Delegates::new(
-            std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned)),
-            settings.plugin_timeout,
-        ),
+        delegates: Delegates::new(dirs, settings.plugin_timeout),
     };
     let failures: Vec<CniError> = entries
         .iter()
@@ -66,19 +57,32 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         )
         .with_details(err.to_string())
     })?;
-    match corrupt {
-        None => Ok(()),
-        Some(error) => Err(CniError::new(
-            error.code,
-            format!(
-                "{}; the daemon being unreachable, the shim tore down the {} attachment(s) it \
-                 still describes",
-                error.msg,
-                entries.len()
-            ),
+    corrupt.map_or(Ok(()), |error| Err(torn_down_anyway(error, entries.len())))
+}
+
+fn read_record(path: &Path) -> Result<Option<Vec<u8>>, CniError> {
+    match fs::read(path) {
+        Ok(data) => Ok(Some(data)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(CniError::new(
+            codes::IO_FAILURE,
+            format!("cannot read the attachment record {}", path.display()),
         )
-        .with_details(error.details)),
+        .with_details(err.to_string())),
     }
+}
+
+/// A damaged record is reported even when what it still describes was torn down.
+fn torn_down_anyway(error: CniError, count: usize) -> CniError {
+    CniError::new(
+        error.code,
+        format!(
+            "{}; the daemon being unreachable, the shim tore down the {count} attachment(s) it \
+             still describes",
+            error.msg
+        ),
+    )
+    .with_details(error.details)
 }
 
 /// libcni's container id rule: the id names files, so nothing else is accepted.

@@ -143,3 +143,54 @@ fn seconds_key(
     Duration::try_from_secs_f64(seconds)
         .map_err(|err| CniError::config(format!("braid configuration: key `{key}`: {err}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_to_a_bare_conf() {
+        let settings = parse(br#"{"cniVersion": "1.0.0", "name": "b", "type": "braid"}"#).unwrap();
+        assert_eq!(settings.cni_version, "1.0.0");
+        assert_eq!(settings.socket_dir, PathBuf::from("/run/braid"));
+        assert_eq!(settings.cni_dir, PathBuf::from("/var/lib/cni/braid"));
+        assert_eq!(settings.bin_dir, "/opt/cni/bin");
+        assert_eq!(settings.daemon_wait, Duration::from_secs(30));
+        assert_eq!(settings.plugin_timeout, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_list_lends_its_version_to_the_braid_plugin() {
+        let list = br#"{"cniVersion": "0.4.0", "name": "k", "plugins": [
+            {"type": "portmap"},
+            {"type": "braid-thin", "cniVersion": "1.1.0", "daemonWaitSeconds": 0.25,
+             "pluginTimeout": 5, "cniDir": "/tmp/x"}]}"#;
+        let settings = parse(list).unwrap();
+        assert_eq!(settings.cni_version, "0.4.0");
+        assert_eq!(settings.daemon_wait, Duration::from_millis(250));
+        assert_eq!(settings.plugin_timeout, Duration::from_secs(5));
+        assert_eq!(settings.cni_dir, PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn stdin_over_the_limit_is_code_6() {
+        let data = vec![b' '; MAX_STDIN_BYTES + 1];
+        assert_eq!(
+            read_stdin(&data[..]).unwrap_err().code,
+            codes::DECODE_FAILURE
+        );
+        assert_eq!(read_stdin(&data[1..]).unwrap().len(), MAX_STDIN_BYTES);
+    }
+
+    #[test]
+    fn wrong_kinds_are_code_7_naming_the_key() {
+        for conf in [
+            br#"{"type": "braid", "cniDir": 3}"#.as_slice(),
+            br#"{"type": "braid", "daemonWaitSeconds": -1}"#,
+            br#"{"type": "braid", "pluginTimeout": "1"}"#,
+            br#"{"plugins": [{"type": "braid"}, {"type": "braid"}]}"#,
+        ] {
+            assert_eq!(parse(conf).unwrap_err().code, codes::INVALID_CONFIG);
+        }
+    }
+}
