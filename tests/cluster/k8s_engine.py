@@ -47,7 +47,9 @@ def read_pod(admin: kubernetes.client.ApiClient, namespace: str, name: str) -> A
 
 
 def delete_pod(admin: kubernetes.client.ApiClient, namespace: str, name: str) -> None:
-    kubernetes.client.CoreV1Api(admin).delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    kubernetes.client.CoreV1Api(admin).delete_namespaced_pod(
+        name, namespace, grace_period_seconds=0
+    )
 
 
 def create_nad(
@@ -130,7 +132,9 @@ class Node:
         lines = log.read_text().splitlines() if log.exists() else []
         found = [json.loads(line) for line in lines]
         return [
-            (c["plugin"], c["env"]["CNI_IFNAME"]) for c in found if c["env"]["CNI_COMMAND"] == command
+            (c["plugin"], c["env"]["CNI_IFNAME"])
+            for c in found
+            if c["env"]["CNI_COMMAND"] == command
         ]
 
     def record_exists(self, container_id: str = "ctr1") -> bool:

@@ -24,9 +24,7 @@ def node(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Node]:
     monkeypatch.setenv("FAKE_CNI_STATE", str(tmp_path / "node" / "state"))
-    kubeconfig = kube_apiserver.kubeconfig(
-        "braid", tmp_path / "kubeconfig", server=fault_proxy.url
-    )
+    kubeconfig = kube_apiserver.kubeconfig("braid", tmp_path / "kubeconfig", server=fault_proxy.url)
     netns = k8s_engine.add_netns()
     try:
         yield k8s_engine.make_node(tmp_path / "node", kubeconfig, f"/run/netns/{netns}")
@@ -59,7 +57,9 @@ def test_add_reads_pod_and_nads_and_patches_the_status_once(
     assert [r.path for r in patches] == [f"/api/v1/namespaces/{ns}/pods/web/status"]
     assert [r.status for r in patches] == [200]
     reads = {r.path for r in fault_proxy.requests(where(method="GET"))}
+    # clusterNetwork is looked up as a NAD of kube-system first, then in confDir (Multus).
     assert reads == {
+        "/apis/k8s.cni.cncf.io/v1/namespaces/kube-system/network-attachment-definitions/kcluster",
         f"/api/v1/namespaces/{ns}/pods/web",
         f"/apis/k8s.cni.cncf.io/v1/namespaces/{ns}/network-attachment-definitions/blue",
     }
@@ -156,4 +156,6 @@ def test_a_missing_nad_fails_add_with_a_no_network_found_event(
     assert code == 1
     assert result["code"] == 7
     assert f"{ns}/nowhere not found" in result["msg"]
-    assert ("NoNetworkFound", "web", f"cannot find a network-attachment-definition (nowhere) in namespace ({ns})") in events(kube_admin, ns)
+    warnings = [e for e in events(kube_admin, ns) if e[0] == "NoNetworkFound"]
+    message = f"cannot find a network-attachment-definition (nowhere) in namespace ({ns})"
+    assert warnings == [("NoNetworkFound", "web", message)]

@@ -121,8 +121,7 @@ class EventRecorder:
 
 class MissRecordingStore:
     """A ``Store`` that remembers the NADs it did not find, so that a failed ADD can report
-    them as ``NoNetworkFound`` (a miss followed by a successful ADD, such as a
-    ``clusterNetwork`` found in confDir, reports nothing)."""
+    them as ``NoNetworkFound``."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
@@ -137,6 +136,10 @@ class MissRecordingStore:
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
         return self.inner.get_pod(namespace, name, uid)
 
-    def report(self, recorder: EventRecorder, pod: PodRef) -> None:
+    def report(self, recorder: EventRecorder, pod: PodRef, error: CniError) -> None:
+        """``NoNetworkFound`` for each miss that ``error`` names (a miss that a fallback
+        covered, such as a ``clusterNetwork`` from confDir, is no failure)."""
+        text = str(error)
         for namespace, name in dict.fromkeys(self.missing):
-            recorder.no_network_found(pod, namespace, name)
+            if f"{namespace}/{name}" in text:
+                recorder.no_network_found(pod, namespace, name)

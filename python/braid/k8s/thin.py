@@ -35,8 +35,7 @@ class ThinKubernetes:
         )
 
     def add_failed(self, pod: PodRef, error: CniError) -> None:
-        del error  # every miss of a failed ADD is reported
-        self.store.report(self.events, pod)
+        self.store.report(self.events, pod, error)
 
     def close(self) -> None:
         self.client.close()
