@@ -1,0 +1,242 @@
+"""``braidctl install``: put the ``braid`` shim and braid's configuration on a node.
+
+The shim is copied atomically: a temp file in the CNI bin directory, fsynced, then renamed over
+the old one. A runtime executing the old binary keeps it (the old inode lives on), and no
+reader ever sees a half-written file or ``ETXTBSY``. Configurations are written the same way.
+
+``--mode auto`` waits for the cluster default network's configuration (the first ``.conf`` or
+``.conflist`` of the directory that is not braid's), wraps it (``clusterNetwork`` names that
+file; ``cniVersion`` and the capabilities come from it) and writes ``00-braid.conflist`` only
+once the default network is ready (NAD spec §6.1: its configuration exists, and the
+``--readiness-file`` too when given). It then follows changes (polling) and rewrites or
+removes braid's file. ``--mode file`` copies a given configuration. ``--uninstall`` removes
+braid's configuration; the shim stays unless ``--remove-binary``, so pods attached by braid can
+still be deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BRAID_CONFLIST = "00-braid.conflist"
+SHIM_NAME = "braid"
+NETWORK_NAME = "braid-cni-network"
+CONFIG_SUFFIXES = (".conf", ".conflist")
+
+
+def write_atomically(target: Path, data: bytes, mode: int) -> bool:
+    """Replaces ``target`` with ``data`` through a temp file and rename; False if unchanged."""
+    with contextlib.suppress(OSError):
+        if target.read_bytes() == data and (target.stat().st_mode & 0o7777) == mode:
+            return False
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        Path(tmp).replace(target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def install_shim(source: Path, bin_dir: Path) -> Path:
+    """Copies the shim into ``bin_dir`` atomically (0755)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    target = bin_dir / SHIM_NAME
+    write_atomically(target, source.read_bytes(), 0o755)
+    return target
+
+
+def default_network_file(conf_dir: Path) -> Path | None:
+    """The first ``.conf``/``.conflist`` in name order that is not braid's own."""
+    try:
+        names = sorted(p.name for p in conf_dir.iterdir())
+    except FileNotFoundError:
+        return None
+    for name in names:
+        path = conf_dir / name
+        if name.startswith(".") or not name.endswith(CONFIG_SUFFIXES) or not path.is_file():
+            continue
+        if name != BRAID_CONFLIST:
+            return path
+    return None
+
+
+def _capabilities(config: dict[str, Any]) -> dict[str, bool]:
+    """The union of the capabilities of the configuration's plugins."""
+    plugins = config.get("plugins")
+    found: dict[str, bool] = {}
+    for plugin in plugins if isinstance(plugins, list) else [config]:
+        caps = plugin.get("capabilities") if isinstance(plugin, dict) else None
+        if isinstance(caps, dict):
+            found.update({k: True for k, v in caps.items() if v is True})
+    return found
+
+
+def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
+    """braid's conflist around ``default_file``; None while that file is not valid JSON
+    (a half-written configuration of the default network is not ready)."""
+    try:
+        config = json.loads(default_file.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    plugin: dict[str, Any] = {"type": SHIM_NAME, "clusterNetwork": str(default_file)}
+    caps = _capabilities(config)
+    if caps:
+        plugin["capabilities"] = caps
+    plugin.update(extra)
+    conflist = {
+        "cniVersion": config.get("cniVersion", "1.0.0"),
+        "name": NETWORK_NAME,
+        "plugins": [plugin],
+    }
+    return (json.dumps(conflist, indent=2) + "\n").encode()
+
+
+def desired_conflist(args: argparse.Namespace) -> bytes | None:
+    """What ``00-braid.conflist`` should hold now; None when the default network is not ready."""
+    if args.readiness_file and not Path(args.readiness_file).exists():
+        return None
+    found = default_network_file(Path(args.cni_conf_dir))
+    if found is None:
+        return None
+    extra: dict[str, Any] = {}
+    if args.socket_dir:
+        extra["daemonSocketDir"] = args.socket_dir
+    if args.readiness_file:  # the engine checks it again before each ADD (Multus does too)
+        extra["readinessindicatorfile"] = args.readiness_file
+    return wrapped_conflist(found, extra)
+
+
+def reconcile(args: argparse.Namespace) -> str:
+    """Brings braid's file in line with the default network once; says what it did."""
+    target = Path(args.cni_conf_dir) / BRAID_CONFLIST
+    wanted = desired_conflist(args)
+    if wanted is None:
+        if target.exists():
+            target.unlink()
+            return "removed"
+        return "waiting"
+    return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"braidctl install: {message}\n")
+
+
+def run_auto(args: argparse.Namespace) -> int:
+    """Writes braid's configuration when the default network is ready, then follows it."""
+    stop: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda n, _f: stop.append(n))
+    deadline = time.monotonic() + args.wait_timeout if args.wait_timeout else None
+    last = ""
+    while not stop:
+        state = reconcile(args)
+        if state not in (last, "unchanged"):
+            _say(f"{BRAID_CONFLIST}: {state}")
+        last = state
+        if args.once and state != "waiting":
+            return 0
+        if deadline is not None and state == "waiting" and time.monotonic() >= deadline:
+            _say(f"no default network configuration in {args.cni_conf_dir}; giving up")
+            return 1
+        time.sleep(args.poll_interval)
+    return 0
+
+
+def run_file(args: argparse.Namespace) -> int:
+    if not args.config:
+        _say("--mode file needs --config PATH")
+        return 2
+    data = Path(args.config).read_bytes()
+    try:
+        json.loads(data)
+    except ValueError as exc:
+        _say(f"{args.config} is not JSON: {exc}")
+        return 1
+    Path(args.cni_conf_dir).mkdir(parents=True, exist_ok=True)
+    write_atomically(Path(args.cni_conf_dir) / BRAID_CONFLIST, data, 0o644)
+    _say(f"{BRAID_CONFLIST}: written from {args.config}")
+    return 0
+
+
+def uninstall(args: argparse.Namespace) -> int:
+    (Path(args.cni_conf_dir) / BRAID_CONFLIST).unlink(missing_ok=True)
+    if args.remove_binary:
+        (Path(args.cni_bin_dir) / SHIM_NAME).unlink(missing_ok=True)
+    _say("braid's configuration removed" + (" and the shim" if args.remove_binary else ""))
+    return 0
+
+
+def shim_source(args: argparse.Namespace) -> Path | None:
+    """The shim to install: ``--shim``, else a ``braid`` beside this Python, else on PATH."""
+    if args.shim:
+        return Path(args.shim)
+    beside = Path(sys.executable).parent / SHIM_NAME
+    if beside.is_file():
+        return beside
+    found = shutil.which(SHIM_NAME)
+    return Path(found) if found else None
+
+
+def run_install(args: argparse.Namespace) -> int:
+    if args.uninstall:
+        return uninstall(args)
+    if not args.skip_binary:
+        source = shim_source(args)
+        if source is None or not source.is_file():
+            _say("no braid shim found: pass --shim PATH (or --skip-binary)")
+            return 2
+        _say(f"shim installed at {install_shim(source, Path(args.cni_bin_dir))}")
+    if args.mode == "file":
+        return run_file(args)
+    return run_auto(args)
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Registers ``braidctl install``."""
+    p = subparsers.add_parser("install", help="install the braid shim and configuration on a node")
+    p.add_argument("--cni-bin-dir", default="/opt/cni/bin")
+    p.add_argument("--cni-conf-dir", default="/etc/cni/net.d")
+    p.add_argument("--shim", help="the braid executable to copy (default: the installed one)")
+    p.add_argument("--skip-binary", action="store_true", help="do not copy the shim")
+    p.add_argument("--mode", choices=("auto", "file"), default="auto")
+    p.add_argument("--config", help="with --mode file: the configuration to install")
+    p.add_argument("--readiness-file", help="auto: also wait for this file to exist")
+    p.add_argument("--socket-dir", help="auto: daemonSocketDir written into the configuration")
+    p.add_argument("--poll-interval", type=float, default=1.0, help="auto: seconds between looks")
+    p.add_argument("--wait-timeout", type=float, default=0, help="auto: give up after (0: never)")
+    p.add_argument("--once", action="store_true", help="auto: exit once written, do not follow")
+    p.add_argument("--uninstall", action="store_true", help="remove braid's configuration")
+    p.add_argument("--remove-binary", action="store_true", help="with --uninstall: the shim too")
+    p.set_defaults(handler=run_install)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m braid.install ARGS``: the subcommand on its own (images, tests)."""
+    parser = argparse.ArgumentParser(prog="braid-install")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["install", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
