@@ -8,11 +8,15 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apiserver
+import faultproxy
 import kubernetes.client
+import pytest
 
 from braid.engine import run_cni
 
@@ -162,3 +166,19 @@ def add_netns() -> str:
 
 def remove_netns(name: str) -> None:
     subprocess.run(["ip", "netns", "delete", name], check=False)
+
+
+@pytest.fixture
+def node(
+    tmp_path: Path,
+    kube_apiserver: apiserver.ApiServer,
+    fault_proxy: faultproxy.FaultProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Node]:
+    monkeypatch.setenv("FAKE_CNI_STATE", str(tmp_path / "node" / "state"))
+    kubeconfig = kube_apiserver.kubeconfig("braid", tmp_path / "kubeconfig", server=fault_proxy.url)
+    netns = add_netns()
+    try:
+        yield make_node(tmp_path / "node", kubeconfig, f"/run/netns/{netns}")
+    finally:
+        remove_netns(netns)

@@ -4,32 +4,16 @@ from it, the exact status patch, UID checks, RBAC refusals and answers that are 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import apiserver
 import faultproxy
 import k8s_engine
 import kubernetes.client
-import pytest
 from faultproxy import where
-from k8s_engine import STATUS_KEY, Node, create_nad, create_pod, events, read_pod
+from k8s_engine import STATUS_KEY, Node, create_nad, create_pod, events, node, read_pod
 
-
-@pytest.fixture
-def node(
-    tmp_path: Path,
-    kube_apiserver: apiserver.ApiServer,
-    fault_proxy: faultproxy.FaultProxy,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Node]:
-    monkeypatch.setenv("FAKE_CNI_STATE", str(tmp_path / "node" / "state"))
-    kubeconfig = kube_apiserver.kubeconfig("braid", tmp_path / "kubeconfig", server=fault_proxy.url)
-    netns = k8s_engine.add_netns()
-    try:
-        yield k8s_engine.make_node(tmp_path / "node", kubeconfig, f"/run/netns/{netns}")
-    finally:
-        k8s_engine.remove_netns(netns)
+__all__ = ["node"]  # the fixture
 
 
 def test_add_reads_pod_and_nads_and_patches_the_status_once(
@@ -106,7 +90,8 @@ def test_a_pod_recreated_with_the_same_name_fails_add_and_not_del(
 
     assert code == 1
     assert result["code"] == 4
-    assert "recreated" in result["details"] and old_uid in result["msg"]
+    assert "recreated" in result["details"]
+    assert old_uid in result["msg"]
     assert node.calls("ADD") == []
     result, code = node.run("DEL", namespace=ns, pod="web", uid=old_uid)
     assert code == 0, result
@@ -141,7 +126,8 @@ def test_forbidden_is_a_clear_error(
     assert code == 1
     assert result["code"] == 7
     assert "HTTP 403 Forbidden" in result["msg"]
-    assert "is not allowed" in result["details"] and "RBAC" in result["details"]
+    assert "is not allowed" in result["details"]
+    assert "RBAC" in result["details"]
     assert node.calls("ADD") == []
 
 

@@ -25,12 +25,14 @@ class RetryScheduler:
         self._counter = itertools.count()
         self._cond = threading.Condition()
         self._stopping = False
+        self._running = 0
         self._thread: threading.Thread | None = None
 
     @property
     def pending(self) -> int:
+        """Tasks queued or running."""
         with self._cond:
-            return len(self._heap)
+            return len(self._heap) + self._running
 
     def submit(self, task: Task, delay: float = 0.0) -> bool:
         """Queues ``task``; False when stopped or too much is pending (the task is dropped)."""
@@ -58,6 +60,7 @@ class RetryScheduler:
             while not self._stopping:
                 now = time.monotonic()
                 if self._heap and self._heap[0][0] <= now:
+                    self._running = 1
                     return heapq.heappop(self._heap)[2]
                 wait = self._heap[0][0] - now if self._heap else None
                 self._cond.wait(wait)
@@ -72,3 +75,5 @@ class RetryScheduler:
                 again = None
             if again is not None:
                 self.submit(task, again)
+            with self._cond:
+                self._running = 0
