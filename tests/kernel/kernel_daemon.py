@@ -1,0 +1,155 @@
+"""The daemon's kernel-tier harness: a real `braidctl daemon` process started inside the private
+host namespace (`ip netns exec`), so the delegates it executes put host-side devices there,
+and CNI calls sent to it over its unix socket with the protocol v1 Python client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import signal
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kernel_netns
+from engine_fixtures import EngineSetup
+
+from braid.daemon.client import call_cni, cni_request, is_ready
+from braid.daemon.protocol import encode_frame
+
+SLOW_TYPE = "kslow"
+# A delegate that takes its time on ADD (and answers an empty result), quick on the rest.
+_SLOW_PLUGIN = """#!/bin/sh
+if [ "$CNI_COMMAND" = VERSION ]; then
+  echo '{"cniVersion":"1.0.0","supportedVersions":["0.3.1","0.4.0","1.0.0"]}'
+  exit 0
+fi
+cat >/dev/null
+if [ "$CNI_COMMAND" = ADD ]; then
+  echo $$ > "$(dirname "$0")/kslow.pid"
+  sleep SECONDS
+  echo '{"cniVersion":"1.0.0"}'
+fi
+exit 0
+"""
+
+
+def install_slow(directory: Path, seconds: float) -> str:
+    path = directory / SLOW_TYPE
+    path.write_text(_SLOW_PLUGIN.replace("SECONDS", str(seconds)))
+    path.chmod(0o755)
+    return SLOW_TYPE
+
+
+@dataclass
+class Daemon:
+    """One daemon process; `stderr` collects its JSON log lines."""
+
+    host: kernel_netns.Netns
+    socket_dir: Path
+    log_path: Path
+    concurrency: int = 4
+    metrics_port: int = 19190
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def socket(self) -> Path:
+        return self.socket_dir / "braid.sock"
+
+    def start(self) -> Daemon:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    *("ip", "netns", "exec", self.host.name),
+                    *(sys.executable, "-m", "braid.daemon.command"),
+                    *("--socket-dir", str(self.socket_dir)),
+                    *("--concurrency", str(self.concurrency)),
+                    *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
+                ],
+                stderr=log,
+            )
+        deadline = time.monotonic() + 20
+        while not is_ready(self.socket):
+            assert self.proc.poll() is None, f"the daemon exited: {self.log_path.read_text()}"
+            assert time.monotonic() < deadline, "the daemon did not become ready"
+            time.sleep(0.05)
+        return self
+
+    def signal(self, signum: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def rss_kib(self) -> int:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def children(self) -> int:
+        """How many live processes (delegates) have the daemon as their parent."""
+        assert self.proc is not None
+        count = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid and fields[0] != "Z":
+                count += 1
+        return count
+
+    def http_get(self, path: str) -> str:
+        """GETs `path` from the metrics endpoint, from inside the host namespace."""
+        code = (
+            "import sys, urllib.request as u; "
+            f"sys.stdout.write(u.urlopen('http://127.0.0.1:{self.metrics_port}{path}')"
+            ".read().decode())"
+        )
+        return subprocess.run(
+            ["ip", "netns", "exec", self.host.name, sys.executable, "-c", code],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
+
+
+def call(daemon: Daemon, setup: EngineSetup, command: str, stdin: bytes) -> tuple[Any, int]:
+    """One CNI call through the daemon; the decoded stdout (or None) and the exit code."""
+    out, code = call_cni(daemon.socket, setup.env(command), stdin)
+    return (json.loads(out) if out.strip() else None), code
+
+
+async def call_async(socket: Path, env: dict[str, str], stdin: bytes) -> tuple[bytes, int]:
+    """The same call on asyncio, for bursts of hundreds of concurrent requests."""
+    reader, writer = await asyncio.open_unix_connection(str(socket))
+    try:
+        writer.write(encode_frame(cni_request(env, stdin)))
+        await writer.drain()
+        (length,) = struct.unpack(">I", await reader.readexactly(4))
+        answer = json.loads(await reader.readexactly(length))
+    finally:
+        writer.close()
+    return base64.b64decode(answer["stdout"]), int(answer["exitCode"])
