@@ -10,7 +10,7 @@ APT_PACKAGES := containernetworking-plugins iproute2 iptables
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-bench-smoke bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,7 +39,18 @@ shim: ## build the compiled `braid` executable
 	cargo build --release --locked -p braid-shim
 
 native: venv ## build braid._native into the virtualenv
+	mkdir -p target/wheel-data/scripts
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
+
+wheel-stage: shim ## stage the shim for the wheel's scripts
+	mkdir -p target/wheel-data/scripts
+	install -m 0755 target/release/braid target/wheel-data/scripts/braid
+
+wheel: wheel-stage venv ## the abi3 wheel with braid._native and the braid shim, in dist/
+	$(VENV)/bin/maturin build --release --locked -o dist
+
+test-wheel: venv ## build the wheel, install it in a fresh venv, run braid VERSION, import braid._native
+	packaging/check-wheel.sh
 
 demo: install ## the main job: a pod gets the example networks (engine + real plugins), then detaches
 	$(VENV)/bin/braidctl demo --cni-path $(CNI_BIN_DIR)
@@ -47,7 +58,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel test-bench-smoke ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
