@@ -27,6 +27,10 @@ pub mod codes {
     pub const PLUGIN_FAILURE: u32 = 100;
     /// A result could not be converted between CNI versions.
     pub const CONVERSION_REFUSED: u32 = 101;
+    /// A delegate plugin outlived its deadline; its process group was killed.
+    pub const PLUGIN_TIMEOUT: u32 = 102;
+    /// A delegate plugin binary is not in any plugin directory.
+    pub const PLUGIN_NOT_FOUND: u32 = 103;
     /// Internal error (libcni's `ErrInternal`; also a panic in the shim).
     pub const INTERNAL: u32 = 999;
 }

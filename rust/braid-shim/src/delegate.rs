@@ -12,10 +12,6 @@ use braid_cni::{codes, CniError};
 
 use crate::exec::{self, Failure, Output};
 
-/// braid's code for a plugin that outlived `pluginTimeout` (`docs/errors.md`).
-pub const PLUGIN_TIMEOUT: u32 = 102;
-/// braid's code for a plugin that is not in any plugin directory.
-pub const PLUGIN_NOT_FOUND: u32 = 103;
 const VERSION_STDIN: &[u8] = br#"{"cniVersion":"1.1.0"}"#;
 const UNKNOWN_VERSION_COMMAND: &str = "unknown CNI_COMMAND: VERSION";
 
@@ -76,7 +72,7 @@ impl Delegates {
             .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file()))
             .ok_or_else(|| {
                 CniError::new(
-                    PLUGIN_NOT_FOUND,
+                    codes::PLUGIN_NOT_FOUND,
                     format!(
                         "failed to find plugin {plugin_type:?} in path {:?}",
                         self.dirs
@@ -146,7 +142,7 @@ impl Delegates {
         match exec::run(path, env, stdin, self.timeout) {
             Ok(output) => Ok(output),
             Err(Failure::TimedOut) => Err(CniError::new(
-                PLUGIN_TIMEOUT,
+                codes::PLUGIN_TIMEOUT,
                 format!(
                     "plugin {} did not finish within {} s; its process group was killed",
                     path.display(),
