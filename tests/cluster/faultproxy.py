@@ -16,71 +16,30 @@ Every request is logged (method, path, query, status) in `proxy.log`.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
-import json
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
+
+from faultproxy_rules import (
+    REASONS,
+    Fault,
+    LoggedRequest,
+    Matcher,
+    events_allowed,
+    parse_query,
+    status_body,
+    where,
+)
+
+__all__ = ["FaultProxy", "LoggedRequest", "Matcher", "where"]
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te"}
-
-
-@dataclass
-class LoggedRequest:
-    method: str
-    path: str
-    query: dict[str, str]
-    status: int
-    dropped: bool = False
-
-    @property
-    def is_watch(self) -> bool:
-        return self.query.get("watch") in {"1", "true"}
-
-
-Matcher = Callable[[str, str, dict[str, str]], bool]
-
-
-def where(
-    *, method: str | None = None, path: str | None = None, watch: bool | None = None
-) -> Matcher:
-    """Matches requests by method, by a substring of the path, and by being a watch or not."""
-
-    def matches(req_method: str, req_path: str, query: dict[str, str]) -> bool:
-        is_watch = query.get("watch") in {"1", "true"}
-        return (
-            (method is None or req_method == method.upper())
-            and (path is None or path in req_path)
-            and (watch is None or watch == is_watch)
-        )
-
-    return matches
-
-
-@dataclass
-class Fault:
-    kind: str  # "delay" | "respond" | "drop"
-    match: Matcher
-    count: int
-    seconds: float = 0.0
-    status: int = 0
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    after_events: int = 0
-
-
-def status_body(status: int, reason: str, message: str) -> bytes:
-    """A Kubernetes `Status` object, as the API server itself would send."""
-    return json.dumps(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-         "message": message, "reason": reason, "code": status}
-    ).encode()  # fmt: skip
 
 
 class FaultProxy:
@@ -97,7 +56,9 @@ class FaultProxy:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.open_streams: set[http.client.HTTPSConnection] = set()
+        self.clients: set[socket.socket] = set()
         self.streams_lock = threading.Lock()
+        self._port = 0
 
     # ---- rules -------------------------------------------------------------------------------
     def delay(
@@ -119,7 +80,7 @@ class FaultProxy:
         if retry_after is not None:
             headers["Retry-After"] = str(retry_after)
         text = (
-            body if body is not None else status_body(status, _REASONS.get(status, ""), "injected")
+            body if body is not None else status_body(status, REASONS.get(status, ""), "injected")
         )
         self._add(
             Fault("respond", match or where(), count, status=status, body=text, headers=headers)
@@ -161,11 +122,13 @@ class FaultProxy:
     # ---- lifecycle ---------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._server is not None, "the proxy is not started"
-        return f"https://127.0.0.1:{self._server.server_address[1]}"
+        assert self._port, "the proxy was never started"
+        return f"https://127.0.0.1:{self._port}"
 
     def start(self) -> None:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self))
+        """Listens (again): after `stop()`, on the same port, so `url` stays valid."""
+        server = ThreadingHTTPServer(("127.0.0.1", self._port), handler_for(self))
+        self._port = int(server.server_address[1])
         server.daemon_threads = True
         server.block_on_close = False
         server.socket = self._server_context.wrap_socket(server.socket, server_side=True)
@@ -176,14 +139,18 @@ class FaultProxy:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stops accepting, cuts the open watch streams and closes the listening socket."""
+        """The API server is gone: stops listening and cuts every client connection (idle
+        keep-alive ones too) and every stream in flight. `start()` brings it back."""
         if self._server is None:
             return
         self._server.shutdown()
         with self.streams_lock:
-            streams = list(self.open_streams)
+            streams, clients = list(self.open_streams), list(self.clients)
         for connection in streams:
             connection.close()
+        for client in clients:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -201,37 +168,23 @@ class FaultProxy:
             time.sleep(0.02)
 
 
-_REASONS = {
-    429: "TooManyRequests",
-    500: "InternalError",
-    503: "ServiceUnavailable",
-    504: "Timeout",
-    401: "Unauthorized",
-    403: "Forbidden",
-}
-
-
-def parse_query(raw: str) -> dict[str, str]:
-    return {key: values[-1] for key, values in parse_qs(raw, keep_blank_values=True).items()}
-
-
-def _events_allowed(chunk: bytes, remaining: int) -> int:
-    """How many bytes of `chunk` hold at most `remaining` whole events (newline-terminated)."""
-    end = 0
-    for _ in range(remaining):
-        found = chunk.find(b"\n", end)
-        if found < 0:
-            return len(chunk)
-        end = found + 1
-    return end
-
-
 class _ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     proxy: FaultProxy
 
     def log_message(self, format: str, *args: object) -> None:
         """Silent: the proxy keeps its own request log."""
+
+    def setup(self) -> None:
+        super().setup()
+        with self.proxy.streams_lock:
+            self.proxy.clients.add(self.connection)
+
+    def finish(self) -> None:
+        with self.proxy.streams_lock:
+            self.proxy.clients.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def do_GET(self) -> None:
         self._handle()
@@ -308,7 +261,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             if not chunk:
                 break
             if remaining > 0:
-                cut = _events_allowed(chunk, remaining)
+                cut = events_allowed(chunk, remaining)
                 remaining -= chunk[:cut].count(b"\n")
                 chunk = chunk[:cut]
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))

@@ -255,3 +255,18 @@ def test_fault_proxy_can_answer_garbage(
     with urllib.request.urlopen(request, context=kube_apiserver.ssl_context()) as answer:
         assert answer.read() == b"<html>gateway</html>"
         assert answer.headers["Content-Type"] == "text/html"
+
+
+def test_fault_proxy_stopped_is_an_api_server_gone_and_comes_back_on_the_same_url(
+    kube_apiserver: apiserver.ApiServer, fault_proxy: faultproxy.FaultProxy
+) -> None:
+    token = kube_apiserver.token("admin")
+    url = fault_proxy.url
+    assert get_json(kube_apiserver, "/version", token, url=url)["major"] == "1"
+    fault_proxy.stop()
+    with pytest.raises(urllib.error.URLError) as down:
+        get_json(kube_apiserver, "/version", token, url=url)
+    assert isinstance(down.value.reason, ConnectionRefusedError)
+    fault_proxy.start()
+    assert fault_proxy.url == url
+    assert get_json(kube_apiserver, "/version", token, url=url)["major"] == "1"
