@@ -10,6 +10,7 @@ mod cache;
 mod daemon;
 mod delegate;
 mod exec;
+mod lock;
 mod replay;
 mod settings;
 

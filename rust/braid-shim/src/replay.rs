@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::cache;
 use crate::delegate::{Call, Delegates};
+use crate::lock;
 use crate::settings::Settings;
 
 /// Tears down what the record of `env.container_id` describes.
@@ -28,6 +29,17 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         .join("records")
         .join(format!("{}.json", env.container_id));
     // No record: nothing was ever attached (the engine writes it before any delegate).
+    let _lock = lock::container(&settings.cni_dir, &env.container_id).map_err(|err| {
+        CniError::new(
+            codes::IO_FAILURE,
+            format!(
+                "cannot lock container {} under {}",
+                env.container_id,
+                settings.cni_dir.display()
+            ),
+        )
+        .with_details(err.to_string())
+    })?;
     let Some(data) = read_record(&path)? else {
         return Ok(());
     };
