@@ -81,7 +81,9 @@ class DaemonServer:
         loop = asyncio.get_running_loop()
         path = self.settings.socket_path
         prepare_socket_dir(path)
-        server = await asyncio.start_unix_server(self._connection, path=str(path))
+        # A burst of pods connects at once: the backlog holds every request the queue admits.
+        backlog = max(128, self.settings.concurrency + self.settings.queue_size)
+        server = await asyncio.start_unix_server(self._connection, path=str(path), backlog=backlog)
         path.chmod(0o600)
         inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
