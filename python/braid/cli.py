@@ -6,9 +6,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from braid import demo, podctl, validate
+from braid import demo, install, podctl, validate
 from braid.cni import command as cni_command
 from braid.cni import demo as cni_demo
+from braid.daemon import command as daemon_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(subparsers)
     podctl.add_parsers(subparsers)
     validate.add_parser(subparsers)
+    daemon_command.add_parser(subparsers)
+    install.add_parser(subparsers)
     return parser
 
 
