@@ -1,10 +1,13 @@
 """``braidctl demo``: the README's main job. A pod in a fresh network namespace gets the example
 default network and the two example NADs (a bridge network, and a macvlan network with a
-requested static IP and MAC) through braid's engine with the real plugins; braid prints the
-interfaces and the network-status, detaches, and shows that nothing is left.
+requested static IP and MAC) with the real plugins, exactly as kubelet would drive braid: the
+compiled ``braid`` shim is executed with the CNI environment and stdin and forwards to a
+``braidctl daemon`` started for the demo. braid prints the interfaces and the network-status,
+checks, detaches, and shows that nothing is left.
 
 Host-side devices (bridges, the macvlan parent) live in a private "host" namespace made for
-the demo; every plugin runs inside it. Both namespaces are removed at the end.
+the demo; the daemon (and so every plugin) and the shim run inside it. Both namespaces are
+removed at the end.
 """
 
 from __future__ import annotations
@@ -12,19 +15,22 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from braid.cni.exec import ProcessExecutor
-from braid.engine.entry import run_cni
+from braid.daemon.client import is_ready
 from braid.podctl import cni_env, container_id_for, read_pod, stdin_for
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+DAEMON_START_SECONDS = 30.0
 MACVLAN_PARENT = "braid-demo-up"
 
 
@@ -37,7 +43,7 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _config(tmp: Path, cni_path: str) -> Path:
+def _config(tmp: Path, cni_path: str, socket_dir: Path) -> Path:
     """The example braid configuration with absolute paths and a private cniDir."""
     doc = json.loads((EXAMPLES / "nads" / "braid.conf").read_text())
     doc.update(
@@ -46,6 +52,7 @@ def _config(tmp: Path, cni_path: str) -> Path:
         podDir=str(EXAMPLES / "nads" / "pods"),
         cniDir=str(tmp / "cni"),
         binDir=cni_path,
+        daemonSocketDir=str(socket_dir),
     )
     path = tmp / "braid.conf"
     path.write_text(json.dumps(doc))
@@ -64,76 +71,117 @@ def _leftovers(tmp: Path, container_id: str) -> list[str]:
     return found
 
 
-def _call(command: str, tmp: Path, config: Path, pod_ns: str, host_ns: str) -> int:
-    pod = read_pod(str(EXAMPLES / "nads" / "pods" / "demo-pod.yaml"))
-    env = cni_env(
-        command, pod, container_id=container_id_for(pod, None), netns=f"/run/netns/{pod_ns}"
-    )
-    env["CNI_PATH"] = os.environ.get("CNI_PATH", "/usr/lib/cni")
-    out, code = run_cni(
-        env,
-        stdin_for(str(config), pod),
-        executor=ProcessExecutor(host_netns=f"/run/netns/{host_ns}"),
-    )
-    if out:
-        _say(json.dumps(msgspec.json.decode(out), indent=2))
-    return code
+def find_shim() -> Path:
+    """The compiled ``braid`` shim: beside this Python (an installed wheel) or the build's."""
+    for candidate in (Path(sys.executable).parent / "braid", REPO / "target/release/braid"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError("the braid shim is not built: run `make shim`")
 
 
-def run(cni_path: str) -> int:
-    suffix = secrets.token_hex(3)
-    host_ns, pod_ns = f"braid-demo-host-{suffix}", f"braid-demo-pod-{suffix}"
+class DemoNode:
+    """A node of one: the daemon and the shim, both in the private host namespace."""
+
+    def __init__(self, tmp: Path, cni_path: str, shim: Path) -> None:
+        self.tmp, self.cni_path, self.shim = tmp, cni_path, shim
+        suffix = secrets.token_hex(3)
+        self.host_ns, self.pod_ns = f"braid-demo-host-{suffix}", f"braid-demo-pod-{suffix}"
+        self.socket_dir = tmp / "run"
+        self.config = _config(tmp, cni_path, self.socket_dir)
+        self.pod = read_pod(str(EXAMPLES / "nads" / "pods" / "demo-pod.yaml"))
+        self.container_id = container_id_for(self.pod, None)
+        self.daemon: subprocess.Popen[bytes] | None = None
+
+    def make_namespaces(self) -> None:
+        _ip("netns", "add", self.host_ns)
+        _ip("netns", "add", self.pod_ns)
+        host = ("-n", self.host_ns)
+        _ip(*host, "link", "set", "lo", "up")
+        _ip(*host, "link", "add", MACVLAN_PARENT, "type", "veth", "peer", "name", "braid-demo-pr")
+        _ip(*host, "link", "set", MACVLAN_PARENT, "up")
+        _ip(*host, "link", "set", "braid-demo-pr", "up")
+
+    def start_daemon(self) -> None:
+        command = [sys.executable, "-m", "braid.daemon.command", "--socket-dir",
+                   str(self.socket_dir), "--metrics-address", ""]  # fmt: skip
+        log = (self.tmp / "daemon.log").open("wb")
+        self.daemon = subprocess.Popen(
+            ["ip", "netns", "exec", self.host_ns, *command], stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + DAEMON_START_SECONDS
+        while not is_ready(self.socket_dir / "braid.sock", timeout=1.0):
+            if self.daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not start; see {self.tmp / 'daemon.log'}")
+            time.sleep(0.1)
+
+    def cni(self, command: str) -> int:
+        """One CNI call exactly as a runtime makes it: exec the shim with env and stdin."""
+        netns = f"/run/netns/{self.pod_ns}"
+        env = cni_env(command, self.pod, container_id=self.container_id, netns=netns)
+        env["CNI_PATH"] = self.cni_path
+        done = subprocess.run(
+            ["ip", "netns", "exec", self.host_ns, str(self.shim)],
+            input=stdin_for(str(self.config), self.pod),
+            env=env,
+            capture_output=True,
+            check=False,
+        )
+        if done.stdout:
+            _say(json.dumps(msgspec.json.decode(done.stdout), indent=2))
+        return done.returncode
+
+    def close(self) -> None:
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait()
+        for ns in (self.pod_ns, self.host_ns):
+            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+
+
+def _show(node: DemoNode) -> None:
+    _say("== interfaces in the pod\n" + _ip("-n", node.pod_ns, "-br", "addr"))
+    routes = _ip("-n", node.pod_ns, "route") + _ip("-6", "-n", node.pod_ns, "route")
+    _say("== routes in the pod\n" + routes)
+    record = node.tmp / "cni" / "records" / f"{node.container_id}.json"
+    network_status = msgspec.json.decode(record.read_bytes()).get("networkStatus")
+    _say("== k8s.v1.cni.cncf.io/network-status\n" + json.dumps(network_status, indent=2))
+
+
+def _lifecycle(node: DemoNode) -> int:
+    _say(f"== the runtime executes {node.shim} (ADD) for pod default/demo in {node.pod_ns}")
+    if node.cni("ADD") != 0:
+        return 1
+    _show(node)
+    _say("== CHECK of every attachment")
+    if node.cni("CHECK") != 0:
+        return 1
+    _say("== DEL")
+    if node.cni("DEL") != 0:
+        return 1
+    _say("== interfaces in the pod after DEL\n" + _ip("-n", node.pod_ns, "-br", "addr"))
+    left = _leftovers(node.tmp, node.container_id)
+    _say("== files naming the container after DEL: " + (", ".join(left) or "none"))
+    return 1 if left else 0
+
+
+def run(cni_path: str, shim: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="braid-demo-") as tmpdir:
-        tmp = Path(tmpdir)
-        config = _config(tmp, cni_path)
-        pod = read_pod(str(EXAMPLES / "nads" / "pods" / "demo-pod.yaml"))
-        container_id = container_id_for(pod, None)
+        node = DemoNode(Path(tmpdir), cni_path, Path(shim) if shim else find_shim())
         try:
-            _ip("netns", "add", host_ns)
-            _ip("netns", "add", pod_ns)
-            _ip("-n", host_ns, "link", "set", "lo", "up")
-            _ip(
-                "-n",
-                host_ns,
-                "link",
-                "add",
-                MACVLAN_PARENT,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "braid-demo-pr",
-            )
-            _ip("-n", host_ns, "link", "set", MACVLAN_PARENT, "up")
-            _ip("-n", host_ns, "link", "set", "braid-demo-pr", "up")
-            _say(f"== braid attaches pod default/demo (container {container_id}) in {pod_ns}")
-            if _call("ADD", tmp, config, pod_ns, host_ns) != 0:
-                return 1
-            _say("== interfaces in the pod\n" + _ip("-n", pod_ns, "-br", "addr"))
-            _say(
-                "== routes in the pod\n"
-                + _ip("-n", pod_ns, "route")
-                + _ip("-6", "-n", pod_ns, "route")
-            )
-            status = (tmp / "cni" / "records" / f"{container_id}.json").read_bytes()
-            network_status = msgspec.json.decode(status).get("networkStatus")
-            _say("== k8s.v1.cni.cncf.io/network-status\n" + json.dumps(network_status, indent=2))
-            _say("== braid checks every attachment")
-            if _call("CHECK", tmp, config, pod_ns, host_ns) != 0:
-                return 1
-            _say("== braid detaches")
-            if _call("DEL", tmp, config, pod_ns, host_ns) != 0:
-                return 1
-            _say("== interfaces in the pod after DEL\n" + _ip("-n", pod_ns, "-br", "addr"))
-            left = _leftovers(tmp, container_id)
-            _say("== files naming the container after DEL: " + (", ".join(left) or "none"))
-            return 1 if left else 0
+            node.make_namespaces()
+            node.start_daemon()
+            _say(f"== braidctl daemon is serving {node.socket_dir / 'braid.sock'}")
+            return _lifecycle(node)
         finally:
-            for ns in (pod_ns, host_ns):
-                subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+            node.close()
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="attach example networks to a pod and detach")
     parser.add_argument("--cni-path", default="/usr/lib/cni", help="directory of the CNI plugins")
-    parser.set_defaults(handler=lambda args: run(args.cni_path))
+    parser.add_argument("--shim", help="the compiled braid shim (default: the installed one)")
+    parser.set_defaults(handler=lambda args: run(args.cni_path, args.shim))
