@@ -44,7 +44,9 @@ def load(doc: Mapping[str, object]) -> LoadedConfig:
 def test_multus_configuration_reads_unchanged() -> None:
     loaded = load_braid_config(json.dumps(MULTUS_STYLE).encode())
     cfg = loaded.config
-    assert loaded.warnings == ()
+    # every key is understood; the one feature braid lacks is said, not silently dropped
+    assert len(loaded.warnings) == 1
+    assert "auxiliaryCNIChainName is not supported" in loaded.warnings[0]
     assert cfg.cluster_network == "flannel-conf"
     assert cfg.default_networks == ["sidecar"]
     assert cfg.namespace_isolation is True
