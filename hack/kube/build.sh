@@ -1,51 +1,59 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, etcd and kubectl (for `kubectl kustomize deploy/...`) for braid's cluster test tier into .cache/kube/bin/ (or
-# $KUBE_BIN_DIR). Test-only: nothing built here is shipped. Needs Go (>= 1.21; the go
-# directive in go.mod fetches a newer toolchain through the module proxy if needed) and the
-# Go module proxy. A finished build is reused while its key (go.mod, go.sum, the sources,
-# this script and the Go version) is unchanged; `--force` rebuilds.
+# Build kube-apiserver, etcd and kubectl (its kustomize renders deploy/) for braid's cluster
+# test tier into .cache/kube/bin/ (or $BRAID_KUBE_BIN_DIR, which the tier reads too).
+# Test-only: nothing built here is shipped. Needs Go (>= 1.21; the go directive in go.mod
+# fetches a newer toolchain through the module proxy if needed) and the Go module proxy.
+# A finished build is reused while its key (go.mod, go.sum, the sources, this script and the
+# Go version) is unchanged; `--force` rebuilds. Cold (empty module and build caches, 2 cores)
+# it takes about 6 minutes; with warm caches well under one.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out=${KUBE_BIN_DIR:-$root/.cache/kube/bin}
+main() {
+	local here root out key kube_version minor pkg ldflags start
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	root=$(cd "$here/../.." && pwd)
+	out=${BRAID_KUBE_BIN_DIR:-$root/.cache/kube/bin}
 
-if ! command -v go >/dev/null 2>&1; then
-	echo "build.sh: Go is not installed; install Go >= 1.21 and retry" >&2
-	exit 1
-fi
+	if ! command -v go >/dev/null 2>&1; then
+		echo "build.sh: Go is not installed; install Go >= 1.21 and retry" >&2
+		exit 1
+	fi
 
-cd "$here"
-key=$({
-	go env GOVERSION GOOS GOARCH
-	cat go.mod go.sum tools.go etcd/main.go build.sh
-} | sha256sum | cut -d' ' -f1)
+	cd "$here"
+	key=$({
+		go env GOVERSION GOOS GOARCH
+		cat go.mod go.sum tools.go etcd/main.go build.sh
+	} | sha256sum | cut -d' ' -f1)
 
-if [[ ${1:-} != --force && -x $out/kube-apiserver && -x $out/etcd && -x $out/kubectl &&
-	$(cat "$out/.build-key" 2>/dev/null) == "$key" ]]; then
-	echo "build.sh: $out is up to date"
-	exit 0
-fi
+	if [[ ${1:-} != --force && -x $out/kube-apiserver && -x $out/etcd && -x $out/kubectl &&
+		$(cat "$out/.build-key" 2>/dev/null) == "$key" ]]; then
+		echo "build.sh: $out is up to date"
+		exit 0
+	fi
 
-kube_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-minor=${kube_version#v1.}
-minor=${minor%%.*}
-pkg=k8s.io/component-base/version
-ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+	kube_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+	minor=${kube_version#v1.}
+	minor=${minor%%.*}
+	pkg=k8s.io/component-base/version
+	ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 
-mkdir -p "${out%/*}"
-# The build output is never committed: ignore the whole cache directory from inside it.
-echo '*' >"${out%/*}/.gitignore"
-staging=$(mktemp -d "${out%/*}/build.XXXXXX")
-trap 'rm -rf "$staging"' EXIT
-echo "build.sh: building kube-apiserver and kubectl $kube_version and etcd into $out (a cold build takes minutes)"
-start=$SECONDS
-CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
-	k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
-echo "$key" >"$staging/.build-key"
+	mkdir -p "${out%/*}"
+	# The build output is never committed: ignore the whole cache directory from inside it.
+	echo '*' >"${out%/*}/.gitignore"
+	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
+	trap 'rm -rf "$staging"' EXIT
+	echo "build.sh: building kube-apiserver and kubectl $kube_version and etcd into $out (a cold build takes minutes)"
+	start=$SECONDS
+	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+	echo "$key" >"$staging/.build-key"
 
-rm -rf "$out"
-mv "$staging" "$out"
-trap - EXIT
-echo "build.sh: done in $((SECONDS - start)) s: $("$out/kube-apiserver" --version), etcd $("$out/etcd" --version | head -1)"
+	rm -rf "$out"
+	mv "$staging" "$out"
+	trap - EXIT
+	echo "build.sh: done in $((SECONDS - start)) s: $("$out/kube-apiserver" --version), etcd $("$out/etcd" --version | head -1)"
+}
+
+# Everything runs from main: editing this file during a build cannot derail the running one.
+main "$@"
