@@ -15,7 +15,7 @@ import pytest
 # With importlib mode the helper modules beside this file are importable only from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from overhead_record import OVERHEAD
+from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -35,3 +35,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("braid.cni runtime overhead (median, ms)")
         for line in lines:
             terminalreporter.write_line(line)
+    thick = THICK_OVERHEAD.summary_lines()
+    if thick:
+        terminalreporter.section("braid thick mode (shim + daemon) overhead (median, ms)")
+        for line in thick:
+            terminalreporter.write_line(line)
+    if THICK_FIGURES:
+        terminalreporter.section("braid thick mode: daemon memory and burst throughput")
+        for name, value in THICK_FIGURES.items():
+            terminalreporter.write_line(f"{name:<40} {value}")

@@ -1,0 +1,107 @@
+"""Thick mode's overhead per pod: ADD and DEL through the compiled shim and a real daemon
+against the same delegates executed directly, with 0, 1, 2 and 4 extra networks (bridge +
+host-local NADs), and the shim's VERSION latency.
+
+Needs root (network namespaces) and the release shim (built here when missing). Each paired
+round runs ADD then DEL on both sides, the order alternating; the overhead is the median of the
+per-round differences, printed at the end of the run and recorded in `docs/performance.md`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_namespaces import namespace
+from braid.daemon.settings import default_concurrency
+from overhead_record import THICK_OVERHEAD
+from thick_direct import DirectPod
+from thick_shim import ShimPod
+from thick_world import World, daemon_of, inside_netns, running_world, shim_path
+
+PAIRED_ROUNDS = 40
+VERSION_ROUNDS = 300
+EXTRA_NETWORKS = [0, 1, 2, 4]
+
+
+@dataclass
+class Thick:
+    world: World
+    shim: Path
+    pod_ns: str
+
+
+@pytest.fixture(scope="module")
+def thick() -> Iterator[Thick]:
+    if os.geteuid() != 0:
+        pytest.fail("the thick-mode benchmarks need root (network namespaces)")
+    shim = shim_path()
+    with (
+        namespace("h", loopback_up=True) as host,
+        namespace("p", loopback_up=False) as pod,
+        running_world(host) as world,
+        daemon_of(world, default_concurrency()),
+        inside_netns(host),
+    ):
+        yield Thick(world, shim, pod)
+
+
+def timed(operation: str, side: str, target: Callable[[], object]) -> None:
+    started = time.perf_counter()
+    target()
+    THICK_OVERHEAD.add(operation, side, time.perf_counter() - started)
+
+
+def paired_round(direct: DirectPod, braid: ShimPod, braid_first: bool) -> None:
+    sides = [("direct", direct.add, direct.delete), ("braid", braid.add, braid.delete)]
+    if braid_first:
+        sides.reverse()
+    label = f"+{direct.extra} extra network(s)"
+    for side, add, delete in sides:
+        timed(f"ADD {label}", side, add)
+        timed(f"DEL {label}", side, delete)
+
+
+@pytest.mark.parametrize("extra", EXTRA_NETWORKS)
+def test_thick_paired_overhead(benchmark: Any, thick: Thick, extra: int) -> None:
+    """ADD and DEL of one pod on both sides per round; the figures of docs/performance.md."""
+    benchmark.group = f"thick paired rounds, {extra} extra network(s)"
+    suffix = uuid.uuid4().hex[:8]
+    direct = DirectPod(thick.world, extra, f"direct-{suffix}", thick.pod_ns)
+    braid = ShimPod(thick.world, thick.shim, extra, f"braid-{suffix}", thick.pod_ns)
+    paired_round(direct, braid, braid_first=False)  # warm-up: page cache, plugin versions
+    for key in [k for k in THICK_OVERHEAD.samples if k[0].endswith(f"+{extra} extra network(s)")]:
+        del THICK_OVERHEAD.samples[key]
+    rounds = iter(range(1 << 30))
+    benchmark.pedantic(
+        lambda: paired_round(direct, braid, braid_first=next(rounds) % 2 == 1),
+        rounds=PAIRED_ROUNDS,
+    )
+    assert not (thick.world.root / "cni" / "records" / f"{braid.container_id}.json").exists()
+    if not benchmark.enabled:
+        THICK_OVERHEAD.samples.clear()
+
+
+def test_thick_shim_version(benchmark: Any, thick: Thick) -> None:
+    """VERSION is answered by the shim alone: exec to exit, as the runtime sees it."""
+    benchmark.group = "thick shim VERSION"
+    pod = ShimPod(thick.world, thick.shim, 0, "", "")
+    versions = benchmark.pedantic(pod.version, rounds=VERSION_ROUNDS, warmup_rounds=5)
+    assert "1.0.0" in versions
+
+
+def test_thick_spawn_floor(benchmark: Any, thick: Thick) -> None:
+    """`/bin/true` started the same way: the part of VERSION any executable costs here."""
+    benchmark.group = "thick shim VERSION"
+    del thick
+    run = partial(subprocess.run, ["/bin/true"], input=b"{}", capture_output=True, check=True)
+    benchmark.pedantic(run, rounds=VERSION_ROUNDS, warmup_rounds=5)

@@ -1,0 +1,232 @@
+"""The world of the thick-mode benchmarks: a private host namespace, braid's directories, a
+cluster network and four bridge NADs, a real `braidctl daemon` started inside the host
+namespace (as the kernel tier starts it), and the compiled `braid` shim.
+
+The benchmark process itself enters the host namespace (`inside_netns`) for the measurements,
+so the shim and the directly executed delegates start from the same place, the way kubelet
+starts either of them on a node.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from braid.daemon.client import is_ready
+
+ROOT = Path(__file__).resolve().parents[1]
+CNI_BIN_DIR = os.environ.get("CNI_BIN_DIR", "/usr/lib/cni")
+CLUSTER = "bcluster"
+NAD_COUNT = 4
+POD_ANNOTATIONS = "io.kubernetes.cri.pod-annotations"
+NETWORKS = "k8s.v1.cni.cncf.io/networks"
+CLONE_NEWNET = 0x40000000
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def shim_path() -> Path:
+    """The release `braid` shim, built if needed (`BRAID_SHIM` names another)."""
+    if os.environ.get("BRAID_SHIM"):
+        return Path(os.environ["BRAID_SHIM"])
+    cargo = ["cargo", "build", "--release", "--locked", "-q", "-p", "braid-shim"]
+    subprocess.run(cargo, cwd=ROOT, check=True)
+    return ROOT / "target" / "release" / "braid"
+
+
+def _setns(fd: int) -> None:
+    if _LIBC.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+
+
+@contextmanager
+def inside_netns(path: str) -> Iterator[None]:
+    """Moves the calling thread (the benchmark's) into the namespace at `path`, and back."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    target = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _setns(target)
+        try:
+            yield
+        finally:
+            _setns(own)
+    finally:
+        os.close(target)
+        os.close(own)
+
+
+def host_local(ipam_dir: Path, subnet: str) -> dict[str, Any]:
+    return {
+        "type": "host-local",
+        "dataDir": str(ipam_dir),
+        "ranges": [[{"subnet": subnet}]],
+        "routes": [{"dst": "0.0.0.0/0"}] if subnet.startswith("10.240.") else [],
+    }
+
+
+def nad_name(index: int) -> str:
+    return f"bnet{index}"
+
+
+@dataclass
+class World:
+    """Directories under a short private root (the daemon's socket lives there too)."""
+
+    root: Path
+    host_ns: str
+    nad_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.root / "sock"
+
+    @property
+    def nad_dir(self) -> Path:
+        return self.root / "nads"
+
+    @property
+    def ipam_dir(self) -> Path:
+        return self.root / "ipam"
+
+    def cluster_list(self) -> dict[str, Any]:
+        plugin = {
+            "type": "bridge",
+            "bridge": "bbr0",
+            "isGateway": True,
+            "ipam": host_local(self.ipam_dir, "10.240.0.0/16"),
+        }
+        return {"cniVersion": "1.0.0", "name": CLUSTER, "plugins": [plugin]}
+
+    def write(self) -> None:
+        for sub in ("net.d", "nads", "ipam", "cni"):
+            (self.root / sub).mkdir(parents=True)
+        (self.root / "net.d" / f"{CLUSTER}.conflist").write_text(json.dumps(self.cluster_list()))
+        for index in range(1, NAD_COUNT + 1):
+            name = nad_name(index)
+            config = {
+                "cniVersion": "1.0.0",
+                "type": "bridge",
+                "bridge": f"bbr{index}",
+                "ipam": host_local(self.ipam_dir, f"10.{240 + index}.0.0/16"),
+            }
+            self.nad_configs[name] = config
+            manifest = {
+                "apiVersion": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"config": json.dumps(config)},
+            }
+            (self.nad_dir / f"{name}.json").write_text(json.dumps(manifest))
+
+    def braid_conf(self, extra_networks: int) -> bytes:
+        """braid's configuration as the runtime sends it, asking for `extra_networks` NADs."""
+        names = ",".join(nad_name(i) for i in range(1, extra_networks + 1))
+        conf = {
+            "cniVersion": "1.0.0",
+            "name": "braid",
+            "type": "braid",
+            "clusterNetwork": CLUSTER,
+            "confDir": str(self.root / "net.d"),
+            "nadDir": str(self.nad_dir),
+            "cniDir": str(self.root / "cni"),
+            "binDir": CNI_BIN_DIR,
+            "daemonSocketDir": str(self.socket_dir),
+            "runtimeConfig": {POD_ANNOTATIONS: {NETWORKS: names} if names else {}},
+        }
+        return json.dumps(conf).encode()
+
+
+def cni_env(command: str, container_id: str, netns: str, pod: str = "web-0") -> dict[str, str]:
+    """The six CNI variables kubelet's runtime sets (plus PATH for the plugins' helpers)."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "CNI_COMMAND": command,
+        "CNI_CONTAINERID": container_id,
+        "CNI_NETNS": netns,
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": CNI_BIN_DIR,
+        "CNI_ARGS": f"IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME={pod}",
+    }
+
+
+@contextmanager
+def running_world(host_ns: str) -> Iterator[World]:
+    """A fresh world under /tmp (short: unix socket paths are limited), removed after."""
+    root = Path(tempfile.mkdtemp(prefix="braidb-"))
+    try:
+        world = World(root=root, host_ns=host_ns)
+        world.write()
+        yield world
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class DaemonProcess:
+    """`braidctl daemon` inside the host namespace; its JSON logs go to a file."""
+
+    world: World
+    concurrency: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> DaemonProcess:
+        log = (self.world.root / "daemon.log").open("ab")
+        with log:
+            self.proc = subprocess.Popen(
+                [
+                    *("ip", "netns", "exec", Path(self.world.host_ns).name),
+                    *(sys.executable, "-m", "braid.daemon.command"),
+                    *("--socket-dir", str(self.world.socket_dir)),
+                    *("--concurrency", str(self.concurrency)),
+                    *("--metrics-address", ""),
+                ],
+                stderr=log,
+            )
+        deadline = time.monotonic() + 30
+        while not is_ready(self.world.socket_dir / "braid.sock"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not start: {self.log_text()}")
+            time.sleep(0.05)
+        return self
+
+    def log_text(self) -> str:
+        return (self.world.root / "daemon.log").read_text(errors="replace")[-4000:]
+
+    def memory_kib(self) -> dict[str, int]:
+        """`VmRSS` and `VmHWM` (peak RSS) of the daemon process (ip netns exec execs it)."""
+        assert self.proc is not None
+        found: dict[str, int] = {}
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0])
+        return found
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextmanager
+def daemon_of(world: World, concurrency: int) -> Iterator[DaemonProcess]:
+    daemon = DaemonProcess(world, concurrency).start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
