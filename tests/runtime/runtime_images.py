@@ -112,11 +112,14 @@ def _go_arch() -> str:
     ).stdout.strip()
 
 
-def podman_import(podman: list[str], image_name: str) -> None:
+def podman_import(podman: list[str], image_name: str, env: dict[str, str]) -> None:
     """`podman import` of the rootfs with `/pause` as its command."""
-    subprocess.run(
+    done = subprocess.run(
         [*podman, "import", "--change", 'CMD ["/pause"]', "-", image_name],
         input=rootfs_tar(),
-        check=True,
+        env=env,
         capture_output=True,
+        check=False,
     )
+    if done.returncode != 0:
+        raise RuntimeError(f"podman import failed: {done.stderr.decode(errors='replace')}")
