@@ -22,6 +22,7 @@ from runtime_node import Node
 
 PAUSE_IMAGE = "localhost/braid-pause:1.0"
 CONFIG = "/etc/containerd/config.toml"
+FILES = {"containerd/config.toml": CONFIG}
 # containerd-shim-runc-v2 puts its socket here whatever the configuration says.
 SHIM_SOCKET_DIR = Path("/run/containerd/s")
 
@@ -38,7 +39,7 @@ class Containerd:
         return self.node.path("/run/containerd/containerd.sock")
 
     def start(self) -> Containerd:
-        config = self.node.install("containerd/config.toml", CONFIG)
+        config = self.node.install("containerd/config.toml", FILES["containerd/config.toml"])
         argv = self.node.in_netns("containerd", "--config", str(config))
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=log)

@@ -41,6 +41,12 @@ SYSTEM_PATHS = {
     "/run/containerd": "containerd/state",
     "/etc/containers": "containers",
 }
+# The files of docs/examples/ every node gets, and where the docs tell people to put them.
+NODE_FILES = {
+    "node/net.d/00-braid.conflist": "/etc/cni/net.d/00-braid.conflist",
+    "node/braid/net.d/10-cluster.conflist": "/etc/braid/net.d/10-cluster.conflist",
+    "node/braid/nads/networks.yaml": "/etc/braid/nads/networks.yaml",
+}
 _PATH_PATTERN = re.compile(
     r"(?<![\w/])("
     + "|".join(re.escape(p) for p in sorted(SYSTEM_PATHS, key=len, reverse=True))
@@ -92,9 +98,8 @@ def create(root: Path) -> Node:
     for subdir in SYSTEM_PATHS.values():
         (root / subdir).mkdir(parents=True, exist_ok=True)
     install_plugins(node)
-    node.install("node/net.d/00-braid.conflist", "/etc/cni/net.d/00-braid.conflist")
-    node.install("node/braid/net.d/10-cluster.conflist", "/etc/braid/net.d/10-cluster.conflist")
-    node.install("node/braid/nads/networks.yaml", "/etc/braid/nads/networks.yaml")
+    for example, system_path in NODE_FILES.items():
+        node.install(example, system_path)
     node.path("/etc/braid/pods").mkdir(parents=True, exist_ok=True)
     return node
 

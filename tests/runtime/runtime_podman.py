@@ -19,6 +19,7 @@ from runtime_node import Node
 
 IMAGE = "localhost/braid-busybox:1.0"
 CONFIG = "/etc/containers/containers.conf"
+FILES = {"podman/containers.conf": CONFIG, "podman/pods.yaml": "/etc/braid/pods/pods.yaml"}
 # podman keeps a blob-info cache here whatever --root says.
 BLOB_CACHE = Path("/var/lib/containers")
 
@@ -55,8 +56,8 @@ class Podman:
 
     def start(self) -> Podman:
         self.created_blob_cache = not BLOB_CACHE.exists()
-        self.node.install("podman/containers.conf", CONFIG)
-        self.node.install("podman/pods.yaml", "/etc/braid/pods/pods.yaml")
+        for example, system_path in FILES.items():
+            self.node.install(example, system_path)
         self.workdir.mkdir(exist_ok=True)
         runtime_images.podman_import(self.argv(), IMAGE, env=self.env())
         return self
