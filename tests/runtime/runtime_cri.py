@@ -44,10 +44,17 @@ _MESSAGES: dict[str, list[tuple[str, int, str, bool]]] = {
         ("namespace", 3, "string", False),
         ("attempt", 4, "uint32", False),
     ],
+    "PortMapping": [
+        ("protocol", 1, "int32", False),  # an enum on the wire: 0 TCP, 1 UDP, 2 SCTP
+        ("container_port", 2, "int32", False),
+        ("host_port", 3, "int32", False),
+        ("host_ip", 4, "string", False),
+    ],
     "PodSandboxConfig": [
         ("metadata", 1, "PodSandboxMetadata", False),
         ("hostname", 2, "string", False),
         ("log_directory", 3, "string", False),
+        ("port_mappings", 5, "PortMapping", True),
         ("labels", 6, "map<string>", False),
         ("annotations", 7, "map<string>", False),
     ],

@@ -60,6 +60,19 @@ def default_routes(ns: str) -> list[tuple[str, str]]:
     return [(r["gateway"], r["dev"]) for r in routes(ns) if r.get("dst") == "default"]
 
 
+def port_forwards(node: Node) -> set[tuple[int, str]]:
+    """(host port, destination) of every DNAT rule portmap put in the node's nat table."""
+    argv = node.in_netns("iptables-save", "-t", "nat")
+    rules = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    found = set()
+    for line in rules.splitlines():
+        if "-j DNAT" in line and "--dport" in line:
+            words = line.split()
+            port = int(words[words.index("--dport") + 1])
+            found.add((port, words[words.index("--to-destination") + 1]))
+    return found
+
+
 def network_status(node: Node, container_id: str) -> list[dict[str, Any]]:
     """What `braidctl status` prints for the container (braid's network-status)."""
     cni_dir = node.path("/var/lib/cni/braid")

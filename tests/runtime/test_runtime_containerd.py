@@ -141,8 +141,11 @@ def test_json_annotation_gives_interfaces_addresses_mac_and_default_route(
     assert network_status[1]["ips"] == [data0.split("/")[0]]
     assert network_status[2]["ips"] == ["10.89.2.10"]
     assert network_status[2]["mac"] == "02:42:0a:59:02:0a"
+    # containerd's portMappings (Go field names) reached the default network's portmap.
+    assert (18080, f"{pod.ip}:80") in oracle.port_forwards(node)
 
     remove_sandbox(sandboxes, braid_daemon, node, pod)
+    assert not any(port == 18080 for port, _ in oracle.port_forwards(node))
 
 
 def test_comma_annotation_names_interfaces_by_position(

@@ -69,10 +69,12 @@ def started(podman: Podman, name: str, before: set[str]) -> Running:
     )
 
 
-def run(podman: Podman, containers: list[str], name: str, *command: str) -> Running:
+def run(
+    podman: Podman, containers: list[str], name: str, *options: str, command: tuple[str, ...] = ()
+) -> Running:
     before = set(oracle.host_pod_links(podman.node))
     containers.append(name)
-    podman("run", "--detach", "--name", name, IMAGE, *command)
+    podman("run", "--detach", "--name", name, *options, IMAGE, *command)
     return started(podman, name, before)
 
 
@@ -116,8 +118,9 @@ def record(node: Node, container_id: str) -> dict[str, Any]:
 def test_container_gets_its_manifest_networks_through_restart_stop_and_rm(
     podman: Podman, containers: list[str], node: Node
 ) -> None:
-    first = run(podman, containers, "web")
+    first = run(podman, containers, "web", "--publish", "18080:80")
     assert_web_networks(node, first)
+    assert (18080, f"{first.ip}:80") in oracle.port_forwards(node)
     # podman names no namespace: braid took `default` and the manifest named like the container.
     assert (record(node, first.id)["podNamespace"], record(node, first.id)["podName"]) == (
         "default",
@@ -131,9 +134,11 @@ def test_container_gets_its_manifest_networks_through_restart_stop_and_rm(
     assert set(first.host_links).isdisjoint(oracle.host_pod_links(node))
     assert_web_networks(node, second)
     assert record(node, second.id)["netns"].endswith(second.netns)
+    assert {f for f in oracle.port_forwards(node) if f[0] == 18080} == {(18080, f"{second.ip}:80")}
 
     podman("stop", "--time", "1", "web")
     assert_detached(node, second)
+    assert not any(port == 18080 for port, _ in oracle.port_forwards(node))
     podman("rm", "web")
     containers.remove("web")
     assert_detached(node, second)
@@ -169,7 +174,7 @@ def test_container_exiting_on_its_own_is_detached_by_podman_cleanup(
     podman: Podman, containers: list[str], node: Node
 ) -> None:
     # conmon's exit hook (`podman container cleanup`) sends the DEL, nobody calls stop.
-    running = run(podman, containers, "db", "sleep", "1")
+    running = run(podman, containers, "db", command=("sleep", "1"))
     deadline = time.monotonic() + 30
     while oracle.has_status(node, running.id):
         assert time.monotonic() < deadline, "no DEL after the container exited"
