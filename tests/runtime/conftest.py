@@ -8,8 +8,6 @@ plugins and the compiled shim; without one of them it fails, loudly, and never s
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -23,39 +21,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import runtime_node
 from runtime_daemon import Daemon
-from runtime_images import BUSYBOX
-
-COMMON_BINARIES = ("nsenter", "ip")
-
-
-def require_binaries(*names: str) -> None:
-    missing = [name for name in names if shutil.which(name) is None]
-    if missing:
-        pytest.fail(
-            f"runtime tier: {', '.join(missing)} not found (apt-get install containerd runc "
-            "podman busybox-static containernetworking-plugins iproute2)",
-            pytrace=False,
-        )
+from runtime_requirements import require_machine
 
 
 @pytest.fixture(scope="session", autouse=True)
 def runtime_prerequisites() -> None:
     """Fails every test of the tier, loudly, when it cannot run for real."""
-    if os.geteuid() != 0:
-        pytest.fail("the runtime tier needs root (runtimes, network namespaces)", pytrace=False)
-    require_binaries(*COMMON_BINARIES)
-    problems = [
-        f"{path} is missing ({hint})"
-        for path, hint in (
-            (runtime_node.SHIM, "cargo build --release -p braid-shim"),
-            (runtime_node.CNI_BIN_DIR / "bridge", "apt-get install containernetworking-plugins"),
-            (BUSYBOX, "apt-get install busybox-static"),
-            (runtime_node.VENV_BIN / "braidctl", "make venv native"),
-        )
-        if not path.exists()
-    ]
-    if problems:
-        pytest.fail("runtime tier: " + "; ".join(problems), pytrace=False)
+    require_machine()
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -19,8 +20,7 @@ from runtime_containerd import Containerd, Sandboxes
 from runtime_cri import SANDBOX_NOTREADY, SANDBOX_READY, SandboxStatus
 from runtime_daemon import Daemon
 from runtime_node import EXAMPLES, Node
-
-from conftest import require_binaries
+from runtime_requirements import require_binaries
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -104,6 +104,7 @@ def remove_sandbox(sandboxes: Sandboxes, daemon: Daemon, node: Node, pod: Pod) -
     assert all("success" in entry["msg"] for entry in deletes), deletes
     assert oracle.leftovers(node, sandbox_id) == []
     assert set(pod.host_links).isdisjoint(oracle.host_pod_links(node))
+    assert not Path(pod.status.netns_path).exists(), "the sandbox's namespace outlived it"
 
 
 def wait_for_log(daemon: Daemon, container_id: str, verb: str, count: int) -> list[dict[str, Any]]:

@@ -18,8 +18,7 @@ import runtime_oracle as oracle
 from runtime_daemon import Daemon
 from runtime_node import Node
 from runtime_podman import IMAGE, Podman
-
-from conftest import require_binaries
+from runtime_requirements import require_binaries
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -89,6 +88,7 @@ def assert_detached(node: Node, running: Running) -> None:
     assert not oracle.has_status(node, running.id)
     assert set(running.host_links).isdisjoint(oracle.host_pod_links(node))
     assert oracle.leftovers(node, running.id) == []
+    assert not (Path("/run/netns") / running.netns).exists()
 
 
 def assert_web_networks(node: Node, running: Running) -> None:
