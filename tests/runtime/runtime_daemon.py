@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,17 +14,6 @@ from pathlib import Path
 from runtime_node import VENV_BIN, Node
 
 from braid.daemon.client import is_ready
-
-
-def daemon_command() -> list[str]:
-    """`braidctl daemon`, or the daemon module itself while `braidctl` does not list it yet."""
-    braidctl = VENV_BIN / "braidctl"
-    listed = subprocess.run(
-        [str(braidctl), "daemon", "--help"], capture_output=True, check=False
-    ).returncode
-    if listed == 0:
-        return [str(braidctl), "daemon"]
-    return [sys.executable, "-m", "braid.daemon.command"]
 
 
 @dataclass
@@ -40,7 +28,7 @@ class Daemon:
 
     def start(self) -> Daemon:
         config = self.node.path("/etc/cni/net.d/00-braid.conflist")
-        argv = self.node.in_netns(*daemon_command(), "--config", str(config))
+        argv = self.node.in_netns(str(VENV_BIN / "braidctl"), "daemon", "--config", str(config))
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(argv, stderr=log, stdout=log)
         deadline = time.monotonic() + 30
