@@ -6,11 +6,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := containernetworking-plugins iproute2 iptables
+APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-runtime test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,7 +58,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-runtime test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -72,10 +72,13 @@ test-rust: ## cargo test of every crate
 	cargo test --locked --workspace
 
 test-unit: native ## Python unit tier (no privileges)
-	$(PY) -m pytest tests --ignore=tests/kernel -q
+	$(PY) -m pytest tests --ignore=tests/kernel --ignore=tests/runtime --ignore=tests/cluster -q
 
 test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
 	$(PY) -m pytest tests/kernel -q
+
+test-runtime: native shim ## runtime tier: containerd and podman drive braid (root)
+	$(PY) -m pytest tests/runtime -q
 
 test-bench-smoke: native ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
