@@ -35,7 +35,7 @@ from braid.daemon.scheduler import Overloaded, Scheduler
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
 from braid.errors import TRY_AGAIN_LATER, CniError
-from braid.nad.store import Store
+from braid.nad.store import FileStores, Store
 
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
@@ -69,6 +69,8 @@ class DaemonService:
         self.metrics = DaemonMetrics(self.scheduler)
         self.executor = TimedExecutor(executor or ProcessExecutor(), self.metrics)
         self.store = store
+        # NAD and pod manifest files parsed once and re-read only when they change.
+        self.file_stores = FileStores()
         self.engine = engine
         self.ready = False
         # The engine's own threads, one per slot: blocking work never starves the event loop's
@@ -128,6 +130,7 @@ class DaemonService:
             stdin,
             store=self.store,
             executor=self.executor,
+            file_stores=self.file_stores,
         )
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

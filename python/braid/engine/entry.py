@@ -16,7 +16,7 @@ from braid.engine.request import CniRequest, read_request
 from braid.engine.teardown import delete
 from braid.errors import INTERNAL, CniError
 from braid.nad.config import BraidConfig, load_braid_config
-from braid.nad.store import FileStore, Store
+from braid.nad.store import FileStore, FileStores, Store
 
 log = logging.getLogger("braid")
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "error": logging.ERROR}
@@ -64,15 +64,23 @@ def _dispatch(ctx: EngineContext, request: CniRequest, caps: dict[str, Any]) -> 
 
 
 def _run_with_own_store(
-    config: BraidConfig, env: Mapping[str, str], request: CniRequest, executor: Executor | None
+    config: BraidConfig,
+    env: Mapping[str, str],
+    request: CniRequest,
+    executor: Executor | None,
+    file_stores: FileStores | None,
 ) -> bytes:
     """The Kubernetes store when braid's configuration or environment asks for it (imported
-    only then), else the file store."""
+    only then), else the file store (kept in ``file_stores`` across calls when given)."""
     from braid.k8s.select import kubernetes_wanted, open_thin  # noqa: PLC0415
 
     runtime_config = dict(config.runtime_config)
     if not kubernetes_wanted(config, env):
-        store = FileStore(config.nad_dir, config.pod_dir)
+        store = (
+            FileStore(config.nad_dir, config.pod_dir)
+            if file_stores is None
+            else file_stores.get(config.nad_dir, config.pod_dir)
+        )
         ctx = EngineContext(config=config, store=store, executor=executor)
         return _dispatch(ctx, request, runtime_config)
     kube = open_thin(config, env)
@@ -95,8 +103,12 @@ def run_cni(
     *,
     store: Store | None = None,
     executor: Executor | None = None,
+    file_stores: FileStores | None = None,
 ) -> tuple[bytes, int]:
-    """Runs one CNI call; returns what goes to stdout and the exit status. Never raises."""
+    """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
+
+    ``file_stores``: file stores kept across calls (the daemon's), so NAD and pod manifest
+    files are parsed again only when they change; without it each call reads them afresh."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -111,7 +123,7 @@ def run_cni(
         if store is not None:
             ctx = EngineContext(config=config, store=store, executor=executor)
             return _dispatch(ctx, request, dict(config.runtime_config)), 0
-        return _run_with_own_store(config, env, request, executor), 0
+        return _run_with_own_store(config, env, request, executor, file_stores), 0
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
         return exc.to_json(cni_version), 1

@@ -6,9 +6,11 @@ Kubernetes store implements the same ``Store`` protocol.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.manifests import (
@@ -52,40 +54,101 @@ def _index(found: dict[tuple[str, str], _Manifest], item: _Manifest, what: str) 
     found[key] = item
 
 
+# A file whose mtime is this close to the moment it was read may still change within the same
+# timestamp tick (kernel timestamps are coarse): its snapshot is not trusted, it is read again.
+RACY_SECONDS = 2.0
+
+Stamp = tuple[tuple[str, int, int, int, int], ...]
+
+
+def directory_stamp(directory: Path | None) -> Stamp:
+    """What identifies the manifest files of ``directory`` as they are now: for each file
+    (symlinks followed, as a ConfigMap mount needs) its name, device, inode, size and mtime."""
+    if directory is None or not directory.is_dir():
+        return ()
+    found = []
+    for path in manifest_files(directory):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(found)
+
+
+class _Snapshot(Generic[_Manifest]):
+    """The objects of one directory, read once; with ``revalidate`` re-read when its files
+    changed (the daemon's long-lived stores)."""
+
+    def __init__(
+        self,
+        directory: Path | None,
+        read: Callable[[Path | None], dict[tuple[str, str], _Manifest]],
+        *,
+        revalidate: bool,
+    ) -> None:
+        self.directory = directory
+        self.read: Callable[[Path | None], dict[tuple[str, str], _Manifest]] = read
+        self.revalidate = revalidate
+        self._held: tuple[Stamp, dict[tuple[str, str], _Manifest]] | None = None
+
+    def get(self) -> dict[tuple[str, str], _Manifest]:
+        held = self._held
+        if held is not None and not self.revalidate:
+            return held[1]
+        stamp = directory_stamp(self.directory) if self.revalidate else ()
+        if held is not None and held[0] == stamp:
+            return held[1]
+        read_at = time.time_ns()
+        found = self.read(self.directory)
+        newest = max((entry[4] for entry in stamp), default=0)
+        if not self.revalidate or newest < read_at - int(RACY_SECONDS * 1e9):
+            self._held = (stamp, found)
+        return found
+
+
+def _read_nads(directory: Path | None) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
+    found: dict[tuple[str, str], NetworkAttachmentDefinition] = {}
+    for path in manifest_files(directory) if directory is not None else []:
+        for where, obj in manifest_objects(path):
+            if object_kind(obj, where) == NAD_KIND:
+                _index(found, nad_from_object(obj, where), "NetworkAttachmentDefinition")
+    return found
+
+
+def _read_pods(directory: Path | None) -> dict[tuple[str, str], PodManifest]:
+    found: dict[tuple[str, str], PodManifest] = {}
+    for path in manifest_files(directory) if directory is not None else []:
+        for where, obj in manifest_objects(path):
+            if object_kind(obj, where) == POD_KIND:
+                _index(found, pod_from_object(obj, where), "pod")
+    return found
+
+
 class FileStore:
     """NADs from every ``*.yaml``/``*.yml``/``*.json`` in ``nad_dir`` (several documents per
     file; objects of other kinds are skipped), pods likewise from ``pod_dir``. File names do not
     matter; objects are keyed by ``metadata.namespace`` (default ``default``) and ``name``.
-    Files are read once, on first use."""
 
-    def __init__(self, nad_dir: str | Path, pod_dir: str | Path | None = None) -> None:
+    Files are read once, on first use. With ``revalidate`` (a store kept across requests, see
+    ``FileStores``) each lookup first compares the files' stamps (one ``stat`` per file) and
+    reads the directory again when any file was added, removed, replaced or changed."""
+
+    def __init__(
+        self, nad_dir: str | Path, pod_dir: str | Path | None = None, *, revalidate: bool = False
+    ) -> None:
         self.nad_dir = Path(nad_dir)
         self.pod_dir = Path(pod_dir) if pod_dir is not None else None
-        self._nads: dict[tuple[str, str], NetworkAttachmentDefinition] | None = None
-        self._pods: dict[tuple[str, str], PodManifest] | None = None
+        self._nads = _Snapshot(self.nad_dir, _read_nads, revalidate=revalidate)
+        self._pods = _Snapshot(self.pod_dir, _read_pods, revalidate=revalidate)
 
     def nads(self) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
         """Every NAD of ``nad_dir`` by (namespace, name)."""
-        if self._nads is None:
-            found: dict[tuple[str, str], NetworkAttachmentDefinition] = {}
-            for path in manifest_files(self.nad_dir):
-                for where, obj in manifest_objects(path):
-                    if object_kind(obj, where) == NAD_KIND:
-                        _index(found, nad_from_object(obj, where), "NetworkAttachmentDefinition")
-            self._nads = found
-        return self._nads
+        return self._nads.get()
 
     def pods(self) -> dict[tuple[str, str], PodManifest]:
         """Every pod manifest of ``pod_dir`` by (namespace, name)."""
-        if self._pods is None:
-            found: dict[tuple[str, str], PodManifest] = {}
-            paths = manifest_files(self.pod_dir) if self.pod_dir is not None else []
-            for path in paths:
-                for where, obj in manifest_objects(path):
-                    if object_kind(obj, where) == POD_KIND:
-                        _index(found, pod_from_object(obj, where), "pod")
-            self._pods = found
-        return self._pods
+        return self._pods.get()
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         return self.nads().get((namespace, name))
@@ -94,6 +157,23 @@ class FileStore:
         del uid  # file manifests rarely carry one; only the Kubernetes store checks it
         pod = self.pods().get((namespace, name))
         return None if pod is None else pod.annotations
+
+
+class FileStores:
+    """Revalidating file stores kept across requests, one per (``nadDir``, ``podDir``): the
+    daemon's, so a request parses NAD files only when they changed."""
+
+    def __init__(self) -> None:
+        self._stores: dict[tuple[str, str | None], FileStore] = {}
+        self._lock = threading.Lock()
+
+    def get(self, nad_dir: str, pod_dir: str | None) -> FileStore:
+        with self._lock:
+            store = self._stores.get((nad_dir, pod_dir))
+            if store is None:
+                store = FileStore(nad_dir, pod_dir, revalidate=True)
+                self._stores[(nad_dir, pod_dir)] = store
+            return store
 
 
 def pod_annotations(
