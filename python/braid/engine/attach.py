@@ -133,14 +133,20 @@ def _attach_all(
     plan: AttachmentPlan,
     netns: str,
 ) -> None:
-    for entry, attachment in zip(record.attachments, plan.attachments, strict=True):
+    last = len(plan.attachments) - 1
+    for index, (entry, attachment) in enumerate(
+        zip(record.attachments, plan.attachments, strict=True)
+    ):
         interface_free(netns, attachment)
         entry.state = "failed"  # until it succeeds: the rollback includes it
         result = runtime.add(attachment.network_list(), runtime_request(record, entry))
         entry.result = msgspec.Raw(result)
         entry.state = "added"
         # Progress update (not fsynced): after a crash, DEL and the record show what was made.
-        records.write(record, durable=False)
+        # The last one is left to the status write that follows (one record write saved per
+        # ADD); until then the runtime's result cache holds that result for a DEL.
+        if index != last:
+            records.write(record, durable=False)
         requests_honoured(attachment, result, netns)
 
 
