@@ -146,7 +146,7 @@ class Reflector:
         finally:
             with self._lock:
                 self._response = None
-            response.release_conn()
+            response.close()  # a watch ends broken as often as not: never reuse its connection
 
     def _apply(self, line: bytes) -> None:
         try:
