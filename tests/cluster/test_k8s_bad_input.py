@@ -83,7 +83,7 @@ def test_an_annotation_that_is_not_a_string(
 
 
 @pytest.mark.parametrize(
-    ("body", "why"),
+    "answer",
     [
         (b"<html>proxy error</html>", "not JSON"),
         (b"[1, 2, 3]", "expected a JSON object"),
@@ -91,13 +91,13 @@ def test_an_annotation_that_is_not_a_string(
     ],
 )
 def test_garbage_answers(
-    body: bytes,
-    why: str,
+    answer: tuple[bytes, str],
     node: Node,
     kube_admin: kubernetes.client.ApiClient,
     kube_namespace: str,
     fault_proxy: faultproxy.FaultProxy,
 ) -> None:
+    body, why = answer
     ns = kube_namespace
     uid = create_pod(kube_admin, ns, "web")
     fault_proxy.respond(200, match=POD_GET, body=body, content_type="text/html")

@@ -69,7 +69,8 @@ def test_cached_objects_are_read_without_api_calls(
     assert json.loads(nad.config or "")["type"] == "fakesec"
     # An ADD whose pod annotations come from the runtime, with its NADs cached: no API call.
     env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
-           "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": f"K8S_POD_NAMESPACE={ns};K8S_POD_NAME=web"}  # fmt: skip
+           "CNI_IFNAME": "eth0", "CNI_PATH": "",
+           "CNI_ARGS": f"K8S_POD_NAMESPACE={ns};K8S_POD_NAME=web"}  # fmt: skip
     conf = node.conf(
         clusterNetwork=str(node.root / "net.d" / "kcluster.conflist"),
         runtimeConfig={
