@@ -128,6 +128,11 @@ class World:
                 "spec": {"config": json.dumps(config)},
             }
             (self.nad_dir / f"{name}.json").write_text(json.dumps(manifest))
+        # As on a node in steady state, the files are older than the daemon's freshness window
+        # (a file changed in the last 2 s is read again on every request).
+        settled = time.time() - 60
+        for path in [*self.nad_dir.iterdir(), *(self.root / "net.d").iterdir()]:
+            os.utime(path, (settled, settled))
 
     def braid_conf(self, extra_networks: int) -> bytes:
         """braid's configuration as the runtime sends it, asking for `extra_networks` NADs."""
@@ -178,19 +183,25 @@ class DaemonProcess:
 
     world: World
     concurrency: int
+    replayed: bool = False  # delegates replayed from memory after their first run
     proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        socket_dir, concurrency = str(self.world.socket_dir), str(self.concurrency)
+        if self.replayed:
+            script = Path(__file__).parent / "thick_replay_daemon.py"
+            return [sys.executable, str(script), socket_dir, concurrency]
+        return [
+            *(sys.executable, "-m", "braid.daemon.command"),
+            *("--socket-dir", socket_dir, "--concurrency", concurrency),
+            *("--metrics-address", ""),
+        ]
 
     def start(self) -> DaemonProcess:
         log = (self.world.root / "daemon.log").open("ab")
         with log:
             self.proc = subprocess.Popen(
-                [
-                    *("ip", "netns", "exec", Path(self.world.host_ns).name),
-                    *(sys.executable, "-m", "braid.daemon.command"),
-                    *("--socket-dir", str(self.world.socket_dir)),
-                    *("--concurrency", str(self.concurrency)),
-                    *("--metrics-address", ""),
-                ],
+                ["ip", "netns", "exec", Path(self.world.host_ns).name, *self.command()],
                 stderr=log,
             )
         deadline = time.monotonic() + 30
@@ -224,8 +235,8 @@ class DaemonProcess:
 
 
 @contextmanager
-def daemon_of(world: World, concurrency: int) -> Iterator[DaemonProcess]:
-    daemon = DaemonProcess(world, concurrency).start()
+def daemon_of(world: World, concurrency: int, *, replayed: bool = False) -> Iterator[DaemonProcess]:
+    daemon = DaemonProcess(world, concurrency, replayed=replayed).start()
     try:
         yield daemon
     finally:

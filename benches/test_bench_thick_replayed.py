@@ -1,0 +1,88 @@
+"""Thick mode's own cost per pod: ADD and DEL through the compiled shim and a daemon whose
+delegates are replayed from memory after their first real run (`thick_replay_daemon.py`), with
+0, 1, 2 and 4 extra networks.
+
+Everything braid adds runs for real: the shim's exec, the socket round trip, the scheduler and
+the engine thread, the store lookup, the attachment record (durable first write included), the
+result cache, the netlink checks in the pod namespace. Only the delegates' fork+exec is taken
+out, and that costs the same with or without braid, so this is braid's overhead without the
+noise of the plugins themselves (the paired benchmark in test_bench_thick_overhead.py checks
+the same end to end, and moves by milliseconds with the machine's load).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench_namespaces import namespace
+from overhead_record import THICK_FIGURES
+from thick_shim import ShimPod
+from thick_world import World, daemon_of, inside_netns, running_world, shim_path
+
+ROUNDS = 200
+EXTRA_NETWORKS = [0, 1, 2, 4]
+
+
+@dataclass
+class Replayed:
+    world: World
+    shim: Path
+    pod_ns: str
+
+
+@pytest.fixture(scope="module")
+def replayed() -> Iterator[Replayed]:
+    if os.geteuid() != 0:
+        pytest.fail("the thick-mode benchmarks need root (network namespaces)")
+    shim = shim_path()
+    with (
+        namespace("h", loopback_up=True) as host,
+        namespace("p", loopback_up=False) as pod,
+        running_world(host) as world,
+        daemon_of(world, 4, replayed=True),
+        inside_netns(host),
+    ):
+        yield Replayed(world, shim, pod)
+
+
+def pod_of(replayed: Replayed, extra: int) -> ShimPod:
+    """A pod whose first ADD and DEL ran the real delegates (recorded by the daemon)."""
+    name = f"own-{uuid.uuid4().hex[:8]}"
+    pod = ShimPod(replayed.world, replayed.shim, extra, name, replayed.pod_ns)
+    pod.add()
+    pod.delete()
+    return pod
+
+
+def note(benchmark: Any, what: str) -> None:
+    if benchmark.enabled and benchmark.stats is not None:
+        median = benchmark.stats.stats.median * 1e3
+        THICK_FIGURES[what] = f"{median:.2f} ms (median of {ROUNDS})"
+
+
+@pytest.mark.parametrize("extra", EXTRA_NETWORKS)
+def test_thick_own_cost_add(benchmark: Any, replayed: Replayed, extra: int) -> None:
+    benchmark.group = "thick own cost (delegates replayed)"
+    pod = pod_of(replayed, extra)
+    benchmark.pedantic(pod.add, teardown=pod.delete, rounds=ROUNDS, warmup_rounds=3)
+    note(benchmark, f"own cost ADD +{extra} extra network(s)")
+
+
+@pytest.mark.parametrize("extra", EXTRA_NETWORKS)
+def test_thick_own_cost_del(benchmark: Any, replayed: Replayed, extra: int) -> None:
+    benchmark.group = "thick own cost (delegates replayed)"
+    pod = pod_of(replayed, extra)
+
+    def attach() -> None:
+        pod.add()
+
+    benchmark.pedantic(pod.delete, setup=attach, rounds=ROUNDS, warmup_rounds=3)
+    note(benchmark, f"own cost DEL +{extra} extra network(s)")
+    assert not (replayed.world.root / "cni" / "records" / f"{pod.container_id}.json").exists()
