@@ -93,3 +93,16 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, env={}
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_documented_configuration_loads_without_warnings() -> None:
+    from pathlib import Path  # noqa: PLC0415
+
+    from braid.nad.config import load_braid_config  # noqa: PLC0415
+
+    text = (Path(__file__).parents[3] / "docs" / "kubernetes.md").read_text()
+    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    loaded = load_braid_config(block.encode())
+    assert loaded.warnings == ()
+    assert loaded.config.status_write_policy == "background"
+    assert loaded.config.skip_status_without_networks is True
