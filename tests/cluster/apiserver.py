@@ -84,8 +84,11 @@ class ApiServer:
         """The static bearer token of `identity` (a key of IDENTITIES)."""
         return self.tokens[identity]
 
-    def kubeconfig(self, identity: str, path: Path, *, server: str | None = None) -> Path:
-        """Writes a kubeconfig for `identity` (token user, CA inline) to `path`."""
+    def kubeconfig(
+        self, identity: str, path: Path, *, server: str | None = None, token: str | None = None
+    ) -> Path:
+        """Writes a kubeconfig for `identity` (token user, CA inline) to `path`; `server` (the
+        fault proxy's URL) and `token` (one from TokenRequest) replace the defaults."""
         ca_data = base64.b64encode(self.ca_file.read_bytes()).decode()
         config = {
             "apiVersion": "v1",
@@ -99,7 +102,7 @@ class ApiServer:
                     },
                 }
             ],
-            "users": [{"name": identity, "user": {"token": self.token(identity)}}],
+            "users": [{"name": identity, "user": {"token": token or self.token(identity)}}],
             "contexts": [
                 {"name": identity, "context": {"cluster": "braid-test", "user": identity}}
             ],
@@ -109,11 +112,13 @@ class ApiServer:
         path.chmod(0o600)
         return path
 
-    def api_client(self, identity: str = "admin") -> kubernetes.client.ApiClient:
-        """A `kubernetes` client as `identity`; the caller closes it."""
+    def api_client(
+        self, identity: str = "admin", *, token: str | None = None
+    ) -> kubernetes.client.ApiClient:
+        """A `kubernetes` client as `identity` (or with `token`); the caller closes it."""
         configuration = kubernetes.client.Configuration(host=self.url)
         configuration.ssl_ca_cert = str(self.ca_file)
-        configuration.api_key = {"authorization": self.token(identity)}
+        configuration.api_key = {"authorization": token or self.token(identity)}
         configuration.api_key_prefix = {"authorization": "Bearer"}
         return kubernetes.client.ApiClient(configuration)
 

@@ -109,8 +109,7 @@ def test_a_bound_service_account_token_gets_the_same_rights(
     )
     core = kubernetes.client.CoreV1Api(kube_admin)
     token = core.create_namespaced_service_account_token("braid", "braid-system", request)
-    kube_apiserver.tokens["braid-bound"] = token.status.token
-    with kube_apiserver.api_client("braid-bound") as bound:
+    with kube_apiserver.api_client(token=token.status.token) as bound:
         assert allowed(bound, *POD_STATUS, "patch")
         assert not allowed(bound, *POD, "patch")
 
