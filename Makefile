@@ -10,7 +10,7 @@ APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc po
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-runtime test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-runtime kube-bins test-cluster test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,7 +58,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel test-runtime test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-runtime test-cluster test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -79,6 +79,12 @@ test-kernel: native shim ## kernel tier: root, network namespaces, the real refe
 
 test-runtime: native shim ## runtime tier: containerd and podman drive braid (root)
 	$(PY) -m pytest tests/runtime -q
+
+kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reused while pinned)
+	hack/kube/build.sh
+
+test-cluster: native kube-bins ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
+	$(PY) -m pytest tests/cluster -q
 
 test-bench-smoke: native ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
