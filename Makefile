@@ -86,7 +86,7 @@ kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reuse
 test-cluster: native kube-bins ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
 
-test-bench-smoke: native ## run every benchmark once, untimed, so they cannot rot (root)
+test-bench-smoke: native shim ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
 	cargo test --locked -p braid-cni --benches
 
