@@ -35,8 +35,8 @@ $(STAMPS)/venv: pyproject.toml
 
 build: shim native ## build the shim and the extension (release)
 
-shim: ## build the compiled `braid` executable
-	cargo build --release --locked -p braid-shim
+shim: ## build the compiled `braid` executable (static-pie) at target/release/braid
+	packaging/build-shim.sh
 
 native: venv ## build braid._native into the virtualenv
 	mkdir -p target/wheel-data/scripts

@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "check-wheel: FAILED: $*" >&2; exit 1; }
 
 # 1. The shim, staged where [tool.maturin] data points.
-cargo build --release --locked -q -p braid-shim
+packaging/build-shim.sh
 mkdir -p "$STAGE"
 install -m 0755 target/release/braid "$STAGE/braid"
 

@@ -28,7 +28,7 @@ def require_machine() -> None:
     problems = [
         f"{path} is missing ({hint})"
         for path, hint in (
-            (runtime_node.SHIM, "cargo build --release -p braid-shim"),
+            (runtime_node.SHIM, "make shim"),
             (runtime_node.CNI_BIN_DIR / "bridge", APT_HINT),
             (BUSYBOX, APT_HINT),
             (runtime_node.VENV_BIN / "braidctl", "make venv native"),
