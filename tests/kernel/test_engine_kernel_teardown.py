@@ -110,10 +110,12 @@ def test_del_after_a_crash_between_attachments_uses_the_record(
     engine.nad("net-hang", {"cniVersion": "1.0.0", "type": hanging})
     _kill_braid_mid_add(engine, "net-a,net-hang,net-b", pid_file)
 
-    # The record was durable before the first delegate and tracks each completed attachment.
+    # The record on disk is the durable plan written before the first delegate: every entry,
+    # none marked done (progress is kept in memory until the ADD's one final rewrite).
     record = engine.record()
-    states = [a.get("state", "planned") for a in record["attachments"]]
-    assert states == ["added", "added", "planned", "planned"]
+    assert [a["ifname"] for a in record["attachments"]] == ["eth0", "net1", "net2", "net3"]
+    assert [a.get("state", "planned") for a in record["attachments"]] == ["planned"] * 4
+    assert all("result" not in a for a in record["attachments"])
     assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
     assert len(engine.leases("net-a")) == 1
 

@@ -1,8 +1,11 @@
 """ADD: attach the cluster default network, then every selected network, in plan order.
 
 Spec section 7.2: any failure fails the ADD; what was already attached is deleted in reverse
-and nothing more is attempted. The attachment record is written durably before the first
-delegate runs, so a crash at any point leaves a DEL everything it needs.
+and nothing more is attempted. The attachment record is written twice: durably, the whole plan,
+before the first delegate runs, so a crash at any point leaves a DEL everything it needs (DEL
+tears down every entry whatever its state); then once more, atomically but not fsynced, with
+every result and the network-status after the last attachment. Progress in between lives in
+memory only, which is all a rollback needs.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from braid.engine.context import (
     runtime_request,
 )
 from braid.engine.phases import phase
-from braid.engine.record import AttachmentRecord, RecordStore
+from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interface_free, requests_honoured
@@ -89,7 +92,7 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
         records.write(record, durable=True)
         runtime = ctx.runtime(request)
         try:
-            _attach_all(runtime, records, record, plan, request.netns)
+            _attach_all(runtime, record, plan, request.netns)
             for attachment in plan.attachments:
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
@@ -100,6 +103,7 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
                 (entry.attachment(), entry.result_bytes()) for entry in record.attachments
             )
             record.network_status = msgspec.Raw(status)
+            # The record's one rewrite: every result and the status (atomic, not fsynced).
             records.write(record, durable=False)
             _publish(ctx, runtime, record, request, status)
     default = record.attachments[0].result_bytes() or b"{}"
@@ -127,26 +131,17 @@ def _publish(
 
 
 def _attach_all(
-    runtime: Runtime,
-    records: RecordStore,
-    record: AttachmentRecord,
-    plan: AttachmentPlan,
-    netns: str,
+    runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
 ) -> None:
-    last = len(plan.attachments) - 1
-    for index, (entry, attachment) in enumerate(
-        zip(record.attachments, plan.attachments, strict=True)
-    ):
+    """Runs every attachment in plan order. Progress is kept in memory only (``entry.state``
+    and ``entry.result``): the durable plan already on disk lets a DEL after a crash tear down
+    every entry, and the one record write after the last attachment stores the results."""
+    for entry, attachment in zip(record.attachments, plan.attachments, strict=True):
         interface_free(netns, attachment)
         entry.state = "failed"  # until it succeeds: the rollback includes it
         result = runtime.add(attachment.network_list(), runtime_request(record, entry))
         entry.result = msgspec.Raw(result)
         entry.state = "added"
-        # Progress update (not fsynced): after a crash, DEL and the record show what was made.
-        # The last one is left to the status write that follows (one record write saved per
-        # ADD); until then the runtime's result cache holds that result for a DEL.
-        if index != last:
-            records.write(record, durable=False)
         requests_honoured(attachment, result, netns)
 
 

@@ -3,10 +3,13 @@
 One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
 ``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
 for DEL when the daemon is away. The first write (the whole plan) is durable: written to a
-temporary file, fsynced, renamed over the record and the directory fsynced. Progress updates
-(results as attachments complete) use the same atomic rename without the fsyncs: a DEL must
-tolerate attachments that were never made, so the durable plan alone is enough for a complete
-teardown, and a lost progress update only costs a DEL of something never added.
+temporary file, fsynced, renamed over the record and the directory fsynced. An ADD rewrites it
+once more after its last attachment (every result and the network-status) with the same atomic
+rename but without the fsyncs, and a DEL or GC that fails rewrites it durably with the failed
+entries marked. There are no per-attachment progress writes: a DEL tears down every entry
+whatever its state and must tolerate attachments that were never made, so the durable plan
+alone is enough for a complete teardown after a crash; a lost final rewrite only costs the
+DEL its ``prevResult``s.
 """
 
 from __future__ import annotations
