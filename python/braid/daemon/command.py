@@ -5,20 +5,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
+import threading
+import time
 
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import (
+    DEFAULT_CACHE_SYNC_SECONDS,
     DEFAULT_DRAIN_SECONDS,
     DaemonSettings,
     load_config_file,
+    node_name_of,
     settings_from,
 )
 from braid.errors import CniError
+from braid.k8s.select import kubernetes_wanted
+from braid.nad.config import BraidConfig
 
 log = logging.getLogger(DAEMON_LOGGER)
+EXIT_JOIN_SECONDS = 5.0
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,33 +52,78 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=DEFAULT_DRAIN_SECONDS,
         help="how long shutdown waits for requests in flight",
     )
+    parser.add_argument(
+        "--node-name",
+        help="this node's name, whose pods the daemon watches (default: $BRAID_NODE_NAME, "
+        "$NODE_NAME, the host name)",
+    )
+    parser.add_argument(
+        "--cache-sync-seconds",
+        type=float,
+        default=DEFAULT_CACHE_SYNC_SECONDS,
+        help="how long readiness waits for the Kubernetes caches to list",
+    )
     parser.set_defaults(handler=run_daemon)
 
 
-def settings_of(args: argparse.Namespace) -> DaemonSettings:
+def settings_of(args: argparse.Namespace, config: BraidConfig) -> DaemonSettings:
+    node_name, source = node_name_of(args.node_name, os.environ)
+    log.debug("node name %s from %s", node_name, source)
     return settings_from(
-        load_config_file(args.config),
+        config,
         socket_dir=args.socket_dir,
         concurrency=args.concurrency,
         queue_size=args.queue_size,
         metrics_address=args.metrics_address,
         drain_seconds=args.drain_seconds,
+        node_name=node_name,
+        cache_sync_seconds=args.cache_sync_seconds,
     )
+
+
+def service_of(config: BraidConfig, settings: DaemonSettings) -> DaemonService:
+    """The service, with the Kubernetes side when braid's configuration or environment asks
+    for it (imported only then). Raises ``CniError`` for unusable credentials."""
+    service = DaemonService(concurrency=settings.concurrency, queue_size=settings.queue_size)
+    if kubernetes_wanted(config, os.environ):
+        from braid.daemon.cluster import open_cluster  # noqa: PLC0415 - imports the HTTP client
+
+        service.cluster = open_cluster(
+            config, os.environ, node_name=settings.node_name, metrics=service.metrics
+        )
+    return service
+
+
+def threads_left(timeout: float) -> list[str]:
+    """The names of the threads besides this one still alive after waiting ``timeout``."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threading.enumerate() if t is not threading.current_thread()]
 
 
 def run_daemon(args: argparse.Namespace) -> int:
     install_json_logging()
     try:
-        settings = settings_of(args)
+        config = load_config_file(args.config)
+        settings = settings_of(args, config)
+        service = service_of(config, settings)
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2
-    service = DaemonService(concurrency=settings.concurrency, queue_size=settings.queue_size)
     try:
         asyncio.run(DaemonServer(settings, service).serve())
     except (DaemonAlreadyRunning, OSError) as exc:
         log.error("cannot serve: %s", exc)  # noqa: TRY400
         return 1
+    finally:
+        service.close()
+    left = threads_left(EXIT_JOIN_SECONDS)
+    if left:
+        log.error("threads still running at exit: %s", ", ".join(left))
+    else:
+        log.info("exited cleanly: no thread left")
     return 0
 
 

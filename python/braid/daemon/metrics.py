@@ -4,9 +4,16 @@
   answered), ``overloaded`` (refused with code 11) or ``malformed``.
 - ``braid_daemon_request_seconds{verb}``: from admission to answer, queueing included.
 - ``braid_daemon_phase_seconds{phase, plugin}``: ``queue`` (waiting for a slot), ``store_lookup``,
-  ``delegate`` (one per plugin execution, ``plugin`` its type), ``status_publish``.
+  ``delegate`` (one per plugin execution, ``plugin`` its type), ``status_publish`` (with the
+  Kubernetes store the network-status PATCH with its inline retries; with the file store the
+  record write that keeps the status).
 - ``braid_daemon_queue_depth`` and ``braid_daemon_in_flight``: read from the scheduler when
   scraped.
+- ``braid_daemon_status_writes_total{outcome}``: network-status PATCH attempts, inline and in
+  the background: ``written``, ``failed`` (refused or unanswered), ``pod_gone``.
+- ``braid_daemon_status_background_retries_total``: attempts made by the background retries.
+- ``braid_daemon_background_pending``: status retries and events waiting on the background
+  thread (only with the Kubernetes store).
 
 Each daemon owns its registry, so tests can run several in one process.
 """
@@ -14,7 +21,7 @@ Each daemon owns its registry, so tests can run several in one process.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -59,6 +66,26 @@ class DaemonMetrics:
             "braid_daemon_in_flight", "Requests executing now", registry=self.registry
         )
         in_flight.set_function(lambda: scheduler.running)
+        self.status_writes = Counter(
+            "braid_daemon_status_writes",
+            "network-status PATCH attempts, by outcome: written, failed, pod_gone",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.status_background_retries = Counter(
+            "braid_daemon_status_background_retries",
+            "network-status PATCH attempts made by the background retries",
+            registry=self.registry,
+        )
+
+    def watch_background(self, pending: Callable[[], int]) -> None:
+        """Exposes the background thread's backlog (status retries and events)."""
+        gauge = Gauge(
+            "braid_daemon_background_pending",
+            "Status retries and events waiting on the background thread",
+            registry=self.registry,
+        )
+        gauge.set_function(pending)
 
     def observe_phase(self, name: str, seconds: float) -> None:
         """The engine's phase observer (``braid.engine.phases``)."""

@@ -2,8 +2,10 @@
 
 The socket is ``<socketDir>/braid.sock`` (directory 0700, socket 0600: only root talks to the
 daemon). A socket left by a dead daemon is replaced; one that still answers belongs to a live
-daemon and is left alone (the start fails). Shutdown stops accepting, turns readiness false,
-waits for the requests in flight (up to the drain time), removes the socket and returns.
+daemon and is left alone (the start fails). Readiness turns true once the service has warmed
+up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
+Shutdown stops accepting, turns readiness false, waits for the requests in flight (up to the
+drain time), removes the socket, stops the Kubernetes side and returns.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class DaemonServer:
         self.probe_server = probes
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
-        self.service.ready = True
+        warm_up = asyncio.create_task(self.service.warm_up(self.settings.cache_sync_seconds))
         self.serving.set()
         log.info(
             "serving on %s (concurrency %d, queue %d)",
@@ -102,6 +104,9 @@ class DaemonServer:
         try:
             await self.stopping.wait()
         finally:
+            warm_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warm_up
             await self._shut_down(server, probes, path, inode)
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)

@@ -5,6 +5,10 @@ answers are the same) in a worker thread, under the scheduler's rules, with the 
 six CNI variables: delegates get the runtime's ``CNI_PATH`` and ``CNI_ARGS``, never the
 daemon's. Plugins are executed by this process, which lives in the host network namespace, so
 delegates run there.
+
+With the Kubernetes store (``braid.daemon.cluster``) every request that asks for it runs with
+the daemon's cached store and shared status writer instead of a client of its own; readiness
+waits for the caches to list (``warm_up``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -35,10 +40,15 @@ from braid.daemon.scheduler import Overloaded, Scheduler
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
 from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
+
+if TYPE_CHECKING:
+    from braid.daemon.cluster import DaemonCluster, DaemonSession
 
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
+SYNC_POLL_SECONDS = 0.05
 
 
 class _Versioned(msgspec.Struct):
@@ -64,6 +74,7 @@ class DaemonService:
         executor: Executor | None = None,
         store: Store | None = None,
         engine: Engine = run_cni,
+        cluster: DaemonCluster | None = None,
     ) -> None:
         self.scheduler = Scheduler(concurrency=concurrency, queue_size=queue_size)
         self.metrics = DaemonMetrics(self.scheduler)
@@ -72,14 +83,52 @@ class DaemonService:
         # NAD and pod manifest files parsed once and re-read only when they change.
         self.file_stores = FileStores()
         self.engine = engine
+        self.cluster = cluster
         self.ready = False
         # The engine's own threads, one per slot: blocking work never starves the event loop's
         # default executor, and never waits for a thread once it holds a slot.
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="braid-engine")
 
     def close(self) -> None:
-        """Releases the engine threads (after the drain: nothing is running any more)."""
+        """Releases the engine threads and stops the Kubernetes side (after the drain:
+        nothing is running any more)."""
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.cluster is not None:
+            self.cluster.stop()
+
+    async def warm_up(self, sync_seconds: float) -> None:
+        """Starts the caches and turns ready once they have listed, or after ``sync_seconds``
+        (then misses are read live until they catch up)."""
+        cluster = self.cluster
+        if cluster is not None:
+            cluster.start()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            while not cluster.synced():
+                if loop.time() - start >= sync_seconds:
+                    log.warning(
+                        "the caches have not synced after %g s; ready anyway (misses are read "
+                        "from the API server)",
+                        sync_seconds,
+                    )
+                    break
+                await asyncio.sleep(SYNC_POLL_SECONDS)
+            else:
+                log.info("caches synced in %.2f s", loop.time() - start)
+        self.ready = True
+
+    def _session(self, config: BraidConfig) -> DaemonSession | None:
+        """The daemon's Kubernetes session for a request (called in its worker thread)."""
+        session = self.cluster.session_for(config) if self.cluster is not None else None
+        if session is not None:
+            # The writer times the real PATCH as status_publish; the engine's own block of
+            # that name (the record write around it) would count the phase twice.
+            observe_phases(self._observe_cluster_phase)
+        return session
+
+    def _observe_cluster_phase(self, name: str, seconds: float) -> None:
+        if name != "status_publish":
+            self.metrics.observe_phase(name, seconds)
 
     async def answer(self, body: bytes) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request."""
@@ -131,6 +180,7 @@ class DaemonService:
             store=self.store,
             executor=self.executor,
             file_stores=self.file_stores,
+            cluster=self._session if self.cluster is not None else None,
         )
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

@@ -4,11 +4,18 @@ Configuration keys (in braid's conf or conflist, beside the engine's own keys):
 ``daemonSocketDir`` (default ``/run/braid``), ``daemonConcurrency`` (0: twice the cores),
 ``daemonQueueSize`` (512) and ``daemonMetricsAddress`` (``127.0.0.1:9190``; empty: no HTTP
 endpoint for metrics, ``/healthz`` and ``/readyz``).
+
+With the Kubernetes store the daemon watches the pods of its node: the node's name comes from
+``--node-name``, else ``BRAID_NODE_NAME``, else ``NODE_NAME`` (the DaemonSet sets it from
+``spec.nodeName``), else the host name. Readiness waits for the caches at most
+``--cache-sync-seconds`` (20 s, as Multus's informers do).
 """
 
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +24,8 @@ from braid.nad.config import BraidConfig, load_braid_config
 
 SOCKET_NAME = "braid.sock"
 DEFAULT_DRAIN_SECONDS = 60.0
+DEFAULT_CACHE_SYNC_SECONDS = 20.0
+NODE_NAME_VARIABLES = ("BRAID_NODE_NAME", "NODE_NAME")
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,8 @@ class DaemonSettings:
     queue_size: int
     metrics_address: str
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    node_name: str = ""
+    cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS
 
     @property
     def socket_path(self) -> Path:
@@ -44,6 +55,17 @@ class DaemonSettings:
         return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an explicit ':PORT'
 
 
+def node_name_of(flag: str | None, env: Mapping[str, str]) -> tuple[str, str]:
+    """The node's name and where it came from (the flag, a variable, or the host name)."""
+    if flag:
+        return flag, "--node-name"
+    for variable in NODE_NAME_VARIABLES:
+        if env.get(variable):
+            return env[variable], variable
+    # The kubelet's default node name: the host name, lower-cased.
+    return socket.gethostname().lower(), "the host name"
+
+
 def default_concurrency() -> int:
     return 2 * (os.cpu_count() or 1)
 
@@ -56,12 +78,16 @@ def settings_from(
     queue_size: int | None = None,
     metrics_address: str | None = None,
     drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+    node_name: str = "",
+    cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
 ) -> DaemonSettings:
     """The configuration's values, each overridden by its command-line flag when given."""
     chosen = concurrency if concurrency is not None else config.daemon_concurrency
     queue = queue_size if queue_size is not None else config.daemon_queue_size
     if chosen < 0 or queue < 0:
         raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
+    if cache_sync_seconds < 0:
+        raise CniError(INVALID_CONFIG, "--cache-sync-seconds may not be negative")
     settings = DaemonSettings(
         socket_dir=Path(socket_dir or config.daemon_socket_dir),
         concurrency=chosen or default_concurrency(),
@@ -70,6 +96,8 @@ def settings_from(
             metrics_address if metrics_address is not None else config.daemon_metrics_address
         ),
         drain_seconds=drain_seconds,
+        node_name=node_name,
+        cache_sync_seconds=cache_sync_seconds,
     )
     settings.metrics_endpoint()  # refuses a malformed address before anything starts
     return settings

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from braid import _native
 from braid.cni.exec import Executor
 from braid.engine.attach import add
-from braid.engine.context import EngineContext, pod_of
+from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
 from braid.engine.teardown import delete
 from braid.errors import INTERNAL, CniError
 from braid.nad.config import BraidConfig, load_braid_config
+from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore, FileStores, Store
 
 log = logging.getLogger("braid")
@@ -47,6 +48,24 @@ def configure_logging(config: BraidConfig) -> None:
     for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)
+
+
+class ClusterSession(Protocol):
+    """The Kubernetes pieces of one call: the store, the status publisher, and what a failed
+    ADD reports (``NoNetworkFound`` for the NADs the store did not find)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def publisher(self) -> StatusPublisher: ...
+
+    def add_failed(self, pod: PodRef, error: CniError) -> None: ...
+
+
+# Given the request's braid configuration: the session to run it with, or None (then the call
+# picks its own store, as braid-thin does).
+ClusterSessions = Callable[[BraidConfig], ClusterSession | None]
 
 
 def _dispatch(ctx: EngineContext, request: CniRequest, caps: dict[str, Any]) -> bytes:
@@ -84,17 +103,24 @@ def _run_with_own_store(
         ctx = EngineContext(config=config, store=store, executor=executor)
         return _dispatch(ctx, request, runtime_config)
     kube = open_thin(config, env)
-    ctx = EngineContext(
-        config=config, store=kube.store, executor=executor, publisher=kube.publisher
-    )
     try:
-        return _dispatch(ctx, request, runtime_config)
-    except CniError as exc:
-        if request.command == "ADD":
-            kube.add_failed(pod_of(request), exc)
-        raise
+        return _run_in_session(config, request, executor, kube)
     finally:
         kube.close()
+
+
+def _run_in_session(
+    config: BraidConfig, request: CniRequest, executor: Executor | None, session: ClusterSession
+) -> bytes:
+    ctx = EngineContext(
+        config=config, store=session.store, executor=executor, publisher=session.publisher
+    )
+    try:
+        return _dispatch(ctx, request, dict(config.runtime_config))
+    except CniError as exc:
+        if request.command == "ADD":
+            session.add_failed(pod_of(request), exc)
+        raise
 
 
 def run_cni(
@@ -104,11 +130,14 @@ def run_cni(
     store: Store | None = None,
     executor: Executor | None = None,
     file_stores: FileStores | None = None,
+    cluster: ClusterSessions | None = None,
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
     ``file_stores``: file stores kept across calls (the daemon's), so NAD and pod manifest
-    files are parsed again only when they change; without it each call reads them afresh."""
+    files are parsed again only when they change; without it each call reads them afresh.
+    ``cluster``: the daemon's Kubernetes sessions (cached store, shared status publisher),
+    asked with each request's configuration; a request it declines picks its own store."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -123,6 +152,9 @@ def run_cni(
         if store is not None:
             ctx = EngineContext(config=config, store=store, executor=executor)
             return _dispatch(ctx, request, dict(config.runtime_config)), 0
+        session = cluster(config) if cluster is not None else None
+        if session is not None:
+            return _run_in_session(config, request, executor, session), 0
         return _run_with_own_store(config, env, request, executor, file_stores), 0
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400

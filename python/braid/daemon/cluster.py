@@ -1,0 +1,137 @@
+"""The daemon's Kubernetes side, built once at start: one API client, the watch caches of this
+node's pods and of every NAD, the status writer with its background retries, and events.
+
+Each request whose braid configuration asks for the Kubernetes store gets a session over these
+(``session_for``): the cached store wrapped to remember the NADs it did not find (a failed ADD
+reports them as ``NoNetworkFound``) and the status writer for the request's
+``statusWritePolicy`` and ``skipStatusWithoutNetworks``. A request is the daemon's when its
+``kubeconfig`` is the daemon's, or when it names none and the daemon runs in the cluster with
+its service account; any other request picks its own store, as ``braid-thin`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+
+from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.metrics import DaemonMetrics
+from braid.daemon.publisher import MeasuredStatusWriter
+from braid.errors import CniError
+from braid.k8s.background import RetryScheduler
+from braid.k8s.caches import ClusterCaches
+from braid.k8s.client import KubeClient
+from braid.k8s.events import EventRecorder, MissRecordingStore
+from braid.k8s.select import connect
+from braid.nad.config import BraidConfig
+from braid.nad.resolve import PodRef
+from braid.nad.store import Store
+
+log = logging.getLogger(DAEMON_LOGGER)
+
+
+def _canonical(path: str) -> str:
+    return os.path.realpath(path) if path else ""
+
+
+class DaemonSession:
+    """One request's Kubernetes pieces (``braid.engine.entry.ClusterSession``)."""
+
+    def __init__(self, store: Store, publisher: MeasuredStatusWriter, events: EventRecorder):
+        self._store = MissRecordingStore(store)
+        self._publisher = publisher
+        self._events = events
+
+    @property
+    def store(self) -> MissRecordingStore:
+        return self._store
+
+    @property
+    def publisher(self) -> MeasuredStatusWriter:
+        return self._publisher
+
+    def add_failed(self, pod: PodRef, error: CniError) -> None:
+        self._store.report(self._events, pod, error)
+
+
+class DaemonCluster:
+    """``start()`` the caches, poll ``synced()``, hand out sessions, ``stop()`` at shutdown."""
+
+    def __init__(
+        self,
+        config: BraidConfig,
+        client: KubeClient,
+        *,
+        node_name: str,
+        metrics: DaemonMetrics,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.kubeconfig = _canonical(config.kubeconfig)
+        self.node_name = node_name
+        self.client = client
+        self.metrics = metrics
+        self.caches = ClusterCaches(client, node_name=node_name, watch_timeout=watch_timeout)
+        self.scheduler = RetryScheduler()
+        self.events = EventRecorder(client, host=node_name, scheduler=self.scheduler)
+        metrics.watch_background(lambda: self.scheduler.pending)
+        self._writers: dict[tuple[str, bool], MeasuredStatusWriter] = {}
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def serves(self, config: BraidConfig) -> bool:
+        """Whether a request with this configuration uses the daemon's client and caches."""
+        if config.kubeconfig:
+            return _canonical(config.kubeconfig) == self.kubeconfig
+        return not self.kubeconfig  # the daemon's in-cluster identity
+
+    def session_for(self, config: BraidConfig) -> DaemonSession | None:
+        if not self.serves(config):
+            return None
+        return DaemonSession(self.caches.store, self.writer_for(config), self.events)
+
+    def writer_for(self, config: BraidConfig) -> MeasuredStatusWriter:
+        """The writer of this policy; writers share the client, the thread and the events."""
+        key = (config.status_write_policy, config.skip_status_without_networks)
+        with self._lock:
+            writer = self._writers.get(key)
+            if writer is None:
+                writer = MeasuredStatusWriter(
+                    self.client,
+                    metrics=self.metrics,
+                    policy=key[0],
+                    skip_without_networks=key[1],
+                    scheduler=self.scheduler,
+                    events=self.events,
+                )
+                self._writers[key] = writer
+            return writer
+
+    def start(self) -> None:
+        log.info("watching the pods of node %s and every NAD", self.node_name)
+        self.caches.start()
+
+    def synced(self) -> bool:
+        """True once both caches have listed (never blocks)."""
+        return self.caches.wait_synced(0)
+
+    def stop(self) -> None:
+        """Stops the watches and the background thread (retries not yet due are dropped)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        pending = self.scheduler.pending
+        if pending:
+            log.warning("%d status write(s) or event(s) dropped at shutdown", pending)
+        self.caches.stop()
+        self.scheduler.stop()
+        self.client.close()
+
+
+def open_cluster(
+    config: BraidConfig, env: Mapping[str, str], *, node_name: str, metrics: DaemonMetrics
+) -> DaemonCluster:
+    """The daemon's Kubernetes side, with credentials from ``kubeconfig`` or, without one,
+    the in-cluster service account. Raises ``CniError`` for unusable credentials."""
+    return DaemonCluster(config, connect(config, env), node_name=node_name, metrics=metrics)
