@@ -87,8 +87,11 @@ def test_nad_without_name_gets_the_nad_name(engine: EngineSetup) -> None:
     leases = engine.leases("net-a")
     assert len(leases) == 1
     assert kernel.addresses(engine.pod.name, "net1") == {f"{next(iter(leases))}/24"}
-    cached = sorted(p.name for p in (engine.cni_dir / "results").iterdir())
-    assert f"net-a-{engine.container_id}-net1" in cached
+    # The record holds each result (the engine writes no result cache entry).
+    (cluster, net_a) = engine.record()["attachments"]
+    assert [ip["address"] for ip in net_a["result"]["ips"]] == [f"{next(iter(leases))}/24"]
+    assert cluster["result"]["ips"]
+    assert not (engine.cni_dir / "results").exists()
 
     engine.delete("net-a")
     engine.assert_nothing_left()

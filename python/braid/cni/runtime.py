@@ -1,9 +1,10 @@
 """``Runtime``: ADD, DEL, CHECK, GC, STATUS and VERSION over a network list (reference §1.8).
 
 ADD runs forward and stops at the first error, then DELs the whole list (reverse, best effort)
-so nothing stays half-attached; DEL runs in reverse with the cached result as ``prevResult``;
-CHECK runs forward; STATUS stops at the first failure keeping its code; GC DELs stale cached
-attachments and then sends GC, continuing past errors and reporting all of them. The list runs
+so nothing stays half-attached; DEL runs in reverse with the cached result (or the caller's own,
+results.py) as ``prevResult``; CHECK runs forward; STATUS stops at the first failure keeping its
+code; GC DELs stale cached attachments and then sends GC, continuing past errors and reporting
+all of them. The list runs
 at the version negotiated with its plugins (versions.py); the ADD result is handed back at the
 list's own version.
 """
@@ -16,13 +17,14 @@ from collections.abc import Sequence
 import msgspec
 
 from braid import _native
-from braid.cni.cache import CACHE_KIND, NO_RAW, CacheEntry, CorruptCacheError, ResultCache
+from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.exec import Executor, ProcessExecutor, find_plugin
 from braid.cni.invoke import PluginCall, PluginInvoker
-from braid.cni.locks import LockDirectory
+from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import RuntimeRequest, request_from_entry, validate_attachment
+from braid.cni.results import CachedResults, CallerResults, ResultKeeping
 from braid.cni.versions import (
     CHECK_SINCE,
     DEFAULT_VERSION_CACHE,
@@ -30,7 +32,7 @@ from braid.cni.versions import (
     VersionCache,
     at_least,
 )
-from braid.errors import INCOMPATIBLE_VERSION, INVALID_ENVIRONMENT, CniError, TeardownError
+from braid.errors import INCOMPATIBLE_VERSION, CniError, TeardownError
 
 DEFAULT_CACHE_DIR = "/var/lib/cni"
 DEFAULT_PLUGIN_TIMEOUT = 60.0
@@ -43,6 +45,11 @@ class Runtime:
 
     ``timeout`` is the deadline of each plugin execution in seconds (``DEFAULT_PLUGIN_TIMEOUT``
     when ``None``); ``executor`` defaults to a ``ProcessExecutor``.
+
+    For a caller that does libcni's bookkeeping itself (braid's engine): ``result_cache=False``
+    writes no result cache entry (the caller keeps each ADD result and passes it back as
+    ``prev_result`` to ``delete`` and ``check``; results.py), and ``own_locks=False`` takes no
+    lock file (the caller holds equivalent locks around every call).
     """
 
     def __init__(
@@ -54,10 +61,17 @@ class Runtime:
         timeout: float | None = None,
         version_cache: VersionCache | None = None,
         durable_cache: bool = True,
+        result_cache: bool = True,
+        own_locks: bool = True,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
         self.cache = ResultCache(cache_dir, durable=durable_cache)
-        self.locks = LockDirectory(cache_dir)
+        self.results: ResultKeeping = (
+            CachedResults(self.cache) if result_cache else CallerResults(self.cache)
+        )
+        self.locks: LockDirectory | HeldByCaller = (
+            LockDirectory(cache_dir) if own_locks else HeldByCaller()
+        )
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
         self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
         self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
@@ -69,7 +83,7 @@ class Runtime:
             plan = self._plan(net)
             try:
                 final = self._add_all(net, plan, req)
-                self._cache_result(net, req, final)
+                self.results.store(net, req, final)
             except CniError as exc:
                 self._roll_back(net, plan, req, exc)
                 raise
@@ -85,8 +99,11 @@ class Runtime:
         with self.locks.container(req.container_id):
             self._delete_cached(net, req, fallback=prev_result)
 
-    def check(self, net: NetworkList, req: RuntimeRequest) -> None:
-        """Verifies an attachment (plugins forward) against its cached result."""
+    def check(
+        self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
+    ) -> None:
+        """Verifies an attachment (plugins forward) against its cached result, or against
+        ``prev_result`` when the cache holds none (as ``delete``)."""
         summary = net.summary
         if not at_least(summary.effective_version, CHECK_SINCE):
             raise CniError(
@@ -104,7 +121,7 @@ class Runtime:
                     f'network "{net.name}" runs at version {plan.version}, the highest its '
                     "plugins support, which has no CHECK command",
                 )
-            prev = self._prev_result(net, req, plan.version, fatal=True)
+            prev = self.results.previous(net, req, plan.version, fatal=True, given=prev_result)
             call = req.call("CHECK")
             for index in range(len(plan.paths)):
                 self._run(plan, index, call, req, prev)
@@ -211,60 +228,20 @@ class Runtime:
                 exc,
             )
 
-    def _cache_result(self, net: NetworkList, req: RuntimeRequest, result: bytes) -> None:
-        caps = req.capability_json()
-        self.cache.write(
-            CacheEntry(
-                kind=CACHE_KIND,
-                container_id=req.container_id,
-                config=net.raw,
-                if_name=req.ifname,
-                network_name=net.name,
-                netns=req.netns,
-                cni_args=list(req.cni_args),
-                capability_args=msgspec.Raw(caps) if caps else NO_RAW,
-                result=msgspec.Raw(result),
-            )
-        )
-
     def _delete_cached(
         self, net: NetworkList, req: RuntimeRequest, *, fallback: bytes | None = None
     ) -> None:
         plan = self._plan(net)
-        prev = self._prev_result(net, req, plan.version, fatal=False)
-        if prev is None and fallback is not None and at_least(plan.version, CHECK_SINCE):
-            try:
-                prev = _native.convert_result(data=fallback, to_version=plan.version)
-            except CniError as exc:
-                log.warning("DEL proceeds without the caller's result: %s", exc)
+        prev = self.results.previous(net, req, plan.version, fatal=False, given=fallback)
         self._delete_all(net, plan, req, prev)
-        self.cache.remove(net.name, req.container_id, req.ifname)
-
-    def _prev_result(
-        self, net: NetworkList, req: RuntimeRequest, version: str, *, fatal: bool
-    ) -> bytes | None:
-        """The cached result at ``version``; unreadable: fatal for CHECK, dropped for DEL."""
-        try:
-            cached = self.cache.read(net.name, req.container_id, req.ifname)
-            if cached is None or cached.result is None or not at_least(version, CHECK_SINCE):
-                return None
-            return _native.convert_result(data=cached.result, to_version=version)
-        except CniError as exc:
-            if fatal:
-                raise CniError(
-                    exc.code, f'failed to get network "{net.name}" cached result', str(exc)
-                ) from exc
-            log.warning("DEL proceeds without the unusable cached result: %s", exc)
-            if isinstance(exc, CorruptCacheError) or exc.code != INVALID_ENVIRONMENT:
-                self.cache.remove(net.name, req.container_id, req.ifname)
-            return None
+        self.results.forget(net, req)
 
     def _delete_stale(
         self, net: NetworkList, valid: Sequence[tuple[str, str]] | None, errors: list[CniError]
     ) -> None:
         keep = set() if valid is None else {(c, i) for c, i in valid}
         try:
-            entries = self.cache.cached_attachments()
+            entries = self.results.stale_attachments()
         except CniError as exc:
             errors.append(exc)
             return

@@ -67,7 +67,9 @@ class EngineContext:
         return LockDirectory(self.cni_dir / "engine")
 
     def runtime(self, request: CniRequest) -> Runtime:
-        """A runtime over ``binDir`` then the runtime's ``CNI_PATH``; results cached in cniDir."""
+        """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, without a result cache:
+        the attachment record holds every result and the engine hands it back as
+        ``prev_result`` to DEL and CHECK (one file write per attachment saved on ADD)."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
         return Runtime(
@@ -75,9 +77,7 @@ class EngineContext:
             cache_dir=str(self.cni_dir),
             executor=self.executor,
             timeout=self.config.plugin_timeout,
-            # The attachment record is the durable copy of every result: the runtime's cache
-            # stays atomic but skips its fsyncs (two per attachment saved on the hot path).
-            durable_cache=False,
+            result_cache=False,
         )
 
 

@@ -67,7 +67,7 @@ def _check_entry(
         log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
         return
     try:
-        runtime.check(net, runtime_request(record, entry))
+        runtime.check(net, runtime_request(record, entry), prev_result=entry.result_bytes())
     except CniError as exc:  # say which attachment failed: delegates cannot
         raise CniError(exc.code, f"{label}: CHECK failed", str(exc)) from exc
 
