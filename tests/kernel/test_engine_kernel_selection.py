@@ -135,18 +135,19 @@ def test_explicit_name_colliding_with_a_position_fails_before_anything(
     assert engine.leases(CLUSTER) == set()
 
 
-def test_name_already_in_the_pod_fails_and_rolls_back(engine: EngineSetup) -> None:
-    """An interface the pod already has (here `net1`) fails the attachment that wants
-    it; the default network attached before it is torn down (no dummy module here: a veth
-    pair inside the pod stands in for it)."""
-    pair = ["net1", "type", "veth", "peer", "name", "kpeer1"]
+@pytest.mark.parametrize("taken", ["net1", "ifc"], ids=["first-extra", "last-extra"])
+def test_name_already_in_the_pod_fails_before_any_delegate(engine: EngineSetup, taken: str) -> None:
+    """An interface the pod already has fails the attachment that wants it, whatever its place
+    in the plan, before any delegate runs: the whole plan is checked against the pod's
+    interfaces once (no dummy module here: a veth pair inside the pod stands in)."""
+    pair = [taken, "type", "veth", "peer", "name", "kpeer1"]
     subprocess.run(["ip", "-n", engine.pod.name, "link", "add", *pair], check=True)
-    error, code = engine.run("ADD", {NETWORKS: "net-a"})
+    error, code = engine.run("ADD", {NETWORKS: "net-a,other-ns/net-c@ifc"})
 
     assert code == 1
     assert error["code"] == 7
-    assert "net1" in error["msg"]
-    assert kernel.link_kind(kernel.links(engine.pod.name)["net1"]) == "veth"
-    engine.assert_nothing_left(pod_links=frozenset({"lo", "net1", "kpeer1"}))
-    assert engine.leases(CLUSTER) == set()
-    assert engine.leases("net-a") == set()
+    assert repr(taken) in error["msg"]
+    assert kernel.link_kind(kernel.links(engine.pod.name)[taken]) == "veth"
+    engine.assert_nothing_left(pod_links=frozenset({"lo", taken, "kpeer1"}))
+    for network in (CLUSTER, "net-a", "net-c"):
+        assert not (engine.ipam_dir / network).exists(), f"a delegate of {network} ran"

@@ -30,7 +30,7 @@ from braid.engine.phases import phase
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
-from braid.engine.verify import apply_default_routes, interface_free, requests_honoured
+from braid.engine.verify import apply_default_routes, interfaces_free, requests_honoured
 from braid.errors import TRY_AGAIN_LATER, CniError
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import PodRef, resolve_plan
@@ -89,6 +89,7 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
     record = new_record(ctx, request, plan)
     records = ctx.records()
     with ctx.locks().container(request.container_id):
+        interfaces_free(request.netns, plan.attachments)  # before anything is made or written
         records.write(record, durable=True)
         runtime = ctx.runtime(request)
         try:
@@ -137,7 +138,6 @@ def _attach_all(
     and ``entry.result``): the durable plan already on disk lets a DEL after a crash tear down
     every entry, and the one record write after the last attachment stores the results."""
     for entry, attachment in zip(record.attachments, plan.attachments, strict=True):
-        interface_free(netns, attachment)
         entry.state = "failed"  # until it succeeds: the rollback includes it
         result = runtime.add(attachment.network_list(), runtime_request(record, entry))
         entry.result = msgspec.Raw(result)

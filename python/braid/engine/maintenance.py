@@ -49,19 +49,20 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
                 "CHECK is only valid after a successful ADD",
             )
         runtime = ctx.runtime(request)
+        netns = request.netns
+        present = set(_native.list_links(netns=netns)) if netns else None
         for entry in record.attachments:
-            _check_entry(runtime, record, entry, request.netns)
+            if present is not None and entry.ifname not in present:
+                raise CniError(
+                    UNKNOWN_CONTAINER,
+                    f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
+                )
+            _check_entry(runtime, record, entry)
 
 
-def _check_entry(
-    runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry, netns: str
-) -> None:
-    """The interface exists in the pod, and the delegates' CHECK passes (from 0.4.0 on)."""
+def _check_entry(runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry) -> None:
+    """The delegates' CHECK passes (from 0.4.0 on), against the record's result."""
     label = entry.label or entry.name
-    if netns and _native.link_info(netns=netns, ifname=entry.ifname) is None:
-        raise CniError(
-            UNKNOWN_CONTAINER, f"{label}: interface {entry.ifname} is missing in {netns}"
-        )
     net = entry.attachment().network_list()
     if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
         log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)

@@ -8,6 +8,7 @@ attachment that did not get what it asked for fails.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -18,17 +19,23 @@ from braid.nad.plan import Attachment
 from braid.nad.syntax import ip_family
 
 
-def interface_free(netns: str, attachment: Attachment) -> None:
-    """Fails when the attachment's interface name already exists in the pod's namespace."""
+def interfaces_free(netns: str, attachments: Iterable[Attachment]) -> None:
+    """Fails when an attachment's interface name already exists in the pod's namespace.
+
+    One netlink dump before the first delegate runs, checked against every planned name: the
+    names braid itself creates during the ADD are unique by plan (``resolve_plan`` refuses a
+    collision), so no later check is needed."""
     if not netns:
         return
-    if _native.link_info(netns=netns, ifname=attachment.ifname) is not None:
-        raise CniError(
-            INVALID_CONFIG,
-            f"{attachment.label}: interface {attachment.ifname!r} already exists in {netns}",
-            "another attachment or the runtime already uses this name; choose another "
-            "`interface` in the selection annotation",
-        )
+    existing = set(_native.list_links(netns=netns))
+    for attachment in attachments:
+        if attachment.ifname in existing:
+            raise CniError(
+                INVALID_CONFIG,
+                f"{attachment.label}: interface {attachment.ifname!r} already exists in {netns}",
+                "another attachment or the runtime already uses this name; choose another "
+                "`interface` in the selection annotation",
+            )
 
 
 def _result_doc(result: bytes) -> dict[str, Any]:
