@@ -66,13 +66,13 @@ class DaemonCluster:
         *,
         node_name: str,
         metrics: DaemonMetrics,
-        watch_timeout: int = 300,
+        watch_seconds: int = 300,
     ) -> None:
         self.kubeconfig = _canonical(config.kubeconfig)
         self.node_name = node_name
         self.client = client
         self.metrics = metrics
-        self.caches = ClusterCaches(client, node_name=node_name, watch_timeout=watch_timeout)
+        self.caches = ClusterCaches(client, node_name=node_name, watch_timeout=watch_seconds)
         self.scheduler = RetryScheduler()
         self.events = EventRecorder(client, host=node_name, scheduler=self.scheduler)
         metrics.watch_background(lambda: self.scheduler.pending)
@@ -130,8 +130,19 @@ class DaemonCluster:
 
 
 def open_cluster(
-    config: BraidConfig, env: Mapping[str, str], *, node_name: str, metrics: DaemonMetrics
+    config: BraidConfig,
+    env: Mapping[str, str],
+    *,
+    node_name: str,
+    metrics: DaemonMetrics,
+    watch_seconds: int = 300,
 ) -> DaemonCluster:
     """The daemon's Kubernetes side, with credentials from ``kubeconfig`` or, without one,
     the in-cluster service account. Raises ``CniError`` for unusable credentials."""
-    return DaemonCluster(config, connect(config, env), node_name=node_name, metrics=metrics)
+    return DaemonCluster(
+        config,
+        connect(config, env),
+        node_name=node_name,
+        metrics=metrics,
+        watch_seconds=watch_seconds,
+    )

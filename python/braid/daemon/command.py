@@ -16,6 +16,7 @@ from braid.daemon.service import DaemonService
 from braid.daemon.settings import (
     DEFAULT_CACHE_SYNC_SECONDS,
     DEFAULT_DRAIN_SECONDS,
+    DEFAULT_WATCH_SECONDS,
     DaemonSettings,
     load_config_file,
     node_name_of,
@@ -63,6 +64,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=DEFAULT_CACHE_SYNC_SECONDS,
         help="how long readiness waits for the Kubernetes caches to list",
     )
+    parser.add_argument(
+        "--watch-seconds",
+        type=int,
+        default=DEFAULT_WATCH_SECONDS,
+        help="how long the API server keeps one watch open before the daemon renews it",
+    )
     parser.set_defaults(handler=run_daemon)
 
 
@@ -78,6 +85,7 @@ def settings_of(args: argparse.Namespace, config: BraidConfig) -> DaemonSettings
         drain_seconds=args.drain_seconds,
         node_name=node_name,
         cache_sync_seconds=args.cache_sync_seconds,
+        watch_seconds=args.watch_seconds,
     )
 
 
@@ -89,7 +97,11 @@ def service_of(config: BraidConfig, settings: DaemonSettings) -> DaemonService:
         from braid.daemon.cluster import open_cluster  # noqa: PLC0415 - imports the HTTP client
 
         service.cluster = open_cluster(
-            config, os.environ, node_name=settings.node_name, metrics=service.metrics
+            config,
+            os.environ,
+            node_name=settings.node_name,
+            metrics=service.metrics,
+            watch_seconds=settings.watch_seconds,
         )
     return service
 

@@ -25,6 +25,7 @@ from braid.nad.config import BraidConfig, load_braid_config
 SOCKET_NAME = "braid.sock"
 DEFAULT_DRAIN_SECONDS = 60.0
 DEFAULT_CACHE_SYNC_SECONDS = 20.0
+DEFAULT_WATCH_SECONDS = 300
 NODE_NAME_VARIABLES = ("BRAID_NODE_NAME", "NODE_NAME")
 
 
@@ -37,6 +38,7 @@ class DaemonSettings:
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
     node_name: str = ""
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS
+    watch_seconds: int = DEFAULT_WATCH_SECONDS
 
     @property
     def socket_path(self) -> Path:
@@ -80,14 +82,15 @@ def settings_from(
     drain_seconds: float = DEFAULT_DRAIN_SECONDS,
     node_name: str = "",
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
+    watch_seconds: int = DEFAULT_WATCH_SECONDS,
 ) -> DaemonSettings:
     """The configuration's values, each overridden by its command-line flag when given."""
     chosen = concurrency if concurrency is not None else config.daemon_concurrency
     queue = queue_size if queue_size is not None else config.daemon_queue_size
     if chosen < 0 or queue < 0:
         raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
-    if cache_sync_seconds < 0:
-        raise CniError(INVALID_CONFIG, "--cache-sync-seconds may not be negative")
+    if cache_sync_seconds < 0 or watch_seconds < 1:
+        raise CniError(INVALID_CONFIG, "--cache-sync-seconds must be >= 0 and --watch-seconds >= 1")
     settings = DaemonSettings(
         socket_dir=Path(socket_dir or config.daemon_socket_dir),
         concurrency=chosen or default_concurrency(),
@@ -98,6 +101,7 @@ def settings_from(
         drain_seconds=drain_seconds,
         node_name=node_name,
         cache_sync_seconds=cache_sync_seconds,
+        watch_seconds=watch_seconds,
     )
     settings.metrics_endpoint()  # refuses a malformed address before anything starts
     return settings
