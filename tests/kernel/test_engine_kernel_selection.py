@@ -92,6 +92,7 @@ def test_nad_without_name_gets_the_nad_name(engine: EngineSetup) -> None:
     assert [ip["address"] for ip in net_a["result"]["ips"]] == [f"{next(iter(leases))}/24"]
     assert cluster["result"]["ips"]
     assert not (engine.cni_dir / "results").exists()
+    assert not (engine.cni_dir / "locks").exists(), "the runtime took lock files of its own"
 
     engine.delete("net-a")
     engine.assert_nothing_left()

@@ -67,9 +67,11 @@ class EngineContext:
         return LockDirectory(self.cni_dir / "engine")
 
     def runtime(self, request: CniRequest) -> Runtime:
-        """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, without a result cache:
-        the attachment record holds every result and the engine hands it back as
-        ``prev_result`` to DEL and CHECK (one file write per attachment saved on ADD)."""
+        """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
+        engine's own locks (``locks()``: the container's stripe for ADD, DEL and CHECK, the GC
+        lock for GC, held for the whole operation), so it takes no lock file of its own; and
+        without a result cache: the attachment record holds every result and the engine hands
+        it back as ``prev_result`` to DEL and CHECK."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
         return Runtime(
@@ -78,6 +80,7 @@ class EngineContext:
             executor=self.executor,
             timeout=self.config.plugin_timeout,
             result_cache=False,
+            own_locks=False,
         )
 
 
