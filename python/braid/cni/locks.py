@@ -58,9 +58,14 @@ class LockDirectory:
 
     @contextmanager
     def _flock(self, name: str, operation: int) -> Iterator[None]:
+        path = self.path / name
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
         try:
-            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # the first lock taken under this root
+                self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(path, flags, 0o600)
         except OSError as exc:
             raise CniError(
                 IO_FAILURE, f"cannot open lock file {self.path / name}", str(exc)

@@ -139,11 +139,15 @@ class RecordStore:
 
     def write(self, record: AttachmentRecord, *, durable: bool) -> None:
         """Atomically replaces the record; ``durable`` adds the fsyncs of the first write."""
+        target = self.path(record.container_id)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            target = self.path(record.container_id)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                fd = os.open(tmp, flags, 0o600)
+            except FileNotFoundError:  # the first record under this cniDir
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(tmp, flags, 0o600)
             try:
                 os.write(fd, _encoder.encode(record))
                 if durable:
@@ -152,7 +156,7 @@ class RecordStore:
                 os.close(fd)
             tmp.replace(target)
             if durable:
-                dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+                dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
                 try:
                     os.fsync(dfd)
                 finally:
