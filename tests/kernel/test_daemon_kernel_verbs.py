@@ -140,7 +140,7 @@ def test_metrics_probes_and_logs(engine: EngineSetup, daemon: Daemon) -> None:
         'braid_daemon_requests_total{outcome="success",verb="ADD"} 1.0',
         'braid_daemon_requests_total{outcome="success",verb="DEL"} 1.0',
         'braid_daemon_phase_seconds_count{phase="store_lookup",plugin=""} 1.0',
-        'braid_daemon_phase_seconds_count{phase="status_publish",plugin=""} 1.0',
+        'braid_daemon_phase_seconds_count{phase="record_write",plugin=""} 1.0',
         'braid_daemon_request_seconds_count{verb="ADD"} 1.0',
         "braid_daemon_in_flight 0.0",
         "braid_daemon_queue_depth 0.0",

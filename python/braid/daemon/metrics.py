@@ -4,9 +4,9 @@
   answered), ``overloaded`` (refused with code 11) or ``malformed``.
 - ``braid_daemon_request_seconds{verb}``: from admission to answer, queueing included.
 - ``braid_daemon_phase_seconds{phase, plugin}``: ``queue`` (waiting for a slot), ``store_lookup``,
-  ``delegate`` (one per plugin execution, ``plugin`` its type), ``status_publish`` (with the
-  Kubernetes store the network-status PATCH with its inline retries; with the file store the
-  record write that keeps the status).
+  ``delegate`` (one per plugin execution, ``plugin`` its type), ``record_write`` (the
+  attachment record's final write, with the network-status), ``status_publish`` (with the
+  Kubernetes store: the network-status PATCH with its inline retries).
 - ``braid_daemon_queue_depth`` and ``braid_daemon_in_flight``: read from the scheduler when
   scraped.
 - ``braid_daemon_status_writes_total{outcome}``: network-status PATCH attempts, inline and in
@@ -53,7 +53,8 @@ class DaemonMetrics:
         )
         self.phases = Histogram(
             "braid_daemon_phase_seconds",
-            "Time spent per phase: queue, store_lookup, delegate (per plugin), status_publish",
+            "Time spent per phase: queue, store_lookup, delegate (per plugin), record_write, "
+            "status_publish",
             ["phase", "plugin"],
             buckets=BUCKETS,
             registry=self.registry,

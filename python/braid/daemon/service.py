@@ -119,16 +119,7 @@ class DaemonService:
 
     def _session(self, config: BraidConfig) -> DaemonSession | None:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
-        session = self.cluster.session_for(config) if self.cluster is not None else None
-        if session is not None:
-            # The writer times the real PATCH as status_publish; the engine's own block of
-            # that name (the record write around it) would count the phase twice.
-            observe_phases(self._observe_cluster_phase)
-        return session
-
-    def _observe_cluster_phase(self, name: str, seconds: float) -> None:
-        if name != "status_publish":
-            self.metrics.observe_phase(name, seconds)
+        return self.cluster.session_for(config) if self.cluster is not None else None
 
     async def answer(self, body: bytes) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request."""
