@@ -24,7 +24,10 @@ class RuntimeRequest:
 
     ``cni_args`` become ``CNI_ARGS`` (ordered pairs); ``capability_args`` feed
     ``runtimeConfig`` of plugins that declare the capability; ``args_cni`` is merged into each
-    plugin's ``args.cni`` (CONVENTIONS ``args``), e.g. ``{"ips": [...]}``.
+    plugin's ``args.cni`` (CONVENTIONS ``args``), e.g. ``{"ips": [...]}``;
+    ``initial_prev_result`` (a CNI result, JSON) is the first plugin's ``prevResult`` on ADD,
+    converted to the version the list runs at, so a list of chained plugins (tuning, sbr, ...)
+    can run without an interface plugin in front (braid's auxiliary chain).
     """
 
     container_id: str
@@ -33,6 +36,7 @@ class RuntimeRequest:
     cni_args: Sequence[tuple[str, str]] = ()
     capability_args: Mapping[str, Any] = field(default_factory=dict)
     args_cni: Mapping[str, Any] | None = None
+    initial_prev_result: bytes | None = None
 
     def call(self, command: str) -> PluginCall:
         return PluginCall(

@@ -198,7 +198,9 @@ class Runtime:
 
     def _add_all(self, net: NetworkList, plan: ListPlan, req: RuntimeRequest) -> bytes:
         call = req.call("ADD")
-        prev: bytes | None = None
+        prev = req.initial_prev_result
+        if prev is not None:
+            prev = _native.convert_result(data=prev, to_version=plan.version)
         for index in range(len(plan.paths)):
             stdin = self._stdin(plan, index, "ADD", req, prev)
             prev = self.invoker.add(plan.paths[index], plan.types[index], call, stdin, plan.version)

@@ -22,7 +22,7 @@ from braid.engine.record import (
 )
 from braid.engine.request import CniRequest
 from braid.nad.config import BraidConfig
-from braid.nad.plan import AttachmentPlan
+from braid.nad.plan import AttachmentPlan, empty_prev_result
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
 
@@ -94,7 +94,11 @@ def pod_of(request: CniRequest) -> PodRef:
 
 
 def runtime_request(record: AttachmentRecord, entry: AttachmentEntry) -> RuntimeRequest:
-    """The runtime request of one attachment, rebuilt from the record alone."""
+    """The runtime request of one attachment, rebuilt from the record alone (the auxiliary
+    chain's with the empty initial ``prevResult`` its ADD starts from)."""
+    initial = None
+    if entry.auxiliary_chain:
+        initial = empty_prev_result(entry.attachment().network_list())
     return RuntimeRequest(
         container_id=record.container_id,
         netns=record.netns,
@@ -102,6 +106,7 @@ def runtime_request(record: AttachmentRecord, entry: AttachmentEntry) -> Runtime
         cni_args=list(record.cni_args),
         capability_args=dict(entry.capability_args),
         args_cni=dict(entry.args_cni) or None,
+        initial_prev_result=initial,
     )
 
 

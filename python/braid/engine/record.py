@@ -36,7 +36,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
 
     ``config`` is the delegate configuration text exactly as resolved (a conflist, or a conf
     when ``is_list`` is false); the other fields are what each delegate call needs and what
-    the result is verified against.
+    the result is verified against; ``auxiliary_chain`` marks the auxiliary chain, whose ADD
+    starts from an empty ``prevResult`` (``braid.nad.plan.empty_prev_result``).
     """
 
     name: str
@@ -52,6 +53,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     ips: list[str] = msgspec.field(default_factory=list)
     mac: str | None = None
     default_route: list[str] | None = None
+    auxiliary_chain: bool = False
     state: State = "planned"
     result: msgspec.Raw = msgspec.Raw()
     error: str | None = None
@@ -80,6 +82,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
             default_route=None
             if attachment.default_route is None
             else list(attachment.default_route),
+            auxiliary_chain=attachment.auxiliary_chain,
         )
 
     def attachment(self) -> Attachment:
@@ -99,6 +102,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
             ips=tuple(self.ips),
             mac=self.mac,
             default_route=None if self.default_route is None else tuple(self.default_route),
+            auxiliary_chain=self.auxiliary_chain,
         )
 
     def result_bytes(self) -> bytes | None:

@@ -145,11 +145,6 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
         found.append(f"logLevel {config.log_level!r} unknown; use one of {sorted(LOG_LEVELS)}")
     if config.cluster_network and config.delegates:
         found.append("both clusterNetwork and delegates are set; clusterNetwork wins")
-    if config.auxiliary_cni_chain_name:
-        found.append(
-            "auxiliaryCNIChainName is not supported by braid yet and is ignored; put the chain's "
-            "plugins in <confDir>/<network name>/ (subdirectory chaining) instead"
-        )
     return tuple(found)
 
 

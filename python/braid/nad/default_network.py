@@ -1,11 +1,15 @@
-"""The networks every pod gets before its selections: the cluster default network (or the
+"""The networks every pod gets besides its selections: the cluster default network (or the
 pod's ``v1.multus-cni.io/default-network`` override), then ``defaultNetworks`` (or the extra
-inline ``delegates``), resolved as Multus does (multus.md section 1a rows 3-5, 13, 14; 1d row 64).
+inline ``delegates``), resolved as Multus does (multus.md section 1a rows 3-5, 13, 14; 1d row 64);
+and, after the selections, the auxiliary chain of ``auxiliaryCNIChainName`` (row 22).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import msgspec
 
@@ -17,6 +21,10 @@ from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confd
 from braid.nad.store import Store
 from braid.nad.syntax import is_dns1123_subdomain
 
+log = logging.getLogger("braid.nad")
+# libcni's network name rule; the chain name is also a directory name, so no '/' or '..'.
+_CHAIN_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*")
+
 
 class Network(msgspec.Struct, frozen=True):
     """A resolved network before it gets a position: its delegate, status name, how messages
@@ -27,6 +35,7 @@ class Network(msgspec.Struct, frozen=True):
     label: str
     selection: Selection | None = None
     nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    auxiliary_chain: bool = False
 
 
 def delegate_from_nad(nad: NetworkAttachmentDefinition, conf_dir: str) -> DelegateConfig:
@@ -135,3 +144,72 @@ def default_networks(
             return [first]
         return [first, *(_extra(ref, config, store) for ref in config.default_networks)]
     return [first, *(_inline(config, i) for i in range(1, len(config.delegates)))]
+
+
+def _chain_directory(config: BraidConfig) -> Path:
+    """``<directory of the clusterNetwork file>/<auxiliaryCNIChainName>``; error 7 when the
+    chain name is no plain network name or ``clusterNetwork`` is no path to a file."""
+    name = config.auxiliary_cni_chain_name
+    if not _CHAIN_NAME.fullmatch(name):
+        raise CniError(
+            INVALID_CONFIG,
+            f"braid configuration: key `auxiliaryCNIChainName` {name!r} must match "
+            "[a-zA-Z0-9][a-zA-Z0-9_.-]* (it names a network and a directory)",
+        )
+    ref = config.cluster_network
+    if "/" not in ref or not Path(ref).is_file():
+        raise CniError(
+            INVALID_CONFIG,
+            f"braid configuration: key `auxiliaryCNIChainName` needs key `clusterNetwork` to be "
+            f"the path of a configuration file (its directory holds the chain), not {ref!r}",
+        )
+    return Path(ref).parent / name
+
+
+def _cluster_network_version(path: str) -> str:
+    """The ``cniVersion`` the ``clusterNetwork`` file declares ("" when it declares none)."""
+    try:
+        doc = msgspec.json.decode(Path(path).read_bytes())
+    except (OSError, msgspec.DecodeError, RecursionError) as exc:
+        msg = f"clusterNetwork {path}: cannot be read as JSON: {exc}"
+        raise CniError(INVALID_CONFIG, msg) from None
+    version = doc.get("cniVersion") if isinstance(doc, dict) else None
+    return version if isinstance(version, str) else ""
+
+
+def _chain_plugin(path: Path) -> msgspec.Raw:
+    """One ``.conf`` of the chain directory: a plugin object, kept verbatim."""
+    try:
+        data = path.read_bytes()
+        doc = msgspec.json.decode(data)
+    except (OSError, msgspec.DecodeError, RecursionError) as exc:
+        raise CniError(INVALID_CONFIG, f"{path}: not a readable JSON file: {exc}") from None
+    if not isinstance(doc, dict):
+        raise CniError(INVALID_CONFIG, f"{path}: a chained plugin must be a JSON object")
+    return msgspec.Raw(data.strip())
+
+
+def auxiliary_chain(config: BraidConfig) -> Network | None:
+    """The auxiliary chain as one network list named after the chain, at the clusterNetwork's
+    ``cniVersion``: every ``.conf`` of the chain directory in lexical order, each a plugin
+    object. None when the key is unset or the directory is missing or holds no ``.conf``
+    (Multus adds no chain then). No passthru plugin: the attachment is flagged, and the engine
+    gives its first plugin the empty result passthru would have returned."""
+    if not config.auxiliary_cni_chain_name:
+        return None
+    directory = _chain_directory(config)
+    files = sorted(p for p in directory.glob("*.conf") if p.is_file())
+    if not files:
+        log.info(
+            "auxiliary chain %s: no .conf file in %s; no chain runs", directory.name, directory
+        )
+        return None
+    doc: dict[str, object] = {"name": directory.name}
+    version = _cluster_network_version(config.cluster_network)
+    if version:
+        doc = {"cniVersion": version, **doc}
+    doc["plugins"] = [_chain_plugin(path) for path in files]
+    source = f"auxiliary chain directory {directory}"
+    delegate = delegate_from_bytes(msgspec.json.encode(doc), source=source)
+    label = f"the auxiliary chain {directory.name!r} ({directory})"
+    return Network(delegate=delegate, status_name=directory.name, label=label, auxiliary_chain=True)

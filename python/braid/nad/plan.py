@@ -19,7 +19,9 @@ class Attachment(msgspec.Struct, frozen=True):
     ``is_list`` is false; the engine up-converts it), ``status_name`` names the network-status
     entry, ``args_cni`` goes into each plugin's ``args.cni``, ``capability_args`` are the
     runtime's capability arguments with this attachment's requests merged over them, and
-    ``ips``/``mac``/``infiniband_guid`` are the requests the result must honour.
+    ``ips``/``mac``/``infiniband_guid`` are the requests the result must honour;
+    ``auxiliary_chain`` marks braid's auxiliary chain (``auxiliaryCNIChainName``), whose first
+    plugin gets an empty result as ``prevResult`` on ADD (``empty_prev_result``).
     """
 
     position: int
@@ -38,6 +40,7 @@ class Attachment(msgspec.Struct, frozen=True):
     infiniband_guid: str | None = None
     default_route: tuple[str, ...] | None = None
     nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    auxiliary_chain: bool = False
 
     def network_list(self) -> NetworkList:
         """The configuration as a validated ``NetworkList`` (a conf up-converted as libcni
@@ -47,9 +50,17 @@ class Attachment(msgspec.Struct, frozen=True):
         return network_list_from_conf(self.config)
 
 
+def empty_prev_result(net: NetworkList) -> bytes:
+    """What Multus's ``passthru`` plugin hands the auxiliary chain: a result with no
+    interfaces, addresses, routes or DNS, at the list's ``cniVersion`` (the runtime converts it
+    to the version the list runs at)."""
+    return msgspec.json.encode({"cniVersion": net.summary.effective_version})
+
+
 class AttachmentPlan(msgspec.Struct, frozen=True):
     """Every attachment of one pod: the default network first, then ``defaultNetworks`` (or
-    the extra inline ``delegates``), then each selection in annotation order."""
+    the extra inline ``delegates``), then each selection in annotation order, then the
+    auxiliary chain when there is one."""
 
     pod_namespace: str
     pod_name: str

@@ -1,8 +1,9 @@
 """Resolution: a pod's annotations and braid's configuration into an attachment plan.
 
 Order: the default network (position 0, ``CNI_IFNAME``), then ``defaultNetworks``, then each
-selection of ``k8s.v1.cni.cncf.io/networks`` in order. Interface names are ``net<N>`` by
-position in the whole list unless one is requested; explicit names never renumber the others.
+selection of ``k8s.v1.cni.cncf.io/networks`` in order, then the auxiliary chain. Interface
+names are ``net<N>`` by position in the whole list unless one is requested; explicit names never
+renumber the others.
 """
 
 from __future__ import annotations
@@ -15,7 +16,12 @@ import msgspec
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
 from braid.nad.config import BraidConfig
-from braid.nad.default_network import Network, default_networks, delegate_from_nad
+from braid.nad.default_network import (
+    Network,
+    auxiliary_chain,
+    default_networks,
+    delegate_from_nad,
+)
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.store import Store
 from braid.nad.syntax import ip_family
@@ -137,6 +143,7 @@ def _attachment(
         infiniband_guid=selection.infiniband_guid if selection is not None else None,
         default_route=selection.default_route if selection is not None else None,
         nad_annotations=network.nad_annotations,
+        auxiliary_chain=network.auxiliary_chain,
     )
 
 
@@ -183,6 +190,9 @@ def resolve_plan(
     for selection in selections:
         _check_isolation(config, pod, selection)
     networks += [_selected(selection, config, store) for selection in selections]
+    chain = auxiliary_chain(config)
+    if chain is not None:
+        networks.append(chain)
     runtime = capability_args or {}
     attachments = [
         _attachment(position, network, ifname or DEFAULT_IFNAME, runtime)
