@@ -177,15 +177,15 @@ def _cluster_network_version(path: str) -> str:
     return version if isinstance(version, str) else ""
 
 
-def _chain_plugin(path: Path) -> msgspec.Raw:
-    """One ``.conf`` of the chain directory: a plugin object, kept verbatim."""
+def _chain_plugin(path: Path, chain: str) -> msgspec.Raw:
+    """One ``.conf`` of the chain directory: a plugin object (checked as a delegate conf, so
+    errors name the file and a ``type`` naming a path is refused), kept verbatim."""
     try:
         data = path.read_bytes()
-        doc = msgspec.json.decode(data)
-    except (OSError, msgspec.DecodeError, RecursionError) as exc:
-        raise CniError(INVALID_CONFIG, f"{path}: not a readable JSON file: {exc}") from None
-    if not isinstance(doc, dict):
-        raise CniError(INVALID_CONFIG, f"{path}: a chained plugin must be a JSON object")
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"{path}: cannot be read: {exc}") from None
+    if delegate_from_bytes(data, source=str(path), default_name=chain).is_list:
+        raise CniError(INVALID_CONFIG, f"{path}: a chained plugin must be one plugin object")
     return msgspec.Raw(data.strip())
 
 
@@ -208,7 +208,7 @@ def auxiliary_chain(config: BraidConfig) -> Network | None:
     version = _cluster_network_version(config.cluster_network)
     if version:
         doc = {"cniVersion": version, **doc}
-    doc["plugins"] = [_chain_plugin(path) for path in files]
+    doc["plugins"] = [_chain_plugin(path, directory.name) for path in files]
     source = f"auxiliary chain directory {directory}"
     delegate = delegate_from_bytes(msgspec.json.encode(doc), source=source)
     label = f"the auxiliary chain {directory.name!r} ({directory})"
