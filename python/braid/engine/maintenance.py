@@ -52,7 +52,8 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
         netns = request.netns
         present = set(_native.list_links(netns=netns)) if netns else None
         for entry in record.attachments:
-            if present is not None and entry.ifname not in present:
+            # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
+            if present is not None and not entry.auxiliary_chain and entry.ifname not in present:
                 raise CniError(
                     UNKNOWN_CONTAINER,
                     f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
