@@ -98,6 +98,7 @@ def test_chain_runs_last_from_an_empty_prev_result(engine: EngineSetup) -> None:
         RECORDER,
         "tuning",
     ]
+    assert engine.record()["networkStatus"][2] == {"name": CHAIN, "default": False}
     # the chain makes no interface: the pod has the default network's and net-a's only
     assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
     # DEL of tuning on a net<N> that names no link succeeds (tuning keeps no sysctl backup)
