@@ -10,6 +10,8 @@ that refuses to run without a ``prevResult`` and logs what each call received.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from kernel_fake_plugins import install_failing
 
 pytestmark = pytest.mark.kernel
 
+ROOT = Path(__file__).resolve().parents[2]
 CHAIN = "vendor-chain"
 SYSCTL = "net.ipv4.conf.all.arp_notify"
 NET_A = "10.231.41.0/24"
@@ -145,4 +148,27 @@ def test_no_chain_directory_means_no_chain(engine: EngineSetup) -> None:
     assert kernel.sysctl(engine.pod.name, SYSCTL) == "0"
     assert calls(engine, "ADD") == []
     engine.delete("net-a", **chain_keys(engine))
+    engine.assert_nothing_left()
+
+
+def test_the_shim_replays_the_chain_del_without_a_daemon(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """The compiled shim's DEL replay needs nothing for the chain: the record's result is the
+    chain's prevResult, as for every attachment (docs/attachment-record.md)."""
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "-q", "-p", "braid-shim"], cwd=ROOT, check=True
+    )
+    engine.add("net-a", **chain_keys(engine))
+    added = engine.record()["attachments"][2]["result"]
+    no_daemon = tmp_path / "no-daemon"
+    no_daemon.mkdir()
+    stdin = engine.braid_conf(None, daemonSocketDir=str(no_daemon), **chain_keys(engine))
+    argv = ["ip", "netns", "exec", engine.host.name, str(ROOT / "target" / "release" / "braid")]
+    env = {**os.environ, **engine.env("DEL")}
+    proc = subprocess.run(argv, env=env, input=stdin, capture_output=True, timeout=90, check=False)
+    assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr
+    (delete,) = calls(engine, "DEL")
+    assert delete["env"]["CNI_IFNAME"] == "net2"
+    assert delete["stdin"]["prevResult"] == added
     engine.assert_nothing_left()
