@@ -9,12 +9,13 @@ request carry empty values.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import sys
+import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TextIO
+
+import msgspec
 
 from braid import _native
 from braid.errors import CniError
@@ -53,13 +54,20 @@ def tag_of(env: dict[str, str]) -> RequestTag:
     )
 
 
+def utc_timestamp(created: float) -> str:
+    """``created`` as ISO 8601 in UTC with milliseconds: ``2024-05-01T12:00:00.123+00:00``."""
+    seconds = int(created)
+    millis = int((created - seconds) * 1000)
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds))}.{millis:03d}+00:00"
+
+
 class JsonLineFormatter(logging.Formatter):
     """``{"time", "level", "logger", "msg", "verb", "containerId", "pod"[, "error"]}``."""
 
     def format(self, record: logging.LogRecord) -> str:
         tag = current_request.get()
         line = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "time": utc_timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -69,7 +77,7 @@ class JsonLineFormatter(logging.Formatter):
         }
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
-        return json.dumps(line, ensure_ascii=False)
+        return msgspec.json.encode(line).decode()
 
 
 def install_json_logging(stream: TextIO | None = None, level: int = logging.INFO) -> None:

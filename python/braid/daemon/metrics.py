@@ -23,8 +23,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
 from braid.cni.exec import ExecOutput, Executor
 from braid.daemon.scheduler import Scheduler
@@ -78,6 +80,16 @@ class DaemonMetrics:
             "network-status PATCH attempts made by the background retries",
             registry=self.registry,
         )
+        # Labelled children by metric and label values: ``labels()`` takes a lock and builds
+        # its key on every call; a request observes three to a dozen of them.
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: MetricWrapperBase, *values: str) -> Any:
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def watch_background(self, pending: Callable[[], int]) -> None:
         """Exposes the background thread's backlog (status retries and events)."""
@@ -88,13 +100,13 @@ class DaemonMetrics:
         )
         gauge.set_function(pending)
 
-    def observe_phase(self, name: str, seconds: float) -> None:
-        """The engine's phase observer (``braid.engine.phases``)."""
-        self.phases.labels(phase=name, plugin="").observe(seconds)
+    def observe_phase(self, name: str, seconds: float, plugin: str = "") -> None:
+        """The engine's phase observer (``braid.engine.phases``); ``plugin`` for delegates."""
+        self._child(self.phases, name, plugin).observe(seconds)
 
     def observe_request(self, verb: str, outcome: str, seconds: float) -> None:
-        self.requests.labels(verb=verb or "none", outcome=outcome).inc()
-        self.latency.labels(verb=verb or "none").observe(seconds)
+        self._child(self.requests, verb or "none", outcome).inc()
+        self._child(self.latency, verb or "none").observe(seconds)
 
     def exposition(self) -> bytes:
         """The text exposition format of every instrument."""
@@ -115,6 +127,4 @@ class TimedExecutor:
         try:
             return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
         finally:
-            self.metrics.phases.labels(phase="delegate", plugin=Path(path).name).observe(
-                time.perf_counter() - start
-            )
+            self.metrics.observe_phase("delegate", time.perf_counter() - start, Path(path).name)

@@ -125,6 +125,26 @@ def decode_request(body: bytes) -> Request:
     return request
 
 
+def frame_body(buffer: bytes | bytearray) -> bytes | None:
+    """The body of the frame at the start of ``buffer``, or None while it is incomplete;
+    ``FrameError`` when its header announces more than ``MAX_FRAME`` bytes."""
+    if len(buffer) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack_from(buffer)
+    if length > MAX_FRAME:
+        raise FrameError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
+    end = _LENGTH.size + length
+    return bytes(buffer[_LENGTH.size : end]) if len(buffer) >= end else None
+
+
+def incomplete_frame(buffer: bytes | bytearray) -> str:
+    """Why the bytes a client sent before closing are not a frame."""
+    if len(buffer) < _LENGTH.size:
+        return "connection closed before a frame header"
+    (length,) = _LENGTH.unpack_from(buffer)
+    return f"frame cut short: {len(buffer) - _LENGTH.size} of {length} bytes"
+
+
 async def read_frame(reader: asyncio.StreamReader) -> bytes:
     """Reads one frame's body; ``FrameError`` when it is oversized or cut short."""
     try:

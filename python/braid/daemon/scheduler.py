@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -34,7 +34,10 @@ class Overloaded(Exception):
 
 
 class GcExclusion:
-    """Readers (ADD, DEL, CHECK) share; the writer (GC) is alone. Writers go first."""
+    """Readers (ADD, DEL, CHECK) share; the writer (GC) is alone. Writers go first.
+
+    A reader enters and leaves without a suspension while no GC holds or waits (the common
+    case); the condition is only used when one does."""
 
     def __init__(self) -> None:
         self._cond = asyncio.Condition()
@@ -42,16 +45,21 @@ class GcExclusion:
         self._writer = False
         self._writers_waiting = 0
 
-    @asynccontextmanager
-    async def shared(self) -> AsyncIterator[None]:
-        async with self._cond:
-            await self._cond.wait_for(lambda: not self._writer and not self._writers_waiting)
+    def _readers_may_enter(self) -> bool:
+        return not self._writer and not self._writers_waiting
+
+    async def acquire_shared(self) -> None:
+        if self._readers_may_enter():
             self._readers += 1
-        try:
-            yield
-        finally:
+            return
+        async with self._cond:
+            await self._cond.wait_for(self._readers_may_enter)
+            self._readers += 1
+
+    async def release_shared(self) -> None:
+        self._readers -= 1
+        if not self._readers and self._writers_waiting:
             async with self._cond:
-                self._readers -= 1
                 self._cond.notify_all()
 
     @asynccontextmanager
@@ -81,17 +89,24 @@ class ContainerLocks:
     def __len__(self) -> int:
         return len(self._locks)
 
-    @asynccontextmanager
-    async def hold(self, container_id: str) -> AsyncIterator[None]:
+    async def acquire(self, container_id: str) -> None:
         lock, users = self._locks.setdefault(container_id, (asyncio.Lock(), [0]))
         users[0] += 1
         try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if not users[0]:
-                del self._locks[container_id]
+            await lock.acquire()
+        except BaseException:
+            self._leave(container_id, users)
+            raise
+
+    def release(self, container_id: str) -> None:
+        lock, users = self._locks[container_id]
+        lock.release()
+        self._leave(container_id, users)
+
+    def _leave(self, container_id: str, users: list[int]) -> None:
+        users[0] -= 1
+        if not users[0]:
+            del self._locks[container_id]
 
 
 class Scheduler:
@@ -113,23 +128,40 @@ class Scheduler:
         return self.admitted - self.running
 
     async def run(self, verb: str, container_id: str, work: Callable[[], Awaitable[T]]) -> T:
-        """Runs ``work`` once the rules allow; ``Overloaded`` at once when the queue is full."""
+        """Runs ``work`` once the rules allow; ``Overloaded`` at once when the queue is full.
+
+        Without contention no lock suspends the request: it reaches ``work`` in the same step
+        of the event loop that admitted it."""
         if self.admitted >= self.concurrency + self.queue_size:
             raise Overloaded(self.running, self.waiting)
         self.admitted += 1
         try:
-            async with AsyncExitStack() as stack:
-                if verb in CONTAINER_VERBS:
-                    if container_id:
-                        await stack.enter_async_context(self.containers.hold(container_id))
-                    await stack.enter_async_context(self.gc_exclusion.shared())
-                elif verb == "GC":
-                    await stack.enter_async_context(self.gc_exclusion.exclusive())
-                await stack.enter_async_context(self._slots)
-                self.running += 1
-                try:
-                    return await work()
-                finally:
-                    self.running -= 1
+            if verb in CONTAINER_VERBS:
+                return await self._in_container(container_id, work)
+            if verb == "GC":
+                async with self.gc_exclusion.exclusive():
+                    return await self._in_slot(work)
+            return await self._in_slot(work)
         finally:
             self.admitted -= 1
+
+    async def _in_container(self, container_id: str, work: Callable[[], Awaitable[T]]) -> T:
+        if container_id:
+            await self.containers.acquire(container_id)
+        try:
+            await self.gc_exclusion.acquire_shared()
+            try:
+                return await self._in_slot(work)
+            finally:
+                await self.gc_exclusion.release_shared()
+        finally:
+            if container_id:
+                self.containers.release(container_id)
+
+    async def _in_slot(self, work: Callable[[], Awaitable[T]]) -> T:
+        async with self._slots:
+            self.running += 1
+            try:
+                return await work()
+            finally:
+                self.running -= 1

@@ -18,19 +18,11 @@ import socket
 import stat
 from pathlib import Path
 
+from braid.daemon.connection import Response, connection_factory
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.probes import start_probe_server
-from braid.daemon.protocol import (
-    CniResponse,
-    FrameError,
-    HealthResponse,
-    error_response,
-    read_frame,
-    write_frame,
-)
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import DaemonSettings
-from braid.errors import INVALID_ENVIRONMENT, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
 FRAME_TIMEOUT = 10.0  # a client that connects and says nothing is dropped
@@ -71,7 +63,7 @@ class DaemonServer:
         self.service = service
         self.stopping = asyncio.Event()
         self.serving = asyncio.Event()  # set once the socket accepts requests
-        self._active: set[asyncio.Task[None]] = set()
+        self._active: set[asyncio.Task[Response]] = set()  # requests not finished yet
         self.probe_server: asyncio.Server | None = None
 
     def stop(self) -> None:
@@ -85,7 +77,8 @@ class DaemonServer:
         prepare_socket_dir(path)
         # A burst of pods connects at once: the backlog holds every request the queue admits.
         backlog = max(128, self.settings.concurrency + self.settings.queue_size)
-        server = await asyncio.start_unix_server(self._connection, path=str(path), backlog=backlog)
+        connections = connection_factory(self.service, self._active, lambda: FRAME_TIMEOUT)
+        server = await loop.create_unix_server(connections, path=str(path), backlog=backlog)
         path.chmod(0o600)
         inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
@@ -129,28 +122,3 @@ class DaemonServer:
             await probes.wait_closed()
         self.service.close()
         log.info("stopped")
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._active.add(task)
-        try:
-            response = await self._response(reader)
-            await write_frame(writer, response)
-        except OSError as exc:  # the client left; the work it asked for is done anyway
-            log.warning("could not answer a client: %s", exc)
-        finally:
-            writer.close()
-            if task is not None:
-                self._active.discard(task)
-
-    async def _response(self, reader: asyncio.StreamReader) -> CniResponse | HealthResponse:
-        try:
-            body = await asyncio.wait_for(read_frame(reader), FRAME_TIMEOUT)
-        except (FrameError, TimeoutError) as exc:
-            reason = str(exc) or f"no complete frame within {FRAME_TIMEOUT:g} s"
-            log.warning("malformed request frame: %s", reason)
-            return error_response(
-                CniError(INVALID_ENVIRONMENT, f"malformed request frame: {reason}")
-            )
-        return await self.service.answer(body)

@@ -48,7 +48,38 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
+Reply = Callable[[CniResponse | HealthResponse], None]
 SYNC_POLL_SECONDS = 0.05
+
+
+class Answer:
+    """A request's answer, sent once: early from the engine's thread (``from_engine``, an ADD's
+    result before its final record write) or when the work returns (``send``)."""
+
+    def __init__(self, reply: Reply | None, admitted: float) -> None:
+        self._reply = reply
+        self.admitted = admitted
+        self._loop = asyncio.get_running_loop()
+        self.response: CniResponse | None = None
+        self.elapsed = 0.0  # admission to answer
+
+    def send(self, stdout: bytes, exit_code: int) -> CniResponse:
+        """On the event loop: the response, sent now unless it already was."""
+        if self.response is None:
+            self.response = cni_response(stdout, exit_code)
+            self.elapsed = time.perf_counter() - self.admitted
+            if self._reply is not None:
+                self._reply(self.response)
+        return self.response
+
+    def from_engine(self, stdout: bytes) -> None:
+        """The engine's early answer (a success), from its worker thread."""
+        self._loop.call_soon_threadsafe(self.send, stdout, 0)
+
+    @property
+    def early(self) -> Callable[[bytes], None] | None:
+        """What the engine gets as ``answer``: only when someone is waiting for a reply."""
+        return self.from_engine if self._reply is not None else None
 
 
 class _Versioned(msgspec.Struct):
@@ -121,8 +152,12 @@ class DaemonService:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
         return self.cluster.session_for(config) if self.cluster is not None else None
 
-    async def answer(self, body: bytes) -> CniResponse | HealthResponse:
-        """The response to one request frame's body; never raises for a bad request."""
+    async def answer(self, body: bytes, reply: Reply | None = None) -> CniResponse | HealthResponse:
+        """The response to one request frame's body; never raises for a bad request.
+
+        ``reply`` (the connection's) is called with the response as soon as it is known, which
+        for an ADD can be before the engine's final record write and this request's log line
+        and metrics; the returned response is the same one."""
         try:
             request = decode_request(body)
         except CniError as exc:
@@ -131,9 +166,9 @@ class DaemonService:
             return error_response(exc)
         if request.kind == "health":
             return health_response(ready=self.ready)
-        return await self._answer_cni(request)
+        return await self._answer_cni(request, reply)
 
-    async def _answer_cni(self, request: Request) -> CniResponse:
+    async def _answer_cni(self, request: Request, reply: Reply | None) -> CniResponse:
         env = request.cni_env()
         tag = tag_of(env)
         current_request.set(tag)  # this connection's task only; worker threads inherit it
@@ -145,23 +180,24 @@ class DaemonService:
             log.warning("refused a request: %s", exc)
             self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
             return error_response(exc)
+        answer = Answer(reply, start)
         try:
             out, code = await self.scheduler.run(
-                tag.verb, tag.container_id, lambda: self._execute(env, stdin, start)
+                tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer)
             )
             outcome = "success" if code == 0 else "error"
         except Overloaded as exc:
             log.warning("refused: the daemon is at its bound (%s)", exc)
             out, code, outcome = self._overloaded(exc, stdin), 1, "overloaded"
-        elapsed = time.perf_counter() - start
-        self.metrics.observe_request(tag.verb, outcome, elapsed)
-        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, elapsed * 1000, code)
-        return cni_response(out, code)
+        response = answer.send(out, code)  # the early answer stands if there was one
+        self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
+        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
+        return response
 
     async def _execute(
-        self, env: dict[str, str], stdin: bytes, admitted: float
+        self, env: dict[str, str], stdin: bytes, answer: Answer
     ) -> tuple[bytes, int]:
-        self.metrics.observe_phase("queue", time.perf_counter() - admitted)
+        self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
         call = functools.partial(
             contextvars.copy_context().run,
@@ -172,6 +208,7 @@ class DaemonService:
             executor=self.executor,
             file_stores=self.file_stores,
             cluster=self._session if self.cluster is not None else None,
+            answer=answer.early,
         )
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

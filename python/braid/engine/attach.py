@@ -6,11 +6,17 @@ before the first delegate runs, so a crash at any point leaves a DEL everything 
 tears down every entry whatever its state); then once more, atomically but not fsynced, with
 every result and the network-status after the last attachment. Progress in between lives in
 memory only, which is all a rollback needs.
+
+A caller that can answer before that final write (the daemon) passes ``answer``: it gets the
+result once the status is published, and the rewrite follows while the container's locks are
+still held, so a DEL of the same container still finds the full record. ``braid-thin`` passes
+none and writes before it prints.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +45,7 @@ from braid.nad.store import pod_annotations
 
 READINESS_TIMEOUT = 45.0
 READINESS_POLL = 1.0
+EarlyAnswer = Callable[[bytes], None]
 
 
 class AddOutcome(msgspec.Struct, frozen=True):
@@ -81,16 +88,21 @@ def plan_for(
     )
 
 
-def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]) -> AddOutcome:
-    """Attaches every network of the plan; returns the default network's result."""
+def add(
+    ctx: EngineContext,
+    request: CniRequest,
+    capability_args: dict[str, Any],
+    answer: EarlyAnswer | None = None,
+) -> AddOutcome:
+    """Attaches every network of the plan; returns the default network's result (given to
+    ``answer`` first, before the record's final write, when there is one)."""
     wait_ready(ctx.config.readinessindicatorfile)
     with phase("store_lookup"):
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
-    records = ctx.records()
     with ctx.locks().container(request.container_id):
         interfaces_free(request.netns, plan.attachments)  # before anything is made or written
-        records.write(record, durable=True)
+        ctx.records().write(record, durable=True)
         runtime = ctx.runtime(request)
         try:
             _attach_all(runtime, record, plan, request.netns)
@@ -99,19 +111,52 @@ def add(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
         except CniError as exc:
             _roll_back(ctx, runtime, record, request, exc)
             raise
-        with phase("record_write"):
-            status = network_status(
-                (entry.attachment(), entry.result_bytes()) for entry in record.attachments
-            )
-            record.network_status = msgspec.Raw(status)
-            # The record's one rewrite: every result and the status (atomic, not fsynced).
-            records.write(record, durable=False)
+        if answer is None:
+            with phase("record_write"):
+                status = _set_status(record)
+                # The record's one rewrite: every result and the status (atomic, not fsynced).
+                ctx.records().write(record, durable=False)
+        else:
+            status = _set_status(record)
         # The publisher times its own work (the daemon's measures the real PATCH).
         _publish(ctx, runtime, record, request, status)
+        default = _default_result(ctx, record)
+        if answer is not None:
+            answer(default)
+            _rewrite_after_answer(ctx, record)
+    return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _set_status(record: AttachmentRecord) -> bytes:
+    """The network-status of every attachment, also kept in the record."""
+    status = network_status(
+        (entry.attachment(), entry.result_bytes()) for entry in record.attachments
+    )
+    record.network_status = msgspec.Raw(status)
+    return status
+
+
+def _default_result(ctx: EngineContext, record: AttachmentRecord) -> bytes:
+    """The cluster default network's result, in the configuration's CNI version."""
     default = record.attachments[0].result_bytes() or b"{}"
     if ctx.config.cni_version:
         default = _native.convert_result(data=default, to_version=ctx.config.cni_version)
-    return AddOutcome(result=default, network_status=status, plan=plan)
+    return default
+
+
+def _rewrite_after_answer(ctx: EngineContext, record: AttachmentRecord) -> None:
+    """The record's one rewrite once the ADD is answered: a failure can no longer fail the ADD,
+    and leaves the durable plan, which a DEL tears down in full (as after a crash)."""
+    with phase("record_write"):
+        try:
+            ctx.records().write(record, durable=False)
+        except OSError as exc:
+            log.error(
+                "container %s: the attachment record's final write failed after the "
+                "ADD was answered (the plan on disk still lets DEL tear down): %s",
+                record.container_id,
+                exc,
+            )
 
 
 def _publish(

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from braid import _native
 from braid.cni.exec import Executor
-from braid.engine.attach import add
+from braid.engine.attach import EarlyAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
@@ -68,9 +68,11 @@ class ClusterSession(Protocol):
 ClusterSessions = Callable[[BraidConfig], ClusterSession | None]
 
 
-def _dispatch(ctx: EngineContext, request: CniRequest, caps: dict[str, Any]) -> bytes:
+def _dispatch(
+    ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: EarlyAnswer | None
+) -> bytes:
     if request.command == "ADD":
-        return add(ctx, request, caps).result
+        return add(ctx, request, caps, answer).result
     if request.command == "DEL":
         delete(ctx, request, caps)
     elif request.command == "CHECK":
@@ -88,6 +90,8 @@ def _run_with_own_store(
     request: CniRequest,
     executor: Executor | None,
     file_stores: FileStores | None,
+    *,
+    answer: EarlyAnswer | None,
 ) -> bytes:
     """The Kubernetes store when braid's configuration or environment asks for it (imported
     only then), else the file store (kept in ``file_stores`` across calls when given)."""
@@ -101,22 +105,26 @@ def _run_with_own_store(
             else file_stores.get(config.nad_dir, config.pod_dir)
         )
         ctx = EngineContext(config=config, store=store, executor=executor)
-        return _dispatch(ctx, request, runtime_config)
+        return _dispatch(ctx, request, runtime_config, answer)
     kube = open_thin(config, env)
     try:
-        return _run_in_session(config, request, executor, kube)
+        return _run_in_session(config, request, executor, kube, answer)
     finally:
         kube.close()
 
 
 def _run_in_session(
-    config: BraidConfig, request: CniRequest, executor: Executor | None, session: ClusterSession
+    config: BraidConfig,
+    request: CniRequest,
+    executor: Executor | None,
+    session: ClusterSession,
+    answer: EarlyAnswer | None,
 ) -> bytes:
     ctx = EngineContext(
         config=config, store=session.store, executor=executor, publisher=session.publisher
     )
     try:
-        return _dispatch(ctx, request, dict(config.runtime_config))
+        return _dispatch(ctx, request, dict(config.runtime_config), answer)
     except CniError as exc:
         if request.command == "ADD":
             session.add_failed(pod_of(request), exc)
@@ -131,13 +139,17 @@ def run_cni(
     executor: Executor | None = None,
     file_stores: FileStores | None = None,
     cluster: ClusterSessions | None = None,
+    answer: EarlyAnswer | None = None,
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
     ``file_stores``: file stores kept across calls (the daemon's), so NAD and pod manifest
     files are parsed again only when they change; without it each call reads them afresh.
     ``cluster``: the daemon's Kubernetes sessions (cached store, shared status publisher),
-    asked with each request's configuration; a request it declines picks its own store."""
+    asked with each request's configuration; a request it declines picks its own store.
+    ``answer``: given a successful ADD's result as soon as it is final, before the attachment
+    record's last (not durable) write, which follows under the same locks; the daemon sends
+    it to the shim at once. The return value is the same result."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -151,11 +163,11 @@ def run_cni(
             log.warning("%s", warning)
         if store is not None:
             ctx = EngineContext(config=config, store=store, executor=executor)
-            return _dispatch(ctx, request, dict(config.runtime_config)), 0
+            return _dispatch(ctx, request, dict(config.runtime_config), answer), 0
         session = cluster(config) if cluster is not None else None
         if session is not None:
-            return _run_in_session(config, request, executor, session), 0
-        return _run_with_own_store(config, env, request, executor, file_stores), 0
+            return _run_in_session(config, request, executor, session, answer), 0
+        return _run_with_own_store(config, env, request, executor, file_stores, answer=answer), 0
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
         return exc.to_json(cni_version), 1

@@ -1,0 +1,131 @@
+"""One client connection of the daemon: one request frame in, one response frame out.
+
+A protocol object rather than a stream reader and writer: the frame is taken from the bytes as
+they arrive, the answer is written straight to the transport, and a connection costs one task
+(only for a ``cni`` request) instead of a task, a stream pair and a ``wait_for`` task. The
+answer is sent as soon as the service has it (``DaemonService.answer``'s ``reply``), which can
+be before the request's own work is over (the engine's final record write, the log line, the
+metrics); the task stays in ``active`` until then, so a draining daemon waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.protocol import (
+    CniResponse,
+    FrameError,
+    HealthResponse,
+    encode_frame,
+    error_response,
+    frame_body,
+    incomplete_frame,
+)
+from braid.daemon.service import DaemonService
+from braid.errors import INTERNAL, INVALID_ENVIRONMENT, CniError
+
+log = logging.getLogger(DAEMON_LOGGER)
+Response = CniResponse | HealthResponse
+
+
+class RequestConnection(asyncio.Protocol):
+    """Reads one frame (within ``frame_timeout`` seconds), answers it once, closes."""
+
+    def __init__(
+        self, service: DaemonService, active: set[asyncio.Task[Response]], frame_timeout: float
+    ) -> None:
+        self._service = service
+        self._active = active
+        self._frame_timeout = frame_timeout
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._received = False
+        self._answered = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport if isinstance(transport, asyncio.Transport) else None
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self._frame_timeout, self._timed_out)
+
+    def data_received(self, data: bytes) -> None:
+        if self._received:
+            return  # one request per connection: anything after the frame is ignored
+        self._buffer += data
+        try:
+            body = frame_body(self._buffer)
+        except FrameError as exc:
+            self._refuse(str(exc))
+            return
+        if body is not None:
+            self._received = True
+            self._stop_timer()
+            self._buffer.clear()
+            self._start(body)
+
+    def eof_received(self) -> bool:
+        if not self._received:
+            self._refuse(incomplete_frame(self._buffer))
+        return True  # keep the transport open: the answer is written, then it is closed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timer()
+        if not self._answered and self._received:
+            log.warning("the client left before its answer; the work it asked for goes on")
+
+    def reply(self, response: Response) -> None:
+        """Writes the response frame and closes (the first response only)."""
+        if self._answered:
+            return
+        self._answered = True
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            log.warning("could not answer a client: it has gone")
+            return
+        transport.write(encode_frame(response))
+        transport.close()  # after the buffered answer is written
+
+    def _start(self, body: bytes) -> None:
+        task = asyncio.get_running_loop().create_task(self._service.answer(body, self.reply))
+        self._active.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Response]) -> None:
+        self._active.discard(task)
+        if task.cancelled():
+            self.reply(error_response(CniError(INTERNAL, "the request was cancelled")))
+            return
+        error = task.exception()
+        if error is not None:
+            log.error("request failed inside the daemon: %r", error)
+            self.reply(error_response(CniError(INTERNAL, f"internal error: {error!r}")))
+            return
+        self.reply(task.result())
+
+    def _refuse(self, reason: str) -> None:
+        self._received = True
+        self._stop_timer()
+        log.warning("malformed request frame: %s", reason)
+        self.reply(
+            error_response(CniError(INVALID_ENVIRONMENT, f"malformed request frame: {reason}"))
+        )
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if not self._received:
+            self._refuse(f"no complete frame within {self._frame_timeout:g} s")
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def connection_factory(
+    service: DaemonService, active: set[asyncio.Task[Response]], frame_timeout: Callable[[], float]
+) -> Callable[[], RequestConnection]:
+    """What ``loop.create_unix_server`` calls for each accepted connection."""
+    return lambda: RequestConnection(service, active, frame_timeout())

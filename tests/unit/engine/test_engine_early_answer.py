@@ -1,0 +1,89 @@
+"""`run_cni`'s early answer (the daemon's): a successful ADD's result is handed over before the
+attachment record's final write, which still happens before `run_cni` returns; `braid-thin`
+(no `answer`) writes first. Over fake plugins, in this process's own network namespace with
+interface names nothing here uses (the fake plugins make no interface)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from braid.engine import run_cni
+
+NETNS = "/proc/self/ns/net"
+
+
+def record_of(dirs: Any, container_id: str) -> dict[str, Any] | None:
+    path: Path = dirs.cni_dir / "records" / f"{container_id}.json"
+    return json.loads(path.read_bytes()) if path.exists() else None
+
+
+def add_env(dirs: Any, container_id: str) -> dict[str, str]:
+    env: dict[str, str] = dirs.env("ADD", container_id, CNI_NETNS=NETNS, CNI_IFNAME="brdea0")
+    return env
+
+
+def test_the_answer_comes_before_the_final_record_write(dirs: Any) -> None:
+    seen: list[tuple[bytes, dict[str, Any] | None]] = []
+
+    def answer(result: bytes) -> None:
+        seen.append((result, record_of(dirs, "early1")))
+
+    out, code = run_cni(add_env(dirs, "early1"), dirs.stdin(), answer=answer)
+
+    assert code == 0
+    assert len(seen) == 1, "answered once"
+    early, record_then = seen[0]
+    assert early == out, "the early answer is the result run_cni returns"
+    assert json.loads(early)["cniVersion"] == "1.0.0"
+    assert record_then is not None, "the durable plan is on disk before the answer"
+    assert "result" not in record_then["attachments"][0]
+    assert "networkStatus" not in record_then
+    final = record_of(dirs, "early1")
+    assert final is not None
+    assert "result" in final["attachments"][0], "the rewrite follows before run_cni returns"
+    assert final["networkStatus"]
+
+
+def test_without_an_answer_the_record_is_complete_when_run_cni_returns(dirs: Any) -> None:
+    out, code = run_cni(add_env(dirs, "thin1"), dirs.stdin())
+    assert code == 0
+    final = record_of(dirs, "thin1")
+    assert final is not None
+    assert final["attachments"][0]["result"]["ips"] == json.loads(out)["ips"]
+    assert final["networkStatus"]
+
+
+def test_a_failed_add_is_never_answered_early(dirs: Any) -> None:
+    error = {"cniVersion": "1.0.0", "code": 7, "msg": "no address left"}
+    dirs.behave("fakenet", "ADD", exit=1, stdout=json.dumps(error))
+    seen: list[bytes] = []
+    out, code = run_cni(add_env(dirs, "fail1"), dirs.stdin(), answer=seen.append)
+    assert code == 1
+    assert json.loads(out)["code"] == 7
+    assert seen == []
+    assert record_of(dirs, "fail1") is None, "rolled back: no record left"
+
+
+def test_a_final_write_that_fails_after_the_answer_keeps_the_answer(
+    dirs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from braid.engine.record import RecordStore  # noqa: PLC0415
+
+    real_write = RecordStore.write
+
+    def write(self: Any, record: Any, *, durable: bool) -> None:
+        if not durable:
+            raise OSError(28, "No space left on device")
+        real_write(self, record, durable=durable)
+
+    monkeypatch.setattr(RecordStore, "write", write)
+    seen: list[bytes] = []
+    out, code = run_cni(add_env(dirs, "full1"), dirs.stdin(), answer=seen.append)
+    assert (code, seen) == (0, [out])
+    plan = record_of(dirs, "full1")
+    assert plan is not None, "the durable plan stays for DEL"
+    assert "result" not in plan["attachments"][0]
