@@ -43,15 +43,66 @@ class Store(Protocol):
 _Manifest = TypeVar("_Manifest", NetworkAttachmentDefinition, PodManifest)
 
 
-def _index(found: dict[tuple[str, str], _Manifest], item: _Manifest, what: str) -> None:
+class _Found(dict[tuple[str, str], _Manifest]):
+    """The objects of a directory plus the problems met reading it: files that do not parse
+    (their error) and names defined twice (ambiguous). A lookup of a name found whole and
+    unambiguous succeeds whatever else is broken; a miss reports the problems, since the name
+    may sit in a broken file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[CniError] = []
+        self.ambiguous: dict[tuple[str, str], CniError] = {}
+
+    def lookup(self, key: tuple[str, str]) -> _Manifest | None:
+        if key in self.ambiguous:
+            raise self.ambiguous[key]
+        found = self.get(key)
+        if found is None and self.problems:
+            first = self.problems[0]
+            more = len(self.problems) - 1
+            details = f"{more} more problem(s) in the directory" if more else first.details
+            raise CniError(first.code, first.msg, details)
+        return found
+
+    def check(self) -> None:
+        """Raises the first problem, if any (for listings that must be whole)."""
+        if self.problems:
+            raise self.problems[0]
+
+
+def _index(found: _Found[_Manifest], item: _Manifest, what: str) -> None:
     key = (item.namespace, item.name)
     if key in found:
-        raise CniError(
+        error = CniError(
             INVALID_CONFIG,
             f"{what} {item.namespace}/{item.name} is defined twice: in {found[key].source} "
             f"and in {item.source}",
         )
+        found.ambiguous[key] = error
+        found.problems.append(error)
+        return
     found[key] = item
+
+
+def _read_kind(directory: Path | None, kind: str, make: Callable[[dict[str, Any], str], _Manifest],
+               what: str) -> _Found[_Manifest]:  # fmt: skip
+    """Every object of ``kind`` in the directory's manifest files; a file that cannot be read
+    is recorded as a problem and the other files are still read."""
+    found: _Found[_Manifest] = _Found()
+    for path in manifest_files(directory) if directory is not None else []:
+        try:
+            items = [
+                make(obj, where)
+                for where, obj in manifest_objects(path)
+                if object_kind(obj, where) == kind
+            ]
+        except CniError as exc:
+            found.problems.append(exc)
+            continue
+        for item in items:
+            _index(found, item, what)
+    return found
 
 
 # A file whose mtime is this close to the moment it was read may still change within the same
@@ -83,16 +134,16 @@ class _Snapshot(Generic[_Manifest]):
     def __init__(
         self,
         directory: Path | None,
-        read: Callable[[Path | None], dict[tuple[str, str], _Manifest]],
+        read: Callable[[Path | None], _Found[_Manifest]],
         *,
         revalidate: bool,
     ) -> None:
         self.directory = directory
-        self.read: Callable[[Path | None], dict[tuple[str, str], _Manifest]] = read
+        self.read: Callable[[Path | None], _Found[_Manifest]] = read
         self.revalidate = revalidate
-        self._held: tuple[Stamp, dict[tuple[str, str], _Manifest]] | None = None
+        self._held: tuple[Stamp, _Found[_Manifest]] | None = None
 
-    def get(self) -> dict[tuple[str, str], _Manifest]:
+    def get(self) -> _Found[_Manifest]:
         held = self._held
         if held is not None and not self.revalidate:
             return held[1]
@@ -107,22 +158,12 @@ class _Snapshot(Generic[_Manifest]):
         return found
 
 
-def _read_nads(directory: Path | None) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
-    found: dict[tuple[str, str], NetworkAttachmentDefinition] = {}
-    for path in manifest_files(directory) if directory is not None else []:
-        for where, obj in manifest_objects(path):
-            if object_kind(obj, where) == NAD_KIND:
-                _index(found, nad_from_object(obj, where), "NetworkAttachmentDefinition")
-    return found
+def _read_nads(directory: Path | None) -> _Found[NetworkAttachmentDefinition]:
+    return _read_kind(directory, NAD_KIND, nad_from_object, "NetworkAttachmentDefinition")
 
 
-def _read_pods(directory: Path | None) -> dict[tuple[str, str], PodManifest]:
-    found: dict[tuple[str, str], PodManifest] = {}
-    for path in manifest_files(directory) if directory is not None else []:
-        for where, obj in manifest_objects(path):
-            if object_kind(obj, where) == POD_KIND:
-                _index(found, pod_from_object(obj, where), "pod")
-    return found
+def _read_pods(directory: Path | None) -> _Found[PodManifest]:
+    return _read_kind(directory, POD_KIND, pod_from_object, "pod")
 
 
 class FileStore:
@@ -143,19 +184,24 @@ class FileStore:
         self._pods = _Snapshot(self.pod_dir, _read_pods, revalidate=revalidate)
 
     def nads(self) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
-        """Every NAD of ``nad_dir`` by (namespace, name)."""
-        return self._nads.get()
+        """Every NAD of ``nad_dir`` by (namespace, name); any broken file is an error."""
+        found = self._nads.get()
+        found.check()
+        return found
 
     def pods(self) -> dict[tuple[str, str], PodManifest]:
-        """Every pod manifest of ``pod_dir`` by (namespace, name)."""
-        return self._pods.get()
+        """Every pod manifest of ``pod_dir`` by (namespace, name); any broken file is an error."""
+        found = self._pods.get()
+        found.check()
+        return found
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
-        return self.nads().get((namespace, name))
+        """The NAD; a broken file elsewhere in ``nad_dir`` fails only lookups it may hide."""
+        return self._nads.get().lookup((namespace, name))
 
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
         del uid  # file manifests rarely carry one; only the Kubernetes store checks it
-        pod = self.pods().get((namespace, name))
+        pod = self._pods.get().lookup((namespace, name))
         return None if pod is None else pod.annotations
 
 
