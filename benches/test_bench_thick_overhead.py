@@ -9,50 +9,33 @@ per-round differences, printed at the end of the run and recorded in `docs/perfo
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_OVERHEAD
 from thick_direct import DirectPod
 from thick_shim import ShimPod
-from thick_world import World, daemon_of, inside_netns, running_world, shim_path
+from thick_world import ThickNode, thick_node
 
 PAIRED_ROUNDS = 40
 VERSION_ROUNDS = 300
 EXTRA_NETWORKS = [0, 1, 2, 4]
 
 
-@dataclass
-class Thick:
-    world: World
-    shim: Path
-    pod_ns: str
-
-
 @pytest.fixture(scope="module")
-def thick() -> Iterator[Thick]:
-    if os.geteuid() != 0:
-        pytest.fail("the thick-mode benchmarks need root (network namespaces)")
-    shim = shim_path()
-    with (
-        namespace("h", loopback_up=True) as host,
-        namespace("p", loopback_up=False) as pod,
-        running_world(host) as world,
-        daemon_of(world, default_concurrency()),
-        inside_netns(host),
-    ):
-        yield Thick(world, shim, pod)
+def thick() -> Iterator[ThickNode]:
+    try:
+        with thick_node(default_concurrency()) as node:
+            yield node
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 def timed(operation: str, side: str, target: Callable[[], object]) -> None:
@@ -72,7 +55,7 @@ def paired_round(direct: DirectPod, braid: ShimPod, braid_first: bool) -> None:
 
 
 @pytest.mark.parametrize("extra", EXTRA_NETWORKS)
-def test_thick_paired_overhead(benchmark: Any, thick: Thick, extra: int) -> None:
+def test_thick_paired_overhead(benchmark: Any, thick: ThickNode, extra: int) -> None:
     """ADD and DEL of one pod on both sides per round; the figures of docs/performance.md."""
     benchmark.group = f"thick paired rounds, {extra} extra network(s)"
     suffix = uuid.uuid4().hex[:8]
@@ -91,7 +74,7 @@ def test_thick_paired_overhead(benchmark: Any, thick: Thick, extra: int) -> None
         THICK_OVERHEAD.samples.clear()
 
 
-def test_thick_shim_version(benchmark: Any, thick: Thick) -> None:
+def test_thick_shim_version(benchmark: Any, thick: ThickNode) -> None:
     """VERSION is answered by the shim alone: exec to exit, as the runtime sees it."""
     benchmark.group = "thick shim VERSION"
     pod = ShimPod(thick.world, thick.shim, 0, "", "")
@@ -99,7 +82,7 @@ def test_thick_shim_version(benchmark: Any, thick: Thick) -> None:
     assert "1.0.0" in versions
 
 
-def test_thick_spawn_floor(benchmark: Any, thick: Thick) -> None:
+def test_thick_spawn_floor(benchmark: Any, thick: ThickNode) -> None:
     """`/bin/true` started the same way: the part of VERSION any executable costs here."""
     benchmark.group = "thick shim VERSION"
     del thick

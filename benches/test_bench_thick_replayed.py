@@ -12,47 +12,30 @@ the same end to end, and moves by milliseconds with the machine's load).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
 from overhead_record import THICK_FIGURES
 from thick_shim import ShimPod
-from thick_world import World, daemon_of, inside_netns, running_world, shim_path
+from thick_world import ThickNode, thick_node
 
 ROUNDS = 200
 EXTRA_NETWORKS = [0, 1, 2, 4]
 
 
-@dataclass
-class Replayed:
-    world: World
-    shim: Path
-    pod_ns: str
-
-
 @pytest.fixture(scope="module")
-def replayed() -> Iterator[Replayed]:
-    if os.geteuid() != 0:
-        pytest.fail("the thick-mode benchmarks need root (network namespaces)")
-    shim = shim_path()
-    with (
-        namespace("h", loopback_up=True) as host,
-        namespace("p", loopback_up=False) as pod,
-        running_world(host) as world,
-        daemon_of(world, 4, replayed=True),
-        inside_netns(host),
-    ):
-        yield Replayed(world, shim, pod)
+def replayed() -> Iterator[ThickNode]:
+    try:
+        with thick_node(4, replayed=True) as node:
+            yield node
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
-def pod_of(replayed: Replayed, extra: int) -> ShimPod:
+def pod_of(replayed: ThickNode, extra: int) -> ShimPod:
     """A pod whose first ADD and DEL ran the real delegates (recorded by the daemon)."""
     name = f"own-{uuid.uuid4().hex[:8]}"
     pod = ShimPod(replayed.world, replayed.shim, extra, name, replayed.pod_ns)
@@ -68,7 +51,7 @@ def note(benchmark: Any, what: str) -> None:
 
 
 @pytest.mark.parametrize("extra", EXTRA_NETWORKS)
-def test_thick_own_cost_add(benchmark: Any, replayed: Replayed, extra: int) -> None:
+def test_thick_own_cost_add(benchmark: Any, replayed: ThickNode, extra: int) -> None:
     benchmark.group = "thick own cost (delegates replayed)"
     pod = pod_of(replayed, extra)
     benchmark.pedantic(pod.add, teardown=pod.delete, rounds=ROUNDS, warmup_rounds=3)
@@ -76,7 +59,7 @@ def test_thick_own_cost_add(benchmark: Any, replayed: Replayed, extra: int) -> N
 
 
 @pytest.mark.parametrize("extra", EXTRA_NETWORKS)
-def test_thick_own_cost_del(benchmark: Any, replayed: Replayed, extra: int) -> None:
+def test_thick_own_cost_del(benchmark: Any, replayed: ThickNode, extra: int) -> None:
     benchmark.group = "thick own cost (delegates replayed)"
     pod = pod_of(replayed, extra)
 

@@ -241,3 +241,31 @@ def daemon_of(world: World, concurrency: int, *, replayed: bool = False) -> Iter
         yield daemon
     finally:
         daemon.stop()
+
+
+@dataclass
+class ThickNode:
+    """What a thick-mode benchmark measures against: the world, the shim, the pod netns."""
+
+    world: World
+    shim: Path
+    pod_ns: str
+
+
+@contextmanager
+def thick_node(concurrency: int, *, replayed: bool = False) -> Iterator[ThickNode]:
+    """A private host and pod namespace, a running world and daemon, and this thread inside
+    the host namespace for the measurements (root only)."""
+    from bench_namespaces import namespace  # noqa: PLC0415 - a sibling bench module
+
+    if os.geteuid() != 0:
+        raise RuntimeError("the thick-mode benchmarks need root (network namespaces)")
+    shim = shim_path()
+    with (
+        namespace("h", loopback_up=True) as host,
+        namespace("p", loopback_up=False) as pod,
+        running_world(host) as world,
+        daemon_of(world, concurrency, replayed=replayed),
+        inside_netns(host),
+    ):
+        yield ThickNode(world, shim, pod)
