@@ -8,8 +8,10 @@ use braid_cni::config::{append_plugins, conf_to_list, summarize};
 use braid_cni::Result;
 use serde_json::Value;
 
+mod golden;
+
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cni/config")
+    golden::fixtures("config")
 }
 
 /// `"@file"` is the bytes of `inputs/file`; anything else is inline JSON.
@@ -71,12 +73,7 @@ fn run_case(path: &Path) {
 
 #[test]
 fn every_config_case_matches_its_golden_file() {
-    let mut paths: Vec<PathBuf> = fs::read_dir(fixture_dir())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
+    let paths = golden::json_cases(&fixture_dir());
     assert!(
         paths.len() >= 40,
         "the golden set is incomplete: {} cases",

@@ -2,23 +2,19 @@
 //! every ordered pair of versions on a rich dual-stack result, edge cases), compared
 //! semantically: key order is irrelevant, values and number text are not.
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use braid_cni::result::{convert, parse_plugin_output};
 use serde_json::Value;
 
+mod golden;
+
 fn fixture_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cni/convert")
+    golden::fixtures("convert")
 }
 
 fn fixtures(dir: &str) -> Vec<(String, Value)> {
-    let mut paths: Vec<PathBuf> = fs::read_dir(fixture_root().join(dir))
-        .expect("fixture directory")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    paths.sort();
-    paths
+    golden::json_cases(&fixture_root().join(dir))
         .into_iter()
         .map(|p| {
             let text = fs::read_to_string(&p).expect("fixture readable");

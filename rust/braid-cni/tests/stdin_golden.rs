@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use braid_cni::inject::{plugin_stdin, StdinRequest};
 use serde_json::Value;
 
+mod golden;
+
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cni/stdin")
+    golden::fixtures("stdin")
 }
 
 /// The bytes of an input: `"@file"` reads `inputs/file` verbatim, anything else is inline JSON.
@@ -95,12 +97,7 @@ fn run_case(path: &Path) {
 
 #[test]
 fn every_stdin_case_matches_its_golden_file() {
-    let mut paths: Vec<PathBuf> = fs::read_dir(fixture_dir())
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
+    let paths = golden::json_cases(&fixture_dir());
     assert!(
         paths.len() >= 45,
         "the golden set is incomplete: {} cases",
