@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from braid import _native
@@ -39,9 +40,32 @@ class PluginExitError(PluginError):
         self.plugin_msg = plugin_msg
 
 
-def plugin_env(call: PluginCall, plugin_dirs: Sequence[str]) -> dict[str, str]:
-    """The runtime's whole environment plus all six CNI variables (libcni's rule)."""
-    env = dict(os.environ)
+_snapshot: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+_snapshot_lock = threading.Lock()
+
+
+def environ_snapshot() -> dict[str, str]:
+    """A copy of ``os.environ`` as it is now. Decoding it costs about 30 us; the decoded copy
+    is kept and reused while the process environment's raw bytes are unchanged (one C-level
+    dict comparison), which in the daemon is always."""
+    global _snapshot  # noqa: PLW0603 - a per-process cache of a per-process value
+    raw = getattr(os.environ, "_data", None)  # CPython's bytes view, when there is one
+    if not isinstance(raw, dict):
+        return dict(os.environ)
+    with _snapshot_lock:
+        held = _snapshot
+        if held is None or held[0] != raw:
+            held = (dict(raw), dict(os.environ))
+            _snapshot = held
+        return dict(held[1])
+
+
+def plugin_env(
+    call: PluginCall, plugin_dirs: Sequence[str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The runtime's whole environment (``environ``, else ``os.environ`` now) plus all six CNI
+    variables (libcni's rule)."""
+    env = dict(environ_snapshot() if environ is None else environ)
     env.update(
         CNI_COMMAND=call.command,
         CNI_CONTAINERID=call.container_id,
@@ -55,7 +79,7 @@ def plugin_env(call: PluginCall, plugin_dirs: Sequence[str]) -> dict[str, str]:
 
 def version_env() -> dict[str, str]:
     """VERSION's environment: libcni sends ``dummy`` for the netns, ifname and path."""
-    env = dict(os.environ)
+    env = environ_snapshot()
     env.update(
         CNI_COMMAND="VERSION",
         CNI_CONTAINERID="",
@@ -74,10 +98,11 @@ class PluginInvoker:
         self.executor = executor
         self.plugin_dirs = list(plugin_dirs)
         self.timeout = timeout
+        self.environ = environ_snapshot()
 
     def run(self, path: str, plugin_type: str, call: PluginCall, stdin: bytes) -> bytes:
         """Executes ``path`` for ``call``; returns its stdout, or raises ``PluginError``."""
-        env = plugin_env(call, self.plugin_dirs)
+        env = plugin_env(call, self.plugin_dirs, self.environ)
         out = self.executor.execute(path, env=env, stdin=stdin, timeout=self.timeout)
         return checked_stdout(out, plugin_type)
 

@@ -54,7 +54,8 @@ SYNC_POLL_SECONDS = 0.05
 
 class Answer:
     """A request's answer, sent once: early from the engine's thread (``from_engine``, an ADD's
-    result before its final record write) or when the work returns (``send``)."""
+    result before its final record write, a DEL's success before its record's removal) or
+    when the work returns (``send``)."""
 
     def __init__(self, reply: Reply | None, admitted: float) -> None:
         self._reply = reply

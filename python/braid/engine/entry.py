@@ -74,7 +74,7 @@ def _dispatch(
     if request.command == "ADD":
         return add(ctx, request, caps, answer).result
     if request.command == "DEL":
-        delete(ctx, request, caps)
+        delete(ctx, request, caps, answer)
     elif request.command == "CHECK":
         check(ctx, request)
     elif request.command == "GC":
@@ -102,7 +102,7 @@ def _run_with_own_store(
         store = (
             FileStore(config.nad_dir, config.pod_dir)
             if file_stores is None
-            else file_stores.get(config.nad_dir, config.pod_dir)
+            else file_stores.get(config.nad_dir, config.pod_dir).pinned()
         )
         ctx = EngineContext(config=config, store=store, executor=executor)
         return _dispatch(ctx, request, runtime_config, answer)
@@ -148,8 +148,9 @@ def run_cni(
     ``cluster``: the daemon's Kubernetes sessions (cached store, shared status publisher),
     asked with each request's configuration; a request it declines picks its own store.
     ``answer``: given a successful ADD's result as soon as it is final, before the attachment
-    record's last (not durable) write, which follows under the same locks; the daemon sends
-    it to the shim at once. The return value is the same result."""
+    record's last (not durable) write, and a successful DEL's empty output before the record
+    is removed; what follows runs under the same locks. The daemon sends it to the shim at
+    once. The return value is the same output."""
     cni_version = ""
     try:
         request = read_request(env, stdin)

@@ -3,7 +3,9 @@
 One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
 ``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
 for DEL when the daemon is away. The first write (the whole plan) is durable: written to a
-temporary file, fsynced, renamed over the record and the directory fsynced. An ADD rewrites it
+temporary file, renamed over the record, then fsynced through the same descriptor, which on
+Linux's journaling filesystems (ext4, xfs, btrfs) commits the rename with the data in one
+flush (``docs/attachment-record.md``). An ADD rewrites it
 once more after its last attachment (every result and the network-status) with the same atomic
 rename but without the fsyncs, and a DEL or GC that fails rewrites it durably with the failed
 entries marked. There are no per-attachment progress writes: a DEL tears down every entry
@@ -17,6 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -130,6 +135,26 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 _encoder = msgspec.json.Encoder()
+_fsyncs: ThreadPoolExecutor | None = None
+_fsyncs_lock = threading.Lock()
+
+
+def _fsync(fd: int, meanwhile: Callable[[], None] | None) -> None:
+    """``os.fsync(fd)``, with ``meanwhile`` run on this thread while another one waits for the
+    disk; the fsync's own error comes first (the record is not durable)."""
+    if meanwhile is None:
+        os.fsync(fd)
+        return
+    global _fsyncs  # noqa: PLW0603 - one small pool per process, made on first use
+    with _fsyncs_lock:
+        if _fsyncs is None:
+            _fsyncs = ThreadPoolExecutor(max_workers=8, thread_name_prefix="braid-fsync")
+        pool = _fsyncs
+    pending = pool.submit(os.fsync, fd)
+    try:
+        meanwhile()
+    finally:
+        pending.result()
 
 
 class RecordStore:
@@ -141,8 +166,19 @@ class RecordStore:
     def path(self, container_id: str) -> Path:
         return self.directory / f"{container_id}.json"
 
-    def write(self, record: AttachmentRecord, *, durable: bool) -> None:
-        """Atomically replaces the record; ``durable`` adds the fsyncs of the first write."""
+    def write(
+        self,
+        record: AttachmentRecord,
+        *,
+        durable: bool,
+        meanwhile: Callable[[], None] | None = None,
+    ) -> None:
+        """Atomically replaces the record (a temporary file renamed over it). ``durable``: the
+        file is fsynced after the rename, through the descriptor that wrote it: the data, the
+        new inode and the rename reach the disk in the one journal commit that fsync forces on
+        ext4, xfs and btrfs (the directory needs no fsync of its own there). ``meanwhile``
+        runs while that fsync is in flight (on another thread); the write returns, or raises
+        what ``meanwhile`` raised, only once the record is on disk."""
         target = self.path(record.container_id)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -154,17 +190,13 @@ class RecordStore:
                 fd = os.open(tmp, flags, 0o600)
             try:
                 os.write(fd, _encoder.encode(record))
+                tmp.replace(target)
                 if durable:
-                    os.fsync(fd)
+                    _fsync(fd, meanwhile)
+                elif meanwhile is not None:
+                    meanwhile()
             finally:
                 os.close(fd)
-            tmp.replace(target)
-            if durable:
-                dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
         except OSError as exc:
             raise CniError(
                 IO_FAILURE,

@@ -10,6 +10,7 @@ silently skipping a delegate is not (Multus's IP leaks).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from braid.cni import Runtime
@@ -84,8 +85,18 @@ def _fallback_record(
     return new_record(ctx, request, plan)
 
 
-def delete(ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]) -> None:
-    """Tears down every attachment; raises ``TeardownError`` listing all failures."""
+def delete(
+    ctx: EngineContext,
+    request: CniRequest,
+    capability_args: dict[str, Any],
+    answer: Callable[[bytes], None] | None = None,
+) -> None:
+    """Tears down every attachment; raises ``TeardownError`` listing all failures.
+
+    ``answer`` (the daemon's) is told of a complete success as soon as the last delegate has
+    returned, before the record's removal, which follows under the same lock: a later ADD or
+    DEL of the container waits for it, and a record left behind by a crash in between only
+    describes attachments already torn down (a DEL of them again is harmless)."""
     records = ctx.records()
     corrupt: CorruptRecord | None = None
     with ctx.locks().container(request.container_id):
@@ -102,6 +113,8 @@ def delete(ctx: EngineContext, request: CniRequest, capability_args: dict[str, A
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
+        if answer is not None and corrupt is None:
+            answer(b"")
         records.remove(request.container_id)
     if corrupt is not None:
         raise CniError(

@@ -6,6 +6,9 @@ Kubernetes store implements the same ``Store`` protocol.
 
 from __future__ import annotations
 
+import copy
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -14,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.manifests import (
+    MANIFEST_SUFFIXES,
     NAD_KIND,
     POD_KIND,
     NetworkAttachmentDefinition,
@@ -114,16 +118,24 @@ Stamp = tuple[tuple[str, int, int, int, int], ...]
 
 def directory_stamp(directory: Path | None) -> Stamp:
     """What identifies the manifest files of ``directory`` as they are now: for each file
-    (symlinks followed, as a ConfigMap mount needs) its name, device, inode, size and mtime."""
-    if directory is None or not directory.is_dir():
+    (symlinks followed, as a ConfigMap mount needs) its name, device, inode, size and mtime.
+    The same files as ``manifest_files``, from one directory scan and one ``stat`` each."""
+    if directory is None:
         return ()
     found = []
-    for path in manifest_files(directory):
+    try:
+        with os.scandir(directory) as scan:
+            entries = [e for e in scan if e.name.endswith(MANIFEST_SUFFIXES)]
+    except OSError:  # missing, not a directory, unreadable: no files to read either
+        return ()
+    for entry in entries:
         try:
-            st = path.stat()
+            st = entry.stat()  # follows symlinks
         except OSError:
             continue
-        found.append((path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        if stat.S_ISREG(st.st_mode):
+            found.append((entry.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    found.sort()
     return tuple(found)
 
 
@@ -180,8 +192,21 @@ class FileStore:
     ) -> None:
         self.nad_dir = Path(nad_dir)
         self.pod_dir = Path(pod_dir) if pod_dir is not None else None
-        self._nads = _Snapshot(self.nad_dir, _read_nads, revalidate=revalidate)
-        self._pods = _Snapshot(self.pod_dir, _read_pods, revalidate=revalidate)
+        self._nads: _Source[NetworkAttachmentDefinition] = _Snapshot(
+            self.nad_dir, _read_nads, revalidate=revalidate
+        )
+        self._pods: _Source[PodManifest] = _Snapshot(
+            self.pod_dir, _read_pods, revalidate=revalidate
+        )
+
+    def pinned(self) -> FileStore:
+        """This store as one request sees it: with ``revalidate``, each directory's files are
+        checked (one ``stat`` each) on the request's first lookup only, not on every lookup
+        (an ADD looks up the cluster network and every selected NAD)."""
+        view = copy.copy(self)
+        view._nads = _Pinned(self._nads)
+        view._pods = _Pinned(self._pods)
+        return view
 
     def nads(self) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
         """Every NAD of ``nad_dir`` by (namespace, name); any broken file is an error."""
@@ -203,6 +228,24 @@ class FileStore:
         del uid  # file manifests rarely carry one; only the Kubernetes store checks it
         pod = self._pods.get().lookup((namespace, name))
         return None if pod is None else pod.annotations
+
+
+class _Source(Protocol[_Manifest]):
+    def get(self) -> _Found[_Manifest]: ...
+
+
+class _Pinned(Generic[_Manifest]):
+    """A snapshot's objects for one request: checked (and read again if changed) on the first
+    lookup only; every later lookup of the request sees the same objects."""
+
+    def __init__(self, snapshot: _Source[_Manifest]) -> None:
+        self._snapshot: _Source[_Manifest] = snapshot
+        self._found: _Found[_Manifest] | None = None
+
+    def get(self) -> _Found[_Manifest]:
+        if self._found is None:
+            self._found = self._snapshot.get()
+        return self._found
 
 
 class FileStores:

@@ -2,9 +2,9 @@
 //! response frame per connection.
 
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use braid_cni::wire::{
     SOCKET_NAME,
 };
 use braid_cni::{codes, CniError};
+use socket2::{Domain, SockAddr, Socket, Type};
 
 /// The pause between two connection attempts while waiting for the daemon.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
@@ -25,18 +26,28 @@ pub fn socket_path(socket_dir: &Path) -> PathBuf {
 }
 
 /// One connection attempt bounded by `timeout`.
+///
+/// A unix `connect` blocks only while the daemon's listen backlog is full; Linux bounds that
+/// wait by the socket's send timeout, so no helper thread is needed (starting one cost the
+/// shim about 0.2 ms per call). The timeout is cleared once connected.
 pub fn connect(socket: &Path, timeout: Duration) -> io::Result<UnixStream> {
-    let (tx, rx) = mpsc::channel();
-    let target = socket.to_owned();
-    thread::spawn(move || {
-        let _ = tx.send(UnixStream::connect(target));
-    });
-    rx.recv_timeout(timeout).unwrap_or_else(|_| {
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("no connection within {} s", timeout.as_secs_f64()),
-        ))
-    })
+    let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    sock.set_write_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+    match sock.connect(&SockAddr::unix(socket)?) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no connection within {} s (the daemon's backlog is full)",
+                    timeout.as_secs_f64()
+                ),
+            ))
+        }
+        Err(err) => return Err(err),
+    }
+    sock.set_write_timeout(None)?;
+    Ok(UnixStream::from(OwnedFd::from(sock)))
 }
 
 /// Connects, retrying with short pauses until `wait` has passed; the last error otherwise.
