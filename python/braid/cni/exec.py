@@ -74,9 +74,9 @@ def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
             "a plugin type must name an executable inside CNI_PATH",
         )
     for directory in dirs:
-        candidate = str(Path(directory) / plugin_type)
+        candidate = os.path.join(directory, plugin_type)  # noqa: PTH118 - per call, no Path
         try:
-            mode = Path(candidate).stat().st_mode
+            mode = os.stat(candidate).st_mode  # noqa: PTH116
         except OSError:
             continue
         if not stat.S_ISREG(mode):

@@ -7,9 +7,9 @@ picks the highest version that the list and every plugin support.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from braid import _native
 from braid.errors import IO_FAILURE, CniError
@@ -68,7 +68,7 @@ def negotiate(list_version: str, list_versions: Sequence[str], plugins: list[lis
 
 def _binary_key(path: str) -> _BinaryKey:
     try:
-        st = Path(path).stat()
+        st = os.stat(path)  # noqa: PTH116 - per plugin call, no Path
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot stat plugin {path}: {exc.strerror}") from exc
     return (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)

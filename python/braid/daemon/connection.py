@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from collections.abc import Callable
 
 from braid.daemon.logs import DAEMON_LOGGER
@@ -45,6 +47,8 @@ class RequestConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._received = False
         self._answered = False
+        self._lock = threading.Lock()  # ``_answered``: the loop and an engine thread may answer
+        self._loop = asyncio.get_running_loop()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport if isinstance(transport, asyncio.Transport) else None
@@ -78,9 +82,10 @@ class RequestConnection(asyncio.Protocol):
 
     def reply(self, response: Response) -> None:
         """Writes the response frame and closes (the first response only)."""
-        if self._answered:
-            return
-        self._answered = True
+        with self._lock:
+            if self._answered:
+                return
+            self._answered = True
         transport = self._transport
         if transport is None or transport.is_closing():
             log.warning("could not answer a client: it has gone")
@@ -88,8 +93,39 @@ class RequestConnection(asyncio.Protocol):
         transport.write(encode_frame(response))
         transport.close()  # after the buffered answer is written
 
+    def reply_from_thread(self, response: CniResponse) -> bool:
+        """From a worker thread: writes the whole response frame to the socket at once, without
+        waking the event loop (which closes the connection later, off the client's path).
+        False, with nothing written, when that cannot be done; then ``reply`` is the way."""
+        frame = encode_frame(response)
+        with self._lock:
+            transport = self._transport
+            if self._answered or transport is None or transport.is_closing():
+                return False
+            sock = transport.get_extra_info("socket")
+            try:
+                sent = os.write(sock.fileno(), frame) if sock is not None else 0
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                return False  # the client has gone: ``reply`` reports it
+            if sent == 0:
+                return False
+            self._answered = True
+        self._loop.call_soon_threadsafe(self._finish_write, transport, frame[sent:])
+        return True
+
+    @staticmethod
+    def _finish_write(transport: asyncio.Transport, rest: bytes) -> None:
+        """On the loop: the part of a thread's frame the socket did not take, then the close."""
+        if rest and not transport.is_closing():
+            transport.write(rest)
+        transport.close()
+
     def _start(self, body: bytes) -> None:
-        task = asyncio.get_running_loop().create_task(self._service.answer(body, self.reply))
+        task = self._loop.create_task(
+            self._service.answer(body, self.reply, self.reply_from_thread)
+        )
         self._active.add(task)
         task.add_done_callback(self._finished)
 

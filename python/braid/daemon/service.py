@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
 Reply = Callable[[CniResponse | HealthResponse], None]
+# Writes a response from a worker thread; False when it could not (then ``Reply`` is used).
+ThreadReply = Callable[[CniResponse], bool]
 SYNC_POLL_SECONDS = 0.05
 
 
@@ -57,8 +59,11 @@ class Answer:
     result before its final record write, a DEL's success before its record's removal) or
     when the work returns (``send``)."""
 
-    def __init__(self, reply: Reply | None, admitted: float) -> None:
+    def __init__(
+        self, reply: Reply | None, admitted: float, reply_now: ThreadReply | None = None
+    ) -> None:
         self._reply = reply
+        self._reply_now = reply_now
         self.admitted = admitted
         self._loop = asyncio.get_running_loop()
         self.response: CniResponse | None = None
@@ -74,8 +79,22 @@ class Answer:
         return self.response
 
     def from_engine(self, stdout: bytes) -> None:
-        """The engine's early answer (a success), from its worker thread."""
+        """The engine's early answer (a success), from its worker thread: written to the client
+        from this thread when the connection can take it (no event-loop wake-up on the pod's
+        path), else sent by the loop."""
+        if self._reply_now is not None:
+            response = cni_response(stdout, 0)
+            elapsed = time.perf_counter() - self.admitted
+            if self._reply_now(response):
+                self._loop.call_soon_threadsafe(self._sent_early, response, elapsed)
+                return
         self._loop.call_soon_threadsafe(self.send, stdout, 0)
+
+    def _sent_early(self, response: CniResponse, elapsed: float) -> None:
+        """On the loop: the record of an answer a worker thread already wrote."""
+        if self.response is None:
+            self.response = response
+            self.elapsed = elapsed
 
     @property
     def early(self) -> Callable[[bytes], None] | None:
@@ -153,12 +172,15 @@ class DaemonService:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
         return self.cluster.session_for(config) if self.cluster is not None else None
 
-    async def answer(self, body: bytes, reply: Reply | None = None) -> CniResponse | HealthResponse:
+    async def answer(
+        self, body: bytes, reply: Reply | None = None, reply_now: ThreadReply | None = None
+    ) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request.
 
         ``reply`` (the connection's) is called with the response as soon as it is known, which
         for an ADD can be before the engine's final record write and this request's log line
-        and metrics; the returned response is the same one."""
+        and metrics; the returned response is the same one. ``reply_now`` (also the
+        connection's) lets the engine's thread write an early answer itself."""
         try:
             request = decode_request(body)
         except CniError as exc:
@@ -167,9 +189,11 @@ class DaemonService:
             return error_response(exc)
         if request.kind == "health":
             return health_response(ready=self.ready)
-        return await self._answer_cni(request, reply)
+        return await self._answer_cni(request, reply, reply_now)
 
-    async def _answer_cni(self, request: Request, reply: Reply | None) -> CniResponse:
+    async def _answer_cni(
+        self, request: Request, reply: Reply | None, reply_now: ThreadReply | None
+    ) -> CniResponse:
         env = request.cni_env()
         tag = tag_of(env)
         current_request.set(tag)  # this connection's task only; worker threads inherit it
@@ -181,7 +205,7 @@ class DaemonService:
             log.warning("refused a request: %s", exc)
             self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
             return error_response(exc)
-        answer = Answer(reply, start)
+        answer = Answer(reply, start, reply_now)
         try:
             out, code = await self.scheduler.run(
                 tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer)

@@ -5,6 +5,10 @@ disk by network name (spec 3.4.1 rules 2-3) or by path (Multus ``clusterNetwork`
 
 from __future__ import annotations
 
+import os
+import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +124,68 @@ def _files(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in suffixes and p.is_file())
 
 
+# A file whose mtime is this close to the moment it was read may still change within the same
+# timestamp tick: a lookup that read it is not kept.
+RACY_SECONDS = 2.0
+_KEPT_LOOKUPS = 64
+_FileStamp = tuple[str, int, int, int, int]
+_lookups: dict[tuple[str, str], tuple[tuple[_FileStamp, ...], DelegateConfig | None]] = {}
+_lookups_lock = threading.Lock()
+
+
+def _stamps(directory: str, suffixes: tuple[str, ...]) -> list[_FileStamp]:
+    """Name, device, inode, size and mtime of each regular file (symlinks followed) of
+    ``directory`` with one of ``suffixes``; none when it cannot be listed."""
+    found: list[_FileStamp] = []
+    try:
+        with os.scandir(directory) as scan:
+            entries = [e for e in scan if e.name.endswith(suffixes)]
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            st = entry.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((entry.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    found.sort()
+    return found
+
+
 def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
     """The configuration whose ``name`` is ``name``: ``.conflist`` files first (with their
     ``<confDir>/<name>/*.conf`` plugins appended, as libcni does), then ``.conf`` and ``.json``
-    verbatim, each group in lexical order; a malformed file on the way is an error naming it."""
-    directory = Path(conf_dir)
+    verbatim, each group in lexical order; a malformed file on the way is an error naming it.
+
+    The answer is kept per (directory, name) and given again while every file it could depend
+    on (the directory's configuration files and ``<name>/*.conf``) has the same name, inode,
+    size and mtime: the daemon resolves the cluster network this way on every ADD, one
+    directory scan and a ``stat`` per file instead of reading and parsing each file."""
+    folder = os.fspath(conf_dir)
+    files = _stamps(folder, (*LIST_SUFFIXES, *CONF_SUFFIXES))
+    if _is_plain(name):
+        files += _stamps(os.path.join(folder, name), (".conf",))  # noqa: PTH118
+    stamp = tuple(files)
+    key = (folder, name)
+    held = _lookups.get(key)
+    if held is not None and held[0] == stamp:
+        return held[1]
+    read_at = time.time_ns()
+    found = _find_in_confdir(Path(conf_dir), name)
+    if max((entry[4] for entry in stamp), default=0) < read_at - int(RACY_SECONDS * 1e9):
+        with _lookups_lock:
+            if len(_lookups) >= _KEPT_LOOKUPS:
+                _lookups.clear()
+            _lookups[key] = (stamp, found)
+    return found
+
+
+def _is_plain(name: str) -> bool:
+    return bool(name) and "/" not in name and "\0" not in name and name not in {".", ".."}
+
+
+def _find_in_confdir(directory: Path, name: str) -> DelegateConfig | None:
     for suffixes in (LIST_SUFFIXES, CONF_SUFFIXES):
         for path in _files(directory, suffixes):
             data = _read(path)

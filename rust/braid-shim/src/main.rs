@@ -5,6 +5,14 @@
 //!
 //! Nothing but the one JSON result or error ever reaches stdout; a panic becomes a code-999
 //! error JSON.
+//!
+//! The entry point is a plain C `main` (`no_main`): the Rust runtime's start-up (a stack-guard
+//! probe that reads `/proc/self/maps`, the stack-overflow signal handlers) is skipped, which
+//! takes about 0.06 ms off every CNI call. Arguments and the environment work as usual
+//! (glibc hands them to std); SIGPIPE is ignored here as the runtime would have done.
+#![cfg_attr(not(test), no_main)]
+// Test builds have libtest's main, so what only `main` reaches looks unused there.
+#![cfg_attr(test, allow(dead_code))]
 
 mod cache;
 mod daemon;
@@ -14,8 +22,9 @@ mod lock;
 mod replay;
 mod settings;
 
+#[cfg(not(test))]
+use std::ffi::{c_char, c_int};
 use std::io::Write;
-use std::process::ExitCode;
 
 use braid_cni::wire::{CniEnv, CniResponse, Request};
 use braid_cni::{codes, version, CniError};
@@ -101,20 +110,33 @@ fn emit(bytes: &[u8]) {
     let _ = out.flush();
 }
 
-fn main() -> ExitCode {
+fn entry() -> u8 {
     std::panic::set_hook(Box::new(|info| eprintln!("braid: {info}")));
     match std::panic::catch_unwind(run) {
         Ok(Ok(response)) => {
             emit(&response.stdout);
-            ExitCode::from(response.exit_code)
+            response.exit_code
         }
         Ok(Err((err, cni_version))) => {
             emit(&err.to_json(&cni_version));
-            ExitCode::FAILURE
+            1
         }
         Err(_) => {
             emit(&CniError::new(codes::INTERNAL, "braid panicked").to_json(version::CURRENT));
-            ExitCode::FAILURE
+            1
         }
     }
+}
+
+/// The process entry point (see the module documentation); test builds get libtest's.
+#[cfg(not(test))]
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+    // SAFETY: setting a signal's disposition to SIG_IGN before any thread exists. A closed
+    // stdout or a delegate that stops reading its stdin then gives EPIPE, not a kill.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    c_int::from(entry())
 }
