@@ -24,7 +24,15 @@ from bench_namespaces import namespace
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_FIGURES
 from thick_shim import ShimPod
-from thick_world import DaemonProcess, World, cni_env, daemon_of, running_world, shim_path
+from thick_world import (
+    DaemonProcess,
+    World,
+    cni_env,
+    daemon_of,
+    records_left,
+    running_world,
+    shim_path,
+)
 
 BURST = 200
 SMOKE_BURST = 20
@@ -116,7 +124,7 @@ def test_thick_burst(benchmark: Any, world_and_daemon: tuple[World, DaemonProces
             peak_add = sampler.peak_kib
             del_seconds = burst(shim, world, pods, "DEL")
         after = daemon.memory_kib()
-        records = list((world.root / "cni" / "records").glob("*.json"))
+        records = records_left(world)
         assert not records, f"{len(records)} attachment records left after the DEL burst"
     THICK_FIGURES.update(
         {

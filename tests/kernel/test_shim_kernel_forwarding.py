@@ -37,12 +37,11 @@ CNI_ENV = {
 
 @pytest.fixture(scope="session")
 def shim() -> Path:
-    """The release `braid` binary, rebuilt if its sources changed (`BRAID_SHIM` overrides)."""
+    """The release `braid` binary as `make shim` builds it, rebuilt if its sources changed
+    (`BRAID_SHIM` overrides)."""
     if os.environ.get("BRAID_SHIM"):
         return Path(os.environ["BRAID_SHIM"])
-    subprocess.run(
-        ["cargo", "build", "--release", "--locked", "-q", "-p", "braid-shim"], cwd=ROOT, check=True
-    )
+    subprocess.run([str(ROOT / "packaging" / "build-shim.sh")], cwd=ROOT, check=True)
     return ROOT / "target" / "release" / "braid"
 
 
@@ -183,6 +182,26 @@ def test_version_needs_no_daemon_and_no_stdin(shim: Path) -> None:
     assert ran.code == 0
     assert ran.stdout.endswith(b"\n")
     assert json.loads(ran.stdout) == {"cniVersion": "1.1.0", "supportedVersions": ALL_VERSIONS}
+
+
+def test_a_closed_stdout_is_an_error_not_a_kill(shim: Path) -> None:
+    """The shim starts without the Rust runtime and ignores SIGPIPE itself: a runtime that
+    closed the reading end gets an exit status, never a death by signal."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [str(shim)],
+            env={"CNI_COMMAND": "VERSION"},
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            check=False,
+            timeout=10,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode >= 0, f"killed by signal {-proc.returncode}"
 
 
 def test_add_without_daemon_fails_with_code_11_after_the_wait(shim: Path, socket_dir: Path) -> None:

@@ -65,12 +65,11 @@ FAKE_TYPE = "kdelfail"
 
 @pytest.fixture(scope="module")
 def shim() -> Path:
-    """The release `braid` binary, rebuilt if its sources changed (`BRAID_SHIM` overrides)."""
+    """The release `braid` binary as `make shim` builds it, rebuilt if its sources changed
+    (`BRAID_SHIM` overrides)."""
     if os.environ.get("BRAID_SHIM"):
         return Path(os.environ["BRAID_SHIM"])
-    subprocess.run(
-        ["cargo", "build", "--release", "--locked", "-q", "-p", "braid-shim"], cwd=ROOT, check=True
-    )
+    subprocess.run([str(ROOT / "packaging" / "build-shim.sh")], cwd=ROOT, check=True)
     return ROOT / "target" / "release" / "braid"
 
 

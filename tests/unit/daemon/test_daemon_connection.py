@@ -116,3 +116,49 @@ def test_a_client_that_closes_mid_frame_gets_an_error(tmp_path: Path) -> None:
     error = json.loads(base64.b64decode(json.loads(asyncio.run(go())[4:])["stdout"]))
     assert error["code"] == 4
     assert "frame cut short: 13 of 64 bytes" in error["msg"]
+
+
+class StallingEngine:
+    """Stalls the daemon's event loop (a blocking sleep scheduled on it), then answers early
+    from its worker thread: the answer can only arrive during the stall if the worker thread
+    wrote it to the client itself."""
+
+    def __init__(self, stall: float) -> None:
+        self.stall = stall
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stalled = threading.Event()
+
+    def _stall(self) -> None:
+        self.stalled.set()
+        time.sleep(self.stall)
+
+    def __call__(self, env: Mapping[str, str], stdin: bytes, **kw: Any) -> tuple[bytes, int]:
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self._stall)
+        assert self.stalled.wait(5)
+        kw["answer"](EARLY if env["CNI_COMMAND"] == "ADD" else b"")
+        return (EARLY, 0) if env["CNI_COMMAND"] == "ADD" else (b"", 0)
+
+
+def timed_call(path: Path, verb: str) -> tuple[tuple[bytes, int], float]:
+    """One call and how long the client waited for its answer (timed in the client's thread:
+    the test's own event loop is the daemon's, stalled)."""
+    start = time.monotonic()
+    answered = call_cni(path, {**ENV, "CNI_COMMAND": verb}, STDIN, 5)
+    return answered, time.monotonic() - start
+
+
+def test_the_early_answer_is_written_by_the_engine_thread(tmp_path: Path) -> None:
+    engine = StallingEngine(stall=1.5)
+
+    async def go() -> None:
+        engine.loop = asyncio.get_running_loop()
+        async with running(tmp_path, engine) as daemon:
+            path = sock(daemon)
+            for verb, expected in (("ADD", EARLY), ("DEL", b"")):
+                engine.stalled.clear()
+                answered, seconds = await asyncio.to_thread(timed_call, path, verb)
+                assert answered == (expected, 0)
+                assert seconds < 1.0, f"{verb}: the answer waited for the stalled loop"
+
+    asyncio.run(go())

@@ -87,3 +87,42 @@ def test_a_final_write_that_fails_after_the_answer_keeps_the_answer(
     plan = record_of(dirs, "full1")
     assert plan is not None, "the durable plan stays for DEL"
     assert "result" not in plan["attachments"][0]
+
+
+def del_env(dirs: Any, container_id: str) -> dict[str, str]:
+    env: dict[str, str] = dirs.env("DEL", container_id, CNI_NETNS=NETNS, CNI_IFNAME="brdea0")
+    return env
+
+
+def test_a_del_is_answered_before_its_record_is_removed(dirs: Any) -> None:
+    assert run_cni(add_env(dirs, "gone1"), dirs.stdin())[1] == 0
+    seen: list[tuple[bytes, bool]] = []
+
+    def answer(out: bytes) -> None:
+        seen.append((out, record_of(dirs, "gone1") is not None))
+
+    out, code = run_cni(del_env(dirs, "gone1"), dirs.stdin(), answer=answer)
+    assert (out, code) == (b"", 0)
+    assert seen == [(b"", True)], "answered once, with the record still there"
+    assert record_of(dirs, "gone1") is None, "removed before run_cni returns"
+
+
+def test_a_failed_del_is_never_answered_early(dirs: Any) -> None:
+    assert run_cni(add_env(dirs, "keep1"), dirs.stdin())[1] == 0
+    dirs.behave("fakenet", "DEL", exit=1, stdout=json.dumps({"code": 11, "msg": "busy"}))
+    seen: list[bytes] = []
+    _, code = run_cni(del_env(dirs, "keep1"), dirs.stdin(), answer=seen.append)
+    assert code == 1
+    assert seen == []
+    assert record_of(dirs, "keep1") is not None, "kept for the retried DEL"
+
+
+def test_a_del_of_a_corrupt_record_is_never_answered_early(dirs: Any) -> None:
+    records = dirs.cni_dir / "records"
+    records.mkdir(parents=True, exist_ok=True)
+    (records / "torn1.json").write_bytes(b'{"containerId": "torn1", "attachm')
+    seen: list[bytes] = []
+    out, code = run_cni(del_env(dirs, "torn1"), dirs.stdin(), answer=seen.append)
+    assert code == 1, "the corrupt record is reported"
+    assert "corrupt" in json.loads(out)["msg"]
+    assert seen == []

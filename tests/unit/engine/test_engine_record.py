@@ -179,3 +179,86 @@ def test_truncated_record_salvages_every_entry_written_whole(tmp_path: Path) -> 
     with pytest.raises(CorruptRecord) as info:
         store.read("ctr1")
     assert [e.ifname for e in info.value.salvaged] == ["eth0", "net1"]
+
+
+def test_durable_write_fsyncs_the_renamed_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One fsync, through the descriptor that wrote the record, after the rename: on ext4, xfs
+    and btrfs it commits the data and the rename together (docs/attachment-record.md)."""
+    import os  # noqa: PLC0415
+
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, Path.replace
+
+    def fsync(fd: int) -> None:
+        target = tmp_path / "records" / "ctr1.json"
+        events.append(f"fsync:{os.fstat(fd).st_ino == target.stat().st_ino}")
+        real_fsync(fd)
+
+    def replace(self: Path, target: Path) -> Path:
+        events.append("rename")
+        return real_replace(self, target)
+
+    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
+    monkeypatch.setattr(Path, "replace", replace)
+    RecordStore(tmp_path).write(record(), durable=True)
+    assert events == ["rename", "fsync:True"], "the record itself, renamed, then fsynced"
+    events.clear()
+    RecordStore(tmp_path).write(record(), durable=False)
+    assert events == ["rename"], "a rewrite is not fsynced"
+
+
+def test_durable_write_runs_meanwhile_during_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fsync is in flight on another thread while ``meanwhile`` runs: here it can only
+    finish once ``meanwhile`` has run."""
+    import os  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    meanwhile_ran = threading.Event()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        assert meanwhile_ran.wait(5), "meanwhile did not run while the fsync was pending"
+        real_fsync(fd)
+
+    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
+    RecordStore(tmp_path).write(record(), durable=True, meanwhile=meanwhile_ran.set)
+    assert RecordStore(tmp_path).read("ctr1") is not None
+
+
+def test_meanwhile_failing_still_waits_for_the_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    synced = threading.Event()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        time.sleep(0.05)
+        real_fsync(fd)
+        synced.set()
+
+    def collide() -> None:
+        raise CniError(7, "interface 'eth0' already exists")
+
+    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
+    with pytest.raises(CniError, match="already exists"):
+        RecordStore(tmp_path).write(record(), durable=True, meanwhile=collide)
+    assert synced.is_set(), "the write returned before its fsync was over"
+
+
+def test_a_failed_fsync_is_an_io_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
+    for meanwhile in (None, lambda: None):
+        with pytest.raises(CniError) as failed:
+            RecordStore(tmp_path).write(record(), durable=True, meanwhile=meanwhile)
+        assert failed.value.code == IO_FAILURE

@@ -101,3 +101,48 @@ def test_file_stores_keep_one_revalidating_store_per_directory_pair(tmp_path: Pa
     assert stores.get(str(tmp_path / "nads"), None) is not first
     write_nad(tmp_path, "a", "br-a")
     assert bridge_of(stores.get(str(tmp_path), None), "a") == "br-a"
+
+
+def count_stamps(monkeypatch: pytest.MonkeyPatch) -> list[Path | None]:
+    stamps: list[Path | None] = []
+    real = store_module.directory_stamp
+
+    def counting(directory: Path | None) -> store_module.Stamp:
+        stamps.append(directory)
+        return real(directory)
+
+    monkeypatch.setattr(store_module, "directory_stamp", counting)
+    return stamps
+
+
+def test_a_pinned_view_checks_the_files_once_per_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One request (one pinned view) looks up many NADs and checks the directory once; the
+    next request checks again and sees what changed in between."""
+    path = write_nad(tmp_path, "a", "br-a")
+    write_nad(tmp_path, "b", "br-b")
+    store = FileStore(tmp_path, revalidate=True)
+    stamps = count_stamps(monkeypatch)
+    request = store.pinned()
+    assert [bridge_of(request, n) for n in ("a", "b", "a", "b")] == ["br-a", "br-b"] * 2
+    assert stamps == [tmp_path]
+    write_nad(tmp_path, "a", "br-changed")
+    os.utime(path, (time.time() - 30, time.time() - 30))
+    assert bridge_of(request, "a") == "br-a", "a request sees the files as they were at its start"
+    assert bridge_of(store.pinned(), "a") == "br-changed"
+    assert len(stamps) == 2
+
+
+def test_the_stamp_follows_symlinks_and_skips_other_files(tmp_path: Path) -> None:
+    nads = tmp_path / "nads"
+    nads.mkdir()
+    target = write_nad(tmp_path, "real", "br-r")
+    (nads / "linked.json").symlink_to(target)
+    (nads / "notes.txt").write_text("not a manifest")
+    (nads / "dir.yaml").mkdir()
+    (nads / "dangling.yml").symlink_to(tmp_path / "missing")
+    stamp = store_module.directory_stamp(nads)
+    assert [entry[0] for entry in stamp] == ["linked.json"]
+    assert stamp[0][2] == target.stat().st_ino, "the file the link points to"
+    assert store_module.directory_stamp(tmp_path / "absent") == ()
