@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,15 @@ def test_metrics_probes_and_logs(engine: EngineSetup, daemon: Daemon) -> None:
     assert call(daemon, engine, "DEL", conf(engine, "net-a")) == (None, 0)
     assert daemon.http_get("/healthz") == "ok\n"
     assert daemon.http_get("/readyz") == "ready\n"
-    text = daemon.http_get("/metrics")
+    # A request's metrics and log line follow its answer (the engine's thread writes the
+    # answer first): the DEL's are given a moment.
+    deadline = time.monotonic() + 2
+    while True:
+        text = daemon.http_get("/metrics")
+        logged = [ln for ln in daemon.log_lines() if ln["msg"].startswith("DEL ")]
+        if ('verb="DEL"} 1.0' in text and logged) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     for line in (
         'braid_daemon_requests_total{outcome="success",verb="ADD"} 1.0',
         'braid_daemon_requests_total{outcome="success",verb="DEL"} 1.0',

@@ -37,7 +37,7 @@ class RequestConnection(asyncio.Protocol):
     """Reads one frame (within ``frame_timeout`` seconds), answers it once, closes."""
 
     def __init__(
-        self, service: DaemonService, active: set[asyncio.Task[Response]], frame_timeout: float
+        self, service: DaemonService, active: set[asyncio.Future[Response]], frame_timeout: float
     ) -> None:
         self._service = service
         self._active = active
@@ -123,13 +123,18 @@ class RequestConnection(asyncio.Protocol):
         transport.close()
 
     def _start(self, body: bytes) -> None:
-        task = self._loop.create_task(
-            self._service.answer(body, self.reply, self.reply_from_thread)
-        )
-        self._active.add(task)
-        task.add_done_callback(self._finished)
+        """The request goes straight to an engine thread when nothing would hold it back
+        (``DaemonService.start_now``), else through a task that queues it."""
+        work: asyncio.Future[Response] | None
+        work = self._service.start_now(body, self.reply, self.reply_from_thread)
+        if work is None:
+            work = self._loop.create_task(
+                self._service.answer(body, self.reply, self.reply_from_thread)
+            )
+        self._active.add(work)
+        work.add_done_callback(self._finished)
 
-    def _finished(self, task: asyncio.Task[Response]) -> None:
+    def _finished(self, task: asyncio.Future[Response]) -> None:
         self._active.discard(task)
         if task.cancelled():
             self.reply(error_response(CniError(INTERNAL, "the request was cancelled")))
@@ -161,7 +166,9 @@ class RequestConnection(asyncio.Protocol):
 
 
 def connection_factory(
-    service: DaemonService, active: set[asyncio.Task[Response]], frame_timeout: Callable[[], float]
+    service: DaemonService,
+    active: set[asyncio.Future[Response]],
+    frame_timeout: Callable[[], float],
 ) -> Callable[[], RequestConnection]:
     """What ``loop.create_unix_server`` calls for each accepted connection."""
     return lambda: RequestConnection(service, active, frame_timeout())

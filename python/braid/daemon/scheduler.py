@@ -4,20 +4,24 @@
   at once, so when every slot is busy at most ``queue_size`` wait. A request beyond that is
   refused at once with ``Overloaded`` (the daemon answers CNI code 11): memory stays bounded.
 - ADD, DEL and CHECK of one container never overlap, and run in arrival order (one FIFO
-  ``asyncio.Lock`` per container id, dropped when nobody holds or waits for it).
+  lock per container id, dropped when nobody holds or waits for it).
 - GC excludes ADD, DEL and CHECK (a writer-preferring readers-writer lock: a waiting GC
   holds back new readers, so GC cannot starve).
 
 Locks are taken in one order (container, GC exclusion, slot) and a slot holder never waits
-for a lock, so no request can deadlock another. The engine's file locks remain the guarantee
+for a lock, so no request can deadlock another. A request nothing would hold back is admitted
+synchronously (``admit_now``), the daemon's path for almost every request; ``run`` queues the
+others in arrival order. The engine's file locks remain the guarantee
 across processes (``braid-thin`` and a daemon on one node).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -44,6 +48,7 @@ class GcExclusion:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._wake_writers: asyncio.Task[None] | None = None  # kept: a task needs a holder
 
     def _readers_may_enter(self) -> bool:
         return not self._writer and not self._writers_waiting
@@ -56,11 +61,28 @@ class GcExclusion:
             await self._cond.wait_for(self._readers_may_enter)
             self._readers += 1
 
+    def try_acquire_shared(self) -> bool:
+        """``acquire_shared`` when it would not wait; False (nothing taken) when it would."""
+        if self._readers_may_enter():
+            self._readers += 1
+            return True
+        return False
+
     async def release_shared(self) -> None:
         self._readers -= 1
         if not self._readers and self._writers_waiting:
             async with self._cond:
                 self._cond.notify_all()
+
+    def release_shared_soon(self) -> None:
+        """``release_shared`` from a plain callback: a waiting GC is woken by a task."""
+        self._readers -= 1
+        if not self._readers and self._writers_waiting:
+            self._wake_writers = asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -81,32 +103,91 @@ class GcExclusion:
 
 
 class ContainerLocks:
-    """One FIFO lock per container id, kept only while someone holds or waits for it."""
+    """One FIFO lock per container id, kept only while someone holds or waits for it: the
+    holder is implied by the entry, the waiters queue behind it in arrival order."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
 
     def __len__(self) -> int:
-        return len(self._locks)
+        return len(self._waiters)
+
+    def try_acquire(self, container_id: str) -> bool:
+        """Takes the container's lock when nobody holds it (nobody waits then either)."""
+        if container_id in self._waiters:
+            return False
+        self._waiters[container_id] = deque()
+        return True
 
     async def acquire(self, container_id: str) -> None:
-        lock, users = self._locks.setdefault(container_id, (asyncio.Lock(), [0]))
-        users[0] += 1
+        if self.try_acquire(container_id):
+            return
+        turn = asyncio.get_running_loop().create_future()
+        queue = self._waiters[container_id]
+        queue.append(turn)
         try:
-            await lock.acquire()
-        except BaseException:
-            self._leave(container_id, users)
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release(container_id)  # handed over as it was cancelled: pass it on
+            else:
+                queue.remove(turn)
             raise
 
     def release(self, container_id: str) -> None:
-        lock, users = self._locks[container_id]
-        lock.release()
-        self._leave(container_id, users)
+        """Hands the lock to the first waiter still waiting, else drops the entry."""
+        queue = self._waiters[container_id]
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        del self._waiters[container_id]
 
-    def _leave(self, container_id: str, users: list[int]) -> None:
-        users[0] -= 1
-        if not users[0]:
-            del self._locks[container_id]
+
+class Slots:
+    """``concurrency`` execution slots with FIFO waiters (an ``asyncio.Semaphore`` that can
+    also be taken without a coroutine when one is free)."""
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def try_acquire(self) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.try_acquire():
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiters.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release()
+            else:
+                self._waiters.remove(turn)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            turn = self._waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.free += 1
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A request admitted at once by ``Scheduler.admit_now``: what ``leave`` gives back."""
+
+    verb: str
+    container_id: str
 
 
 class Scheduler:
@@ -121,7 +202,7 @@ class Scheduler:
         self.running = 0
         self.containers = ContainerLocks()
         self.gc_exclusion = GcExclusion()
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = Slots(concurrency)
 
     @property
     def waiting(self) -> int:
@@ -159,9 +240,45 @@ class Scheduler:
                 self.containers.release(container_id)
 
     async def _in_slot(self, work: Callable[[], Awaitable[T]]) -> T:
-        async with self._slots:
-            self.running += 1
-            try:
-                return await work()
-            finally:
-                self.running -= 1
+        await self._slots.acquire()
+        self.running += 1
+        try:
+            return await work()
+        finally:
+            self.running -= 1
+            self._slots.release()
+
+    def admit_now(self, verb: str, container_id: str) -> Ticket | None:
+        """Admits a request that would not wait for anything, all in this call (no task, no
+        suspension): a free slot, the container's lock free, no GC holding or waiting. None,
+        with nothing taken, otherwise: then ``run`` queues it (or refuses it) as usual. GC
+        always goes through ``run``. The holder must call ``leave`` once its work is over."""
+        if verb == "GC" or self.admitted >= self.concurrency + self.queue_size:
+            return None
+        contained = verb in CONTAINER_VERBS
+        locked = contained and bool(container_id)
+        if locked and not self.containers.try_acquire(container_id):
+            return None
+        if contained and not self.gc_exclusion.try_acquire_shared():
+            if locked:
+                self.containers.release(container_id)
+            return None
+        if not self._slots.try_acquire():
+            if contained:
+                self.gc_exclusion.release_shared_soon()
+            if locked:
+                self.containers.release(container_id)
+            return None
+        self.admitted += 1
+        self.running += 1
+        return Ticket(verb, container_id)
+
+    def leave(self, ticket: Ticket) -> None:
+        """Gives back what ``admit_now`` took (on the event loop, once)."""
+        self.running -= 1
+        self._slots.release()
+        if ticket.verb in CONTAINER_VERBS:
+            self.gc_exclusion.release_shared_soon()
+            if ticket.container_id:
+                self.containers.release(ticket.container_id)
+        self.admitted -= 1

@@ -63,7 +63,7 @@ class DaemonServer:
         self.service = service
         self.stopping = asyncio.Event()
         self.serving = asyncio.Event()  # set once the socket accepts requests
-        self._active: set[asyncio.Task[Response]] = set()  # requests not finished yet
+        self._active: set[asyncio.Future[Response]] = set()  # requests not finished yet
         self.probe_server: asyncio.Server | None = None
 
     def stop(self) -> None:

@@ -19,13 +19,13 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from braid.cni.exec import Executor, ProcessExecutor
-from braid.daemon.logs import DAEMON_LOGGER, current_request, tag_of
+from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
 from braid.daemon.metrics import DaemonMetrics, TimedExecutor
 from braid.daemon.protocol import (
     CniResponse,
@@ -36,10 +36,10 @@ from braid.daemon.protocol import (
     error_response,
     health_response,
 )
-from braid.daemon.scheduler import Overloaded, Scheduler
+from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
-from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.errors import INTERNAL, TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
 
@@ -68,6 +68,7 @@ class Answer:
         self._loop = asyncio.get_running_loop()
         self.response: CniResponse | None = None
         self.elapsed = 0.0  # admission to answer
+        self._from_thread = False  # the engine's thread answered (only that thread sets it)
 
     def send(self, stdout: bytes, exit_code: int) -> CniResponse:
         """On the event loop: the response, sent now unless it already was."""
@@ -78,17 +79,21 @@ class Answer:
                 self._reply(self.response)
         return self.response
 
-    def from_engine(self, stdout: bytes) -> None:
-        """The engine's early answer (a success), from its worker thread: written to the client
-        from this thread when the connection can take it (no event-loop wake-up on the pod's
-        path), else sent by the loop."""
+    def from_engine(self, stdout: bytes, exit_code: int = 0) -> None:
+        """An answer from the engine's worker thread (an early success, or the final output of
+        a request started by ``start_now``): written to the client from this thread when the
+        connection can take it (no event-loop wake-up on the pod's path), else sent by the
+        loop. Once only: a second call does nothing."""
+        if self._from_thread:
+            return
+        self._from_thread = True
         if self._reply_now is not None:
-            response = cni_response(stdout, 0)
+            response = cni_response(stdout, exit_code)
             elapsed = time.perf_counter() - self.admitted
             if self._reply_now(response):
                 self._loop.call_soon_threadsafe(self._sent_early, response, elapsed)
                 return
-        self._loop.call_soon_threadsafe(self.send, stdout, 0)
+        self._loop.call_soon_threadsafe(self.send, stdout, exit_code)
 
     def _sent_early(self, response: CniResponse, elapsed: float) -> None:
         """On the loop: the record of an answer a worker thread already wrote."""
@@ -191,6 +196,94 @@ class DaemonService:
             return health_response(ready=self.ready)
         return await self._answer_cni(request, reply, reply_now)
 
+    def start_now(
+        self, body: bytes, reply: Reply, reply_now: ThreadReply
+    ) -> asyncio.Future[CniResponse | HealthResponse] | None:
+        """On the event loop: a CNI request that nothing would hold back (``Scheduler.
+        admit_now``) is handed to an engine thread in this very call, no task in between, and
+        answered from that thread; the future completes once its work is over. None (nothing
+        done) for every other request: a health probe, a malformed or queued one, GC; then
+        ``answer`` takes it."""
+        try:
+            request = decode_request(body)
+        except CniError:
+            return None
+        if request.kind != "cni":
+            return None
+        env = request.cni_env()
+        tag = tag_of(env)
+        try:
+            stdin = request.stdin_bytes()
+        except CniError:
+            return None
+        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
+        if ticket is None:
+            return None
+        loop = asyncio.get_running_loop()
+        answer = Answer(reply, time.perf_counter(), reply_now)
+        done: asyncio.Future[CniResponse | HealthResponse] = loop.create_future()
+        context = contextvars.copy_context()
+        context.run(current_request.set, tag)  # the worker's log lines carry the request
+        context.run(observe_phases, self.metrics.observe_phase)
+        self.metrics.observe_phase("queue", 0.0)
+
+        def work() -> tuple[bytes, int]:
+            out, code = self._run_engine(env, stdin, answer)
+            answer.from_engine(out, code)  # the final answer, unless one went early
+            return out, code
+
+        def over(future: Future[tuple[bytes, int]]) -> None:
+            loop.call_soon_threadsafe(self._finish_now, future, ticket, answer, (tag, stdin), done)
+
+        try:
+            self.pool.submit(context.run, work).add_done_callback(over)
+        except RuntimeError:  # the pool is shut down: the daemon is stopping
+            self.scheduler.leave(ticket)
+            return None
+        return done
+
+    def _finish_now(
+        self,
+        future: Future[tuple[bytes, int]],
+        ticket: Ticket,
+        answer: Answer,
+        request: tuple[RequestTag, bytes],
+        done: asyncio.Future[CniResponse | HealthResponse],
+    ) -> None:
+        """On the loop, once a ``start_now`` request's work is over: its slot and locks back,
+        its answer (if the thread could not write it), metrics and log line."""
+        self.scheduler.leave(ticket)
+        tag, stdin = request
+        error = future.exception()
+        if error is not None:
+            log.error("request failed inside the daemon: %r", error)
+            err = CniError(INTERNAL, f"internal error: {error!r}")
+            out, code = err.to_json(cni_version_of(stdin)), 1
+        else:
+            out, code = future.result()
+        response = answer.send(out, code)
+        outcome = "success" if code == 0 else "error"
+        self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
+        token = current_request.set(tag)
+        try:
+            log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
+        finally:
+            current_request.reset(token)
+        if not done.done():
+            done.set_result(response)
+
+    def _run_engine(self, env: dict[str, str], stdin: bytes, answer: Answer) -> tuple[bytes, int]:
+        """The engine, in a worker thread, with this daemon's store, executor and sessions."""
+        return self.engine(
+            env,
+            stdin,
+            store=self.store,
+            executor=self.executor,
+            file_stores=self.file_stores,
+            cluster=self._session if self.cluster is not None else None,
+            answer=answer.early,
+        )
+
     async def _answer_cni(
         self, request: Request, reply: Reply | None, reply_now: ThreadReply | None
     ) -> CniResponse:
@@ -225,15 +318,7 @@ class DaemonService:
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
         call = functools.partial(
-            contextvars.copy_context().run,
-            self.engine,
-            env,
-            stdin,
-            store=self.store,
-            executor=self.executor,
-            file_stores=self.file_stores,
-            cluster=self._session if self.cluster is not None else None,
-            answer=answer.early,
+            contextvars.copy_context().run, self._run_engine, env, stdin, answer
         )
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

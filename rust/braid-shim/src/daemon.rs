@@ -66,11 +66,16 @@ pub fn connect_waiting(socket: &Path, wait: Duration) -> io::Result<UnixStream> 
     }
 }
 
-/// Sends `request` and reads the response to a CNI call.
-pub fn exchange(mut stream: UnixStream, request: &Request) -> Result<CniResponse, CniError> {
-    let outgoing = frame(&encode_request(request))?;
+/// The request frame, encoded before connecting: the daemon, woken by the connection, finds
+/// the whole frame already there.
+pub fn request_frame(request: &Request) -> Result<Vec<u8>, CniError> {
+    frame(&encode_request(request))
+}
+
+/// Sends a request frame (`request_frame`) and reads the response to a CNI call.
+pub fn exchange(mut stream: UnixStream, outgoing: &[u8]) -> Result<CniResponse, CniError> {
     stream
-        .write_all(&outgoing)
+        .write_all(outgoing)
         .and_then(|()| stream.flush())
         .map_err(|err| broken("sending the request failed", &err))?;
     let mut header = [0_u8; HEADER_BYTES];

@@ -83,23 +83,31 @@ fn run() -> Outcome {
 /// ADD, CHECK, GC, STATUS: the daemon's answer, waiting up to `daemonWaitSeconds` for it.
 fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
     let socket = daemon::socket_path(&settings.socket_dir);
+    let outgoing = daemon::request_frame(&Request::Cni { env, stdin })?;
     let stream = daemon::connect_waiting(&socket, settings.daemon_wait)
         .map_err(|err| daemon::unreachable(&socket, settings.daemon_wait, &err))?;
-    daemon::exchange(stream, &Request::Cni { env, stdin })
+    daemon::exchange(stream, &outgoing)
 }
 
 /// DEL: the daemon's answer when it answers at once, else the record replayed here.
 fn delete(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
     let socket = daemon::socket_path(&settings.socket_dir);
-    if let Ok(stream) = daemon::connect(&socket, daemon::CONNECT_TIMEOUT) {
-        let request = Request::Cni {
-            env: env.clone(),
-            stdin,
-        };
-        match daemon::exchange(stream, &request) {
-            Ok(response) => return Ok(response),
-            Err(err) => eprintln!("braid: DEL through the daemon failed ({err}); replaying"),
+    let request = Request::Cni {
+        env: env.clone(),
+        stdin,
+    };
+    match daemon::request_frame(&request) {
+        Ok(outgoing) => {
+            if let Ok(stream) = daemon::connect(&socket, daemon::CONNECT_TIMEOUT) {
+                match daemon::exchange(stream, &outgoing) {
+                    Ok(response) => return Ok(response),
+                    Err(err) => {
+                        eprintln!("braid: DEL through the daemon failed ({err}); replaying");
+                    }
+                }
+            }
         }
+        Err(err) => eprintln!("braid: DEL cannot be sent to the daemon ({err}); replaying"),
     }
     replay::delete(env, settings).map(|()| success(Vec::new()))
 }

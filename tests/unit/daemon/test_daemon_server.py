@@ -144,10 +144,17 @@ def test_probes_and_metrics_over_http(tmp_path: Path) -> None:
             assert await http_get(daemon, "/healthz") == (200, b"ok\n")
             assert await http_get(daemon, "/readyz") == (200, b"ready\n")
             assert (await http_get(daemon, "/nope"))[0] == 404
-            status, body = await http_get(daemon, "/metrics")
+            # A request's metrics are recorded once its work is over, which can be just after
+            # its answer reached the client: the scrape is given a moment.
+            done = 'braid_daemon_requests_total{outcome="success",verb="ADD"} 1.0'
+            for _ in range(200):
+                status, body = await http_get(daemon, "/metrics")
+                text = body.decode()
+                if status != 200 or done in text:
+                    break
+                await asyncio.sleep(0.01)
             assert status == 200
-            text = body.decode()
-            assert 'braid_daemon_requests_total{outcome="success",verb="ADD"} 1.0' in text
+            assert done in text
             assert 'braid_daemon_request_seconds_count{verb="ADD"} 1.0' in text
             assert 'braid_daemon_phase_seconds_count{phase="queue",plugin=""} 1.0' in text
             assert "braid_daemon_queue_depth 0.0" in text
