@@ -139,6 +139,16 @@ _fsyncs: ThreadPoolExecutor | None = None
 _fsyncs_lock = threading.Lock()
 
 
+def close_fsyncs() -> None:
+    """Lets the fsync threads end (a daemon that stops; nothing writes records any more). A
+    later durable write with ``meanwhile`` starts a new pool."""
+    global _fsyncs
+    with _fsyncs_lock:
+        pool, _fsyncs = _fsyncs, None
+    if pool is not None:
+        pool.shutdown(wait=False)
+
+
 def _fsync(fd: int, meanwhile: Callable[[], None] | None) -> None:
     """``os.fsync(fd)``, with ``meanwhile`` run on this thread while another one waits for the
     disk; the fsync's own error comes first (the record is not durable)."""

@@ -262,3 +262,25 @@ def test_a_failed_fsync_is_an_io_error(tmp_path: Path, monkeypatch: pytest.Monke
         with pytest.raises(CniError) as failed:
             RecordStore(tmp_path).write(record(), durable=True, meanwhile=meanwhile)
         assert failed.value.code == IO_FAILURE
+
+
+def test_the_fsync_threads_end_when_closed(tmp_path: Path) -> None:
+    """A stopping daemon lets its fsync threads go (it checks that no thread is left)."""
+    import threading  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from braid.engine.record import close_fsyncs  # noqa: PLC0415
+
+    def fsync_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("braid-fsync")]
+
+    RecordStore(tmp_path).write(record(), durable=True, meanwhile=lambda: None)
+    assert fsync_threads()
+    close_fsyncs()
+    deadline = time.monotonic() + 5
+    while fsync_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fsync_threads() == []
+    RecordStore(tmp_path).write(record("ctr2"), durable=True, meanwhile=lambda: None)
+    assert RecordStore(tmp_path).read("ctr2") is not None, "a later write starts a new pool"
+    close_fsyncs()
