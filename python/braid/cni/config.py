@@ -67,23 +67,43 @@ class NetworkList:
         return [p.type for p in self.summary.plugins]
 
 
+# Validated lists by their exact bytes (and kind): a daemon meets the same few configurations
+# on every pod (the cluster network, each NAD), and each attachment's list is needed several
+# times per call. Bounded; a configuration that fails validation is never kept.
+_KEPT_LISTS = 256
+_lists: dict[tuple[bytes, bool], NetworkList] = {}
+
+
+def _keep(key: tuple[bytes, bool], net: NetworkList) -> NetworkList:
+    if len(_lists) >= _KEPT_LISTS:
+        _lists.clear()
+    _lists[key] = net
+    return net
+
+
 def network_list_from_bytes(data: bytes) -> NetworkList:
     """Validates a conflist (libcni's ``NetworkConfFromBytes``) and keeps its bytes verbatim."""
+    known = _lists.get((data, True))
+    if known is not None:
+        return known
     if len(data) > MAX_CONFIG_BYTES:
         raise CniError(
             INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
         )
     summary = msgspec.json.decode(_native.parse_network_list(data=data), type=ListSummary)
-    return NetworkList(raw=data, summary=summary)
+    return _keep((data, True), NetworkList(raw=data, summary=summary))
 
 
 def network_list_from_conf(data: bytes) -> NetworkList:
     """Up-converts a single-plugin conf into a one-plugin list (reference §3.3 step 5)."""
+    known = _lists.get((data, False))
+    if known is not None:
+        return known
     if len(data) > MAX_CONFIG_BYTES:
         raise CniError(
             INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
         )
-    return network_list_from_bytes(_native.conf_to_list(data=data))
+    return _keep((data, False), network_list_from_bytes(_native.conf_to_list(data=data)))
 
 
 def load_network_list(confdir: str | os.PathLike[str], name: str) -> NetworkList:

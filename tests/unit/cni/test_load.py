@@ -153,3 +153,22 @@ def test_conf_without_type_is_refused():
 def test_oversized_config_is_refused():
     with pytest.raises(CniError, match="larger than"):
         network_list_from_bytes(b" " * ((1 << 20) + 1))
+
+
+def test_a_validated_list_is_kept_by_its_bytes_and_a_bad_one_never() -> None:
+    """The daemon meets the same configurations on every pod: a list is validated once per
+    distinct byte string; a refused one is refused every time."""
+    from braid.cni.config import network_list_from_bytes, network_list_from_conf  # noqa: PLC0415
+    from braid.errors import CniError  # noqa: PLC0415
+
+    data = b'{"cniVersion":"1.0.0","name":"kept","plugins":[{"type":"bridge"}]}'
+    first = network_list_from_bytes(data)
+    assert network_list_from_bytes(bytes(data)) is first
+    assert network_list_from_bytes(data + b" ") is not first, "other bytes, other list"
+    conf = b'{"cniVersion":"1.0.0","name":"kept","type":"bridge"}'
+    assert network_list_from_conf(conf) is network_list_from_conf(conf)
+    assert network_list_from_conf(conf).plugin_types == ["bridge"]
+    bad = b'{"cniVersion":"1.0.0","name":"bad","plugins":[{"type":""}]}'
+    for _ in range(2):
+        with pytest.raises(CniError):
+            network_list_from_bytes(bad)
