@@ -155,3 +155,52 @@ def test_failing_work_frees_its_slot() -> None:
 def test_nonsense_bounds_are_refused(concurrency: int, queue: int) -> None:
     with pytest.raises(ValueError, match="at least"):
         Scheduler(concurrency=concurrency, queue_size=queue)
+
+
+def test_admit_now_takes_only_what_is_free_and_keeps_the_order() -> None:
+    """The daemon's synchronous admission: at once when nothing would wait, else None with
+    nothing taken (the request then queues through ``run``, behind the ones already waiting)."""
+
+    async def go() -> None:
+        sched = Scheduler(concurrency=2, queue_size=4)
+        first = sched.admit_now("ADD", "ctr")
+        assert first is not None
+        assert (sched.admitted, sched.running, len(sched.containers)) == (1, 1, 1)
+        assert sched.admit_now("DEL", "ctr") is None, "the container is busy"
+        assert sched.admit_now("GC", "") is None, "GC always queues"
+        assert (sched.admitted, sched.running) == (1, 1), "a refusal takes nothing"
+        other = sched.admit_now("ADD", "other")
+        assert other is not None
+        assert sched.admit_now("STATUS", "") is None, "no slot left"
+
+        trace = Trace()
+        queued = asyncio.create_task(sched.run("DEL", "ctr", trace.work("del")))
+        await asyncio.sleep(0.01)
+        assert trace.events == [], "the DEL waits for the container and a slot"
+        sched.leave(first)
+        assert sched.admit_now("CHECK", "ctr") is None, "the queued DEL goes first"
+        await queued
+        sched.leave(other)
+        assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
+
+    asyncio.run(go())
+
+
+def test_admit_now_steps_aside_for_a_waiting_gc() -> None:
+    async def go() -> None:
+        sched = Scheduler(concurrency=2, queue_size=4)
+        add = sched.admit_now("ADD", "a")
+        assert add is not None
+        trace = Trace()
+        gc = asyncio.create_task(sched.run("GC", "", trace.work("gc")))
+        await asyncio.sleep(0.01)
+        assert sched.admit_now("ADD", "b") is None, "a waiting GC holds back new ADDs"
+        sched.leave(add)
+        await gc
+        assert trace.events == [("start", "gc"), ("end", "gc")]
+        later = sched.admit_now("ADD", "b")
+        assert later is not None
+        sched.leave(later)
+        assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
+
+    asyncio.run(go())
