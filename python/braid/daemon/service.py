@@ -39,7 +39,6 @@ from braid.daemon.protocol import (
 from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
-from braid.engine.record import close_fsyncs
 from braid.errors import INTERNAL, TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
@@ -150,7 +149,6 @@ class DaemonService:
         """Releases the engine threads and stops the Kubernetes side (after the drain:
         nothing is running any more)."""
         self.pool.shutdown(wait=False, cancel_futures=True)
-        close_fsyncs()
         if self.cluster is not None:
             self.cluster.stop()
 

@@ -15,7 +15,6 @@ none and writes before it prints.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -102,7 +101,8 @@ def add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
-        _write_plan(ctx, record, plan, request.netns)
+        interfaces_free(request.netns, plan.attachments)  # before anything is made or written
+        ctx.records().write(record, durable=True)
         runtime = ctx.runtime(request)
         try:
             _attach_all(runtime, record, plan, request.netns)
@@ -125,22 +125,6 @@ def add(
             answer(default)
             _rewrite_after_answer(ctx, record)
     return AddOutcome(result=default, network_status=status, plan=plan)
-
-
-def _write_plan(
-    ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
-) -> None:
-    """The durable plan, with the pod's interface names checked while its fsync is in flight;
-    a name already taken fails the ADD before any delegate runs, and its plan is removed."""
-    records = ctx.records()
-    try:
-        records.write(
-            record, durable=True, meanwhile=lambda: interfaces_free(netns, plan.attachments)
-        )
-    except CniError:
-        with contextlib.suppress(OSError):
-            records.remove(record.container_id)
-        raise
 
 
 def _set_status(record: AttachmentRecord) -> bytes:

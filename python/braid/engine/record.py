@@ -19,9 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -135,36 +132,6 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 _encoder = msgspec.json.Encoder()
-_fsyncs: ThreadPoolExecutor | None = None
-_fsyncs_lock = threading.Lock()
-
-
-def close_fsyncs() -> None:
-    """Lets the fsync threads end (a daemon that stops; nothing writes records any more). A
-    later durable write with ``meanwhile`` starts a new pool."""
-    global _fsyncs
-    with _fsyncs_lock:
-        pool, _fsyncs = _fsyncs, None
-    if pool is not None:
-        pool.shutdown(wait=False)
-
-
-def _fsync(fd: int, meanwhile: Callable[[], None] | None) -> None:
-    """``os.fsync(fd)``, with ``meanwhile`` run on this thread while another one waits for the
-    disk; the fsync's own error comes first (the record is not durable)."""
-    if meanwhile is None:
-        os.fsync(fd)
-        return
-    global _fsyncs  # noqa: PLW0603 - one small pool per process, made on first use
-    with _fsyncs_lock:
-        if _fsyncs is None:
-            _fsyncs = ThreadPoolExecutor(max_workers=8, thread_name_prefix="braid-fsync")
-        pool = _fsyncs
-    pending = pool.submit(os.fsync, fd)
-    try:
-        meanwhile()
-    finally:
-        pending.result()
 
 
 class RecordStore:
@@ -176,19 +143,11 @@ class RecordStore:
     def path(self, container_id: str) -> Path:
         return self.directory / f"{container_id}.json"
 
-    def write(
-        self,
-        record: AttachmentRecord,
-        *,
-        durable: bool,
-        meanwhile: Callable[[], None] | None = None,
-    ) -> None:
+    def write(self, record: AttachmentRecord, *, durable: bool) -> None:
         """Atomically replaces the record (a temporary file renamed over it). ``durable``: the
         file is fsynced after the rename, through the descriptor that wrote it: the data, the
         new inode and the rename reach the disk in the one journal commit that fsync forces on
-        ext4, xfs and btrfs (the directory needs no fsync of its own there). ``meanwhile``
-        runs while that fsync is in flight (on another thread); the write returns, or raises
-        what ``meanwhile`` raised, only once the record is on disk."""
+        ext4, xfs and btrfs (the directory needs no fsync of its own there)."""
         target = self.path(record.container_id)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -202,9 +161,7 @@ class RecordStore:
                 os.write(fd, _encoder.encode(record))
                 tmp.replace(target)
                 if durable:
-                    _fsync(fd, meanwhile)
-                elif meanwhile is not None:
-                    meanwhile()
+                    os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as exc:

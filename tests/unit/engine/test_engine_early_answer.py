@@ -75,10 +75,10 @@ def test_a_final_write_that_fails_after_the_answer_keeps_the_answer(
 
     real_write = RecordStore.write
 
-    def write(self: Any, record: Any, *, durable: bool, **kwargs: Any) -> None:
+    def write(self: Any, record: Any, *, durable: bool) -> None:
         if not durable:
             raise OSError(28, "No space left on device")
-        real_write(self, record, durable=durable, **kwargs)
+        real_write(self, record, durable=durable)
 
     monkeypatch.setattr(RecordStore, "write", write)
     seen: list[bytes] = []

@@ -209,78 +209,11 @@ def test_durable_write_fsyncs_the_renamed_file_once(
     assert events == ["rename"], "a rewrite is not fsynced"
 
 
-def test_durable_write_runs_meanwhile_during_the_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The fsync is in flight on another thread while ``meanwhile`` runs: here it can only
-    finish once ``meanwhile`` has run."""
-    import os  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
-    meanwhile_ran = threading.Event()
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        assert meanwhile_ran.wait(5), "meanwhile did not run while the fsync was pending"
-        real_fsync(fd)
-
-    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
-    RecordStore(tmp_path).write(record(), durable=True, meanwhile=meanwhile_ran.set)
-    assert RecordStore(tmp_path).read("ctr1") is not None
-
-
-def test_meanwhile_failing_still_waits_for_the_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import os  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    synced = threading.Event()
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        time.sleep(0.05)
-        real_fsync(fd)
-        synced.set()
-
-    def collide() -> None:
-        raise CniError(7, "interface 'eth0' already exists")
-
-    monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
-    with pytest.raises(CniError, match="already exists"):
-        RecordStore(tmp_path).write(record(), durable=True, meanwhile=collide)
-    assert synced.is_set(), "the write returned before its fsync was over"
-
-
 def test_a_failed_fsync_is_an_io_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr("braid.engine.record.os.fsync", fsync)
-    for meanwhile in (None, lambda: None):
-        with pytest.raises(CniError) as failed:
-            RecordStore(tmp_path).write(record(), durable=True, meanwhile=meanwhile)
-        assert failed.value.code == IO_FAILURE
-
-
-def test_the_fsync_threads_end_when_closed(tmp_path: Path) -> None:
-    """A stopping daemon lets its fsync threads go (it checks that no thread is left)."""
-    import threading  # noqa: PLC0415
-    import time  # noqa: PLC0415
-
-    from braid.engine.record import close_fsyncs  # noqa: PLC0415
-
-    def fsync_threads() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("braid-fsync")]
-
-    RecordStore(tmp_path).write(record(), durable=True, meanwhile=lambda: None)
-    assert fsync_threads()
-    close_fsyncs()
-    deadline = time.monotonic() + 5
-    while fsync_threads() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert fsync_threads() == []
-    RecordStore(tmp_path).write(record("ctr2"), durable=True, meanwhile=lambda: None)
-    assert RecordStore(tmp_path).read("ctr2") is not None, "a later write starts a new pool"
-    close_fsyncs()
+    with pytest.raises(CniError) as failed:
+        RecordStore(tmp_path).write(record(), durable=True)
+    assert failed.value.code == IO_FAILURE
