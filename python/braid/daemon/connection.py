@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import threading
-from collections.abc import Callable
 
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.protocol import (
+    HEADER_BYTES,
     CniResponse,
     FrameError,
     HealthResponse,
@@ -37,8 +38,13 @@ class RequestConnection(asyncio.Protocol):
     """Reads one frame (within ``frame_timeout`` seconds), answers it once, closes."""
 
     def __init__(
-        self, service: DaemonService, active: set[asyncio.Future[Response]], frame_timeout: float
+        self,
+        service: DaemonService,
+        active: set[asyncio.Future[Response]],
+        frame_timeout: float,
+        initial: bytes = b"",
     ) -> None:
+        self._initial = initial  # bytes the acceptor already read from this connection
         self._service = service
         self._active = active
         self._frame_timeout = frame_timeout
@@ -54,6 +60,9 @@ class RequestConnection(asyncio.Protocol):
         self._transport = transport if isinstance(transport, asyncio.Transport) else None
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._frame_timeout, self._timed_out)
+        if self._initial:
+            initial, self._initial = self._initial, b""
+            self.data_received(initial)
 
     def data_received(self, data: bytes) -> None:
         if self._received:
@@ -165,10 +174,71 @@ class RequestConnection(asyncio.Protocol):
             self._timer = None
 
 
-def connection_factory(
-    service: DaemonService,
-    active: set[asyncio.Future[Response]],
-    frame_timeout: Callable[[], float],
-) -> Callable[[], RequestConnection]:
-    """What ``loop.create_unix_server`` calls for each accepted connection."""
-    return lambda: RequestConnection(service, active, frame_timeout())
+class DirectConnection:
+    """A connection whose whole request frame was there when it was accepted (the shim sends
+    its frame right after connecting): answered without an asyncio transport. Its socket is
+    blocking with a send timeout; the answer is written by whichever thread has it (an engine
+    thread, or the event loop for the rare answer it makes itself), once, then the socket is
+    closed. The event loop never watches it."""
+
+    SEND_TIMEOUT = 5.0
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._answered = False
+        sock.setblocking(True)
+        sock.settimeout(self.SEND_TIMEOUT)
+
+    def reply(self, response: Response) -> None:
+        """Writes the response frame and closes (the first response only)."""
+        if not self._write(encode_frame(response)):
+            log.warning("could not answer a client: it has gone")
+
+    def reply_from_thread(self, response: CniResponse) -> bool:
+        """The same from a worker thread (always possible here)."""
+        self.reply(response)
+        return True
+
+    def _write(self, frame: bytes) -> bool:
+        with self._lock:
+            if self._answered:
+                return True
+            self._answered = True
+            try:
+                self._sock.sendall(frame)
+            except OSError:
+                return False
+            finally:
+                self._sock.close()
+        return True
+
+    def close(self) -> None:
+        """Closes without an answer (the daemon stops before it could start the request)."""
+        with self._lock:
+            self._answered = True
+            self._sock.close()
+
+
+def read_waiting_frame(sock: socket.socket) -> tuple[bytes | None, bytes]:
+    """What a just-accepted, non-blocking socket holds now: (the frame's body, b"") when the
+    whole frame is there, else (None, the bytes read so far) for the asyncio path to go on
+    from (a frame in pieces, a malformed one, a client that closed or says nothing)."""
+    data = bytearray()
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            break
+        except OSError:
+            return None, bytes(data)
+        if not chunk:
+            break
+        data += chunk
+        try:
+            body = frame_body(data)
+        except FrameError:
+            return None, bytes(data)
+        if body is not None:
+            return (body, b"") if len(data) == len(body) + HEADER_BYTES else (None, bytes(data))
+    return None, bytes(data)

@@ -28,6 +28,7 @@ CNI_VARIABLES = (
     "CNI_PATH",
 )
 _LENGTH = struct.Struct(">I")
+HEADER_BYTES = _LENGTH.size  # the big-endian length before each frame body
 
 
 class FrameError(Exception):
@@ -123,6 +124,11 @@ def decode_request(body: bytes) -> Request:
     if request.kind not in ("cni", "health"):
         raise CniError(INVALID_ENVIRONMENT, f"unknown request kind {request.kind!r}")
     return request
+
+
+def frame_of(body: bytes) -> bytes:
+    """A body with its length prefix again (a frame read, then handed on whole)."""
+    return _LENGTH.pack(len(body)) + body
 
 
 def frame_body(buffer: bytes | bytearray) -> bytes | None:
