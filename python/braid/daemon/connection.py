@@ -1,11 +1,13 @@
-"""One client connection of the daemon: one request frame in, one response frame out.
+"""The daemon's client connections: one request frame in, one response frame out.
 
-A protocol object rather than a stream reader and writer: the frame is taken from the bytes as
-they arrive, the answer is written straight to the transport, and a connection costs one task
-(only for a ``cni`` request) instead of a task, a stream pair and a ``wait_for`` task. The
-answer is sent as soon as the service has it (``DaemonService.answer``'s ``reply``), which can
-be before the request's own work is over (the engine's final record write, the log line, the
-metrics); the task stays in ``active`` until then, so a draining daemon waits for it.
+Most connections never reach the event loop: an acceptor thread reads the frame
+(``read_first_frame``) and answers through ``DirectConnection`` (``braid.daemon.server``).
+The others, a frame in pieces, a health probe, a request that must queue, become
+``RequestConnection`` protocol objects on the loop: the frame is taken from the bytes as they
+arrive (starting from what the acceptor already read), and the answer is written as soon as the
+service has it (``DaemonService.answer``'s ``reply``), which can be before the request's own
+work is over (the engine's final record write, the log line, the metrics); the task stays in
+``active`` until then, so a draining daemon waits for it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+import time
 
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.protocol import (
@@ -220,25 +223,26 @@ class DirectConnection:
             self._sock.close()
 
 
-def read_waiting_frame(sock: socket.socket) -> tuple[bytes | None, bytes]:
-    """What a just-accepted, non-blocking socket holds now: (the frame's body, b"") when the
-    whole frame is there, else (None, the bytes read so far) for the asyncio path to go on
-    from (a frame in pieces, a malformed one, a client that closed or says nothing)."""
+def read_first_frame(sock: socket.socket, wait: float) -> tuple[bytes | None, bytes]:
+    """In an acceptor thread, right after ``accept``: (the frame's body, b"") when the whole
+    frame arrives within ``wait`` seconds and nothing follows it, else (None, the bytes read)
+    for the event loop to go on from (a frame in pieces, a malformed or oversized one, a
+    client that closed or says nothing: ``RequestConnection`` answers each as it always has)."""
     data = bytearray()
-    while True:
-        try:
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, bytes(data)
+            sock.settimeout(left)
             chunk = sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            break
-        except OSError:
-            return None, bytes(data)
-        if not chunk:
-            break
-        data += chunk
-        try:
+            if not chunk:
+                return None, bytes(data)
+            data += chunk
             body = frame_body(data)
-        except FrameError:
-            return None, bytes(data)
-        if body is not None:
-            return (body, b"") if len(data) == len(body) + HEADER_BYTES else (None, bytes(data))
-    return None, bytes(data)
+            if body is not None:
+                whole = len(data) == len(body) + HEADER_BYTES
+                return (body, b"") if whole else (None, bytes(data))
+    except (OSError, FrameError):  # a timeout is an OSError too
+        return None, bytes(data)

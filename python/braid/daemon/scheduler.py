@@ -10,19 +10,27 @@
 
 Locks are taken in one order (container, GC exclusion, slot) and a slot holder never waits
 for a lock, so no request can deadlock another. A request nothing would hold back is admitted
-synchronously (``admit_now``), the daemon's path for almost every request; ``run`` queues the
-others in arrival order. The engine's file locks remain the guarantee
-across processes (``braid-thin`` and a daemon on one node).
+synchronously (``admit_now``, from any thread: the daemon's acceptor threads admit almost every
+request this way); ``run`` queues the others, on the event loop, in arrival order.
+
+Thread safety: one re-entrant lock guards every count and queue. Waiters are futures of the
+event loop and are only ever resolved there: a release made by another thread while someone
+waits leaves the resource held and hands the release itself to the loop
+(``call_soon_threadsafe``), which passes it on in arrival order.
+
+The engine's file locks remain the guarantee across processes (``braid-thin`` and a daemon on
+one node).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 CONTAINER_VERBS = frozenset({"ADD", "DEL", "CHECK"})
@@ -37,13 +45,39 @@ class Overloaded(Exception):
         self.waiting = waiting
 
 
+class LoopSide:
+    """The event loop the waiters live on, and the way to run a release there from a thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = 0
+
+    def bind(self) -> asyncio.AbstractEventLoop:
+        """Called on the loop by every coroutine that may wait: the loop and its thread."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._thread = threading.get_ident()
+        return self._loop
+
+    def on_loop(self) -> bool:
+        return self._loop is None or threading.get_ident() == self._thread
+
+    def later(self, release: Callable[..., None], *args: Any) -> None:
+        """Runs ``release`` on the loop (from another thread; there are waiters, so the loop
+        is known)."""
+        assert self._loop is not None  # noqa: S101 - waiters exist only once bound
+        self._loop.call_soon_threadsafe(release, *args)
+
+
 class GcExclusion:
     """Readers (ADD, DEL, CHECK) share; the writer (GC) is alone. Writers go first.
 
     A reader enters and leaves without a suspension while no GC holds or waits (the common
     case); the condition is only used when one does."""
 
-    def __init__(self) -> None:
+    def __init__(self, side: LoopSide | None = None) -> None:
+        self._side = side or LoopSide()
         self._cond = asyncio.Condition()
         self._readers = 0
         self._writer = False
@@ -54,51 +88,72 @@ class GcExclusion:
         return not self._writer and not self._writers_waiting
 
     async def acquire_shared(self) -> None:
-        if self._readers_may_enter():
-            self._readers += 1
+        if self.try_acquire_shared():
             return
+        self._side.bind()
         async with self._cond:
-            await self._cond.wait_for(self._readers_may_enter)
-            self._readers += 1
+            await self._cond.wait_for(self.try_acquire_shared)
 
     def try_acquire_shared(self) -> bool:
         """``acquire_shared`` when it would not wait; False (nothing taken) when it would."""
-        if self._readers_may_enter():
-            self._readers += 1
-            return True
-        return False
+        with self._side.lock:
+            if self._readers_may_enter():
+                self._readers += 1
+                return True
+            return False
 
     async def release_shared(self) -> None:
-        self._readers -= 1
-        if not self._readers and self._writers_waiting:
+        if self._leave_shared():
             async with self._cond:
                 self._cond.notify_all()
 
     def release_shared_soon(self) -> None:
-        """``release_shared`` from a plain callback: a waiting GC is woken by a task."""
-        self._readers -= 1
-        if not self._readers and self._writers_waiting:
-            self._wake_writers = asyncio.get_running_loop().create_task(self._notify())
+        """``release_shared`` from a plain callback or another thread: a waiting GC is woken
+        by a task on the loop."""
+        if self._leave_shared():
+            if self._side.on_loop():
+                self._wake()
+            else:
+                self._side.later(self._wake)
+
+    def _leave_shared(self) -> bool:
+        """One reader less; True when a waiting GC may now go."""
+        with self._side.lock:
+            self._readers -= 1
+            return not self._readers and bool(self._writers_waiting)
+
+    def _wake(self) -> None:
+        self._wake_writers = asyncio.get_running_loop().create_task(self._notify())
 
     async def _notify(self) -> None:
         async with self._cond:
             self._cond.notify_all()
 
+    def _writer_may_enter(self) -> bool:
+        with self._side.lock:
+            if self._writer or self._readers:
+                return False
+            self._writer = True
+            return True
+
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
+        self._side.bind()
         async with self._cond:
-            self._writers_waiting += 1
+            with self._side.lock:
+                self._writers_waiting += 1
             try:
-                await self._cond.wait_for(lambda: not self._writer and not self._readers)
+                await self._cond.wait_for(self._writer_may_enter)
             finally:
-                self._writers_waiting -= 1
+                with self._side.lock:
+                    self._writers_waiting -= 1
                 self._cond.notify_all()
-            self._writer = True
         try:
             yield
         finally:
             async with self._cond:
-                self._writer = False
+                with self._side.lock:
+                    self._writer = False
                 self._cond.notify_all()
 
 
@@ -106,7 +161,8 @@ class ContainerLocks:
     """One FIFO lock per container id, kept only while someone holds or waits for it: the
     holder is implied by the entry, the waiters queue behind it in arrival order."""
 
-    def __init__(self) -> None:
+    def __init__(self, side: LoopSide | None = None) -> None:
+        self._side = side or LoopSide()
         self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
 
     def __len__(self) -> int:
@@ -114,72 +170,94 @@ class ContainerLocks:
 
     def try_acquire(self, container_id: str) -> bool:
         """Takes the container's lock when nobody holds it (nobody waits then either)."""
-        if container_id in self._waiters:
-            return False
-        self._waiters[container_id] = deque()
-        return True
+        with self._side.lock:
+            if container_id in self._waiters:
+                return False
+            self._waiters[container_id] = deque()
+            return True
 
     async def acquire(self, container_id: str) -> None:
-        if self.try_acquire(container_id):
-            return
-        turn = asyncio.get_running_loop().create_future()
-        queue = self._waiters[container_id]
-        queue.append(turn)
+        loop = self._side.bind()
+        with self._side.lock:
+            queue = self._waiters.get(container_id)
+            if queue is None:
+                self._waiters[container_id] = deque()
+                return
+            turn = loop.create_future()
+            queue.append(turn)
         try:
             await turn
         except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
+            with self._side.lock:
+                handed = turn.done() and not turn.cancelled()
+                if not handed:
+                    queue.remove(turn)
+            if handed:
                 self.release(container_id)  # handed over as it was cancelled: pass it on
-            else:
-                queue.remove(turn)
             raise
 
     def release(self, container_id: str) -> None:
-        """Hands the lock to the first waiter still waiting, else drops the entry."""
-        queue = self._waiters[container_id]
-        while queue:
-            turn = queue.popleft()
-            if not turn.done():
-                turn.set_result(None)
+        """Hands the lock to the first waiter still waiting (on the loop), else drops the
+        entry. From another thread while someone waits, the release itself goes to the loop."""
+        with self._side.lock:
+            queue = self._waiters[container_id]
+            if queue and not self._side.on_loop():
+                self._side.later(self.release, container_id)
                 return
-        del self._waiters[container_id]
+            while queue:
+                turn = queue.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    return
+            del self._waiters[container_id]
 
 
 class Slots:
     """``concurrency`` execution slots with FIFO waiters (an ``asyncio.Semaphore`` that can
-    also be taken without a coroutine when one is free)."""
+    also be taken without a coroutine, from any thread, when one is free)."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, side: LoopSide | None = None) -> None:
+        self._side = side or LoopSide()
         self.free = count
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def try_acquire(self) -> bool:
-        if self.free > 0 and not self._waiters:
-            self.free -= 1
-            return True
-        return False
+        with self._side.lock:
+            if self.free > 0 and not self._waiters:
+                self.free -= 1
+                return True
+            return False
 
     async def acquire(self) -> None:
-        if self.try_acquire():
-            return
-        turn = asyncio.get_running_loop().create_future()
-        self._waiters.append(turn)
+        loop = self._side.bind()
+        with self._side.lock:
+            if self.free > 0 and not self._waiters:
+                self.free -= 1
+                return
+            turn = loop.create_future()
+            self._waiters.append(turn)
         try:
             await turn
         except asyncio.CancelledError:
-            if turn.done() and not turn.cancelled():
+            with self._side.lock:
+                handed = turn.done() and not turn.cancelled()
+                if not handed:
+                    self._waiters.remove(turn)
+            if handed:
                 self.release()
-            else:
-                self._waiters.remove(turn)
             raise
 
     def release(self) -> None:
-        while self._waiters:
-            turn = self._waiters.popleft()
-            if not turn.done():
-                turn.set_result(None)
+        with self._side.lock:
+            if self._waiters and not self._side.on_loop():
+                self._side.later(self.release)
                 return
-        self.free += 1
+            while self._waiters:
+                turn = self._waiters.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    return
+            self.free += 1
 
 
 @dataclass(frozen=True)
@@ -200,9 +278,11 @@ class Scheduler:
         self.queue_size = queue_size
         self.admitted = 0
         self.running = 0
-        self.containers = ContainerLocks()
-        self.gc_exclusion = GcExclusion()
-        self._slots = Slots(concurrency)
+        self._side = LoopSide()
+        self._lock = self._side.lock
+        self.containers = ContainerLocks(self._side)
+        self.gc_exclusion = GcExclusion(self._side)
+        self._slots = Slots(concurrency, self._side)
 
     @property
     def waiting(self) -> int:
@@ -213,9 +293,11 @@ class Scheduler:
 
         Without contention no lock suspends the request: it reaches ``work`` in the same step
         of the event loop that admitted it."""
-        if self.admitted >= self.concurrency + self.queue_size:
-            raise Overloaded(self.running, self.waiting)
-        self.admitted += 1
+        self._side.bind()
+        with self._lock:
+            if self.admitted >= self.concurrency + self.queue_size:
+                raise Overloaded(self.running, self.waiting)
+            self.admitted += 1
         try:
             if verb in CONTAINER_VERBS:
                 return await self._in_container(container_id, work)
@@ -224,7 +306,8 @@ class Scheduler:
                     return await self._in_slot(work)
             return await self._in_slot(work)
         finally:
-            self.admitted -= 1
+            with self._lock:
+                self.admitted -= 1
 
     async def _in_container(self, container_id: str, work: Callable[[], Awaitable[T]]) -> T:
         if container_id:
@@ -241,44 +324,51 @@ class Scheduler:
 
     async def _in_slot(self, work: Callable[[], Awaitable[T]]) -> T:
         await self._slots.acquire()
-        self.running += 1
+        with self._lock:
+            self.running += 1
         try:
             return await work()
         finally:
-            self.running -= 1
+            with self._lock:
+                self.running -= 1
             self._slots.release()
 
     def admit_now(self, verb: str, container_id: str) -> Ticket | None:
         """Admits a request that would not wait for anything, all in this call (no task, no
-        suspension): a free slot, the container's lock free, no GC holding or waiting. None,
-        with nothing taken, otherwise: then ``run`` queues it (or refuses it) as usual. GC
-        always goes through ``run``. The holder must call ``leave`` once its work is over."""
-        if verb == "GC" or self.admitted >= self.concurrency + self.queue_size:
+        suspension; from any thread): a free slot, the container's lock free, no GC holding
+        or waiting. None, with nothing taken, otherwise: then ``run`` queues it (or refuses
+        it) as usual. GC always goes through ``run``. The holder must call ``leave`` once its
+        work is over."""
+        if verb == "GC":
             return None
-        contained = verb in CONTAINER_VERBS
-        locked = contained and bool(container_id)
-        if locked and not self.containers.try_acquire(container_id):
-            return None
-        if contained and not self.gc_exclusion.try_acquire_shared():
-            if locked:
-                self.containers.release(container_id)
-            return None
-        if not self._slots.try_acquire():
-            if contained:
-                self.gc_exclusion.release_shared_soon()
-            if locked:
-                self.containers.release(container_id)
-            return None
-        self.admitted += 1
-        self.running += 1
-        return Ticket(verb, container_id)
+        with self._lock:
+            if self.admitted >= self.concurrency + self.queue_size:
+                return None
+            contained = verb in CONTAINER_VERBS
+            locked = contained and bool(container_id)
+            if locked and not self.containers.try_acquire(container_id):
+                return None
+            if contained and not self.gc_exclusion.try_acquire_shared():
+                if locked:
+                    self.containers.release(container_id)
+                return None
+            if not self._slots.try_acquire():
+                if contained:
+                    self.gc_exclusion.release_shared_soon()
+                if locked:
+                    self.containers.release(container_id)
+                return None
+            self.admitted += 1
+            self.running += 1
+            return Ticket(verb, container_id)
 
     def leave(self, ticket: Ticket) -> None:
-        """Gives back what ``admit_now`` took (on the event loop, once)."""
-        self.running -= 1
-        self._slots.release()
-        if ticket.verb in CONTAINER_VERBS:
-            self.gc_exclusion.release_shared_soon()
-            if ticket.container_id:
-                self.containers.release(ticket.container_id)
-        self.admitted -= 1
+        """Gives back what ``admit_now`` took (once; from any thread)."""
+        with self._lock:
+            self.running -= 1
+            self._slots.release()
+            if ticket.verb in CONTAINER_VERBS:
+                self.gc_exclusion.release_shared_soon()
+                if ticket.container_id:
+                    self.containers.release(ticket.container_id)
+            self.admitted -= 1

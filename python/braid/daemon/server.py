@@ -16,13 +16,15 @@ import logging
 import signal
 import socket
 import stat
+import threading
+import time
 from pathlib import Path
 
 from braid.daemon.connection import (
     DirectConnection,
     RequestConnection,
     Response,
-    read_waiting_frame,
+    read_first_frame,
 )
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.probes import start_probe_server
@@ -32,8 +34,10 @@ from braid.daemon.settings import DaemonSettings
 
 log = logging.getLogger(DAEMON_LOGGER)
 FRAME_TIMEOUT = 10.0  # a client that connects and says nothing is dropped
-ACCEPTS_PER_WAKE = 64  # then other events get their turn
 ACCEPT_RETRY_SECONDS = 1.0
+# How long an acceptor waits for a new connection's frame before the event loop takes over.
+FIRST_FRAME_SECONDS = 0.2
+DRAIN_POLL_SECONDS = 0.01
 
 
 class DaemonAlreadyRunning(Exception):
@@ -73,6 +77,10 @@ class DaemonServer:
         self.serving = asyncio.Event()  # set once the socket accepts requests
         self._active: set[asyncio.Future[Response]] = set()  # requests not finished yet
         self._setting_up: set[asyncio.Task[None]] = set()  # transports being made
+        self._acceptors: list[threading.Thread] = []
+        self._closing = False
+        self._inflight = 0  # connections an acceptor thread is serving
+        self._inflight_lock = threading.Lock()
         self.probe_server: asyncio.Server | None = None
 
     def stop(self) -> None:
@@ -93,9 +101,8 @@ class DaemonServer:
         except OSError:
             listener.close()
             raise
-        listener.setblocking(False)
         path.chmod(0o600)
-        loop.add_reader(listener.fileno(), self._accept, listener)
+        self._start_acceptors(listener, loop)
         inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
         probes = await start_probe_server(self.service, *endpoint) if endpoint else None
@@ -120,39 +127,65 @@ class DaemonServer:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
 
-    def _accept(self, listener: socket.socket) -> None:
-        """On the event loop, when connections wait: each is accepted, and one whose whole
-        request frame is already there (the shim's way) goes to ``DaemonService.start_now``
-        without an asyncio transport; the others (a frame in pieces, a health probe, a
-        request that must queue) become a transport with ``RequestConnection``."""
-        for _ in range(ACCEPTS_PER_WAKE):
+    def _start_acceptors(self, listener: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        """``concurrency + 1`` threads block in ``accept``: a request that nothing holds back
+        is read, run and answered by the thread that accepted it (no hand-off to any other
+        thread on its way), and one thread is always free to take the next connection while
+        every slot is busy (that one goes to the event loop's queue)."""
+        self._acceptors = [
+            threading.Thread(
+                target=self._accept_loop,
+                args=(listener, loop),
+                name=f"braid-accept-{index}",
+                daemon=True,
+            )
+            for index in range(self.settings.concurrency + 1)
+        ]
+        for thread in self._acceptors:
+            thread.start()
+
+    def _accept_loop(self, listener: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._closing:
             try:
                 conn, _ = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # out of descriptors, say: pause, as asyncio's servers do
+            except OSError as exc:
+                if self._closing:
+                    return  # the listener was shut down: the daemon stops
                 log.error("cannot accept a connection (retrying in 1 s): %s", exc)  # noqa: TRY400
-                loop = asyncio.get_running_loop()
-                loop.remove_reader(listener.fileno())
-                loop.call_later(ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
-                return
-            conn.setblocking(False)
-            body, read = read_waiting_frame(conn)
+                time.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            try:
+                self._serve_accepted(conn, loop)
+            except Exception:  # a bug must not cost the daemon an acceptor
+                log.exception("serving a connection failed")
+                conn.close()
+
+    def _serve_accepted(self, conn: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        """In an acceptor thread: the frame (the shim sends it whole right after connecting),
+        then either the request served here, or the connection handed to the event loop."""
+        with self._inflight_lock:
+            self._inflight += 1
+        try:
+            body, read = read_first_frame(conn, FIRST_FRAME_SECONDS)
             if body is not None:
                 direct = DirectConnection(conn)
-                work = self.service.start_now(body, direct.reply, direct.reply_from_thread)
-                if work is not None:
-                    self._track(work)
-                    continue
-                conn.setblocking(False)
+                if self.service.serve_in_thread(body, direct):
+                    return
                 read = frame_of(body)
-            setting_up = asyncio.get_running_loop().create_task(self._transport_for(conn, read))
-            self._setting_up.add(setting_up)
-            setting_up.add_done_callback(self._setting_up.discard)
+            loop.call_soon_threadsafe(self._hand_to_loop, conn, read)
+        finally:
+            with self._inflight_lock:
+                self._inflight -= 1
 
-    def _resume_accepting(self, listener: socket.socket) -> None:
-        if listener.fileno() >= 0 and not self.stopping.is_set():
-            asyncio.get_running_loop().add_reader(listener.fileno(), self._accept, listener)
+    def _hand_to_loop(self, conn: socket.socket, read: bytes) -> None:
+        """On the loop: a connection its acceptor did not serve, with what it read of it."""
+        if self._closing:
+            conn.close()
+            return
+        conn.setblocking(False)
+        setting_up = asyncio.get_running_loop().create_task(self._transport_for(conn, read))
+        self._setting_up.add(setting_up)
+        setting_up.add_done_callback(self._setting_up.discard)
 
     async def _transport_for(self, conn: socket.socket, read: bytes) -> None:
         """The asyncio way for a connection: ``RequestConnection`` goes on from ``read`` (and
@@ -167,24 +200,30 @@ class DaemonServer:
             log.warning("could not serve a client: %s", exc)
             conn.close()
 
-    def _track(self, work: asyncio.Future[Response]) -> None:
-        self._active.add(work)
-        work.add_done_callback(self._active.discard)
-
     async def _shut_down(
         self, listener: socket.socket, probes: asyncio.Server | None, path: Path, inode: int
     ) -> None:
         self.service.ready = False
-        asyncio.get_running_loop().remove_reader(listener.fileno())
+        self._closing = True
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the acceptors out of accept()
         listener.close()
         with contextlib.suppress(FileNotFoundError):
             if path.lstat().st_ino == inode:  # ours, not a successor's
                 path.unlink()
-        log.info("draining %d request(s)", len(self._active))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.drain_seconds
+        log.info("draining %d request(s)", len(self._active) + self._inflight)
         if self._active:
             _, late = await asyncio.wait(set(self._active), timeout=self.settings.drain_seconds)
             if late:
                 log.error("%d request(s) still running after the drain time", len(late))
+        while self._inflight and loop.time() < deadline:
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
+        if self._inflight:
+            log.error("%d request(s) still running after the drain time", self._inflight)
+        while any(t.is_alive() for t in self._acceptors) and loop.time() < deadline:
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
         if probes is not None:
             probes.close()
             await probes.wait_closed()

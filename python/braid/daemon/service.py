@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
@@ -105,6 +105,34 @@ class Answer:
     def early(self) -> Callable[[bytes], None] | None:
         """What the engine gets as ``answer``: only when someone is waiting for a reply."""
         return self.from_engine if self._reply is not None else None
+
+
+class DirectReply(Protocol):
+    """A connection an acceptor thread answers itself (``connection.DirectConnection``)."""
+
+    def reply(self, response: CniResponse | HealthResponse) -> None: ...
+
+
+class ThreadAnswer:
+    """A request's answer when a worker thread serves it whole: written by that thread, early
+    (an ADD's result before the record's final write, a DEL's success before its removal) or
+    at the end, once."""
+
+    def __init__(self, direct: DirectReply, admitted: float) -> None:
+        self._direct = direct
+        self.admitted = admitted
+        self.elapsed = 0.0  # admission to answer
+        self._sent = False
+
+    def early(self, stdout: bytes) -> None:
+        self.send(stdout, 0)
+
+    def send(self, stdout: bytes, exit_code: int) -> None:
+        if self._sent:
+            return
+        self._sent = True
+        self.elapsed = time.perf_counter() - self.admitted
+        self._direct.reply(cni_response(stdout, exit_code))
 
 
 class _Versioned(msgspec.Struct):
@@ -196,6 +224,53 @@ class DaemonService:
             return health_response(ready=self.ready)
         return await self._answer_cni(request, reply, reply_now)
 
+    def serve_in_thread(self, body: bytes, direct: DirectReply) -> bool:
+        """In an acceptor thread: a CNI request that nothing holds back
+        (``Scheduler.admit_now``) is run and answered right here, and True is returned once its
+        work is over. False, with nothing done, for every other request (a health probe, a
+        malformed or queued one, GC): the event loop takes it."""
+        try:
+            request = decode_request(body)
+        except CniError:
+            return False
+        if request.kind != "cni":
+            return False
+        env = request.cni_env()
+        tag = tag_of(env)
+        try:
+            stdin = request.stdin_bytes()
+        except CniError:
+            return False
+        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
+        if ticket is None:
+            return False
+        answer = ThreadAnswer(direct, time.perf_counter())
+        try:
+            # Its own context: the request's log tag and phase observer, gone with it.
+            contextvars.copy_context().run(self._serve_admitted, env, stdin, tag, answer)
+        finally:
+            self.scheduler.leave(ticket)
+        return True
+
+    def _serve_admitted(
+        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: ThreadAnswer
+    ) -> None:
+        current_request.set(tag)
+        observe_phases(self.metrics.observe_phase)
+        self.metrics.observe_phase("queue", 0.0)
+        try:
+            out, code = self._run_engine(env, stdin, answer.early)
+        except Exception as exc:  # run_cni never raises; an executor or metrics bug might
+            log.exception("request failed inside the daemon")
+            out, code = (
+                CniError(INTERNAL, f"internal error: {exc!r}").to_json(cni_version_of(stdin)),
+                1,
+            )
+        answer.send(out, code)
+        outcome = "success" if code == 0 else "error"
+        self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
+        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
+
     def start_now(
         self, body: bytes, reply: Reply, reply_now: ThreadReply
     ) -> asyncio.Future[CniResponse | HealthResponse] | None:
@@ -228,7 +303,7 @@ class DaemonService:
         self.metrics.observe_phase("queue", 0.0)
 
         def work() -> tuple[bytes, int]:
-            out, code = self._run_engine(env, stdin, answer)
+            out, code = self._run_engine(env, stdin, answer.early)
             answer.from_engine(out, code)  # the final answer, unless one went early
             return out, code
 
@@ -272,7 +347,9 @@ class DaemonService:
         if not done.done():
             done.set_result(response)
 
-    def _run_engine(self, env: dict[str, str], stdin: bytes, answer: Answer) -> tuple[bytes, int]:
+    def _run_engine(
+        self, env: dict[str, str], stdin: bytes, early: Callable[[bytes], None] | None
+    ) -> tuple[bytes, int]:
         """The engine, in a worker thread, with this daemon's store, executor and sessions."""
         return self.engine(
             env,
@@ -281,7 +358,7 @@ class DaemonService:
             executor=self.executor,
             file_stores=self.file_stores,
             cluster=self._session if self.cluster is not None else None,
-            answer=answer.early,
+            answer=early,
         )
 
     async def _answer_cni(
@@ -318,7 +395,7 @@ class DaemonService:
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
         call = functools.partial(
-            contextvars.copy_context().run, self._run_engine, env, stdin, answer
+            contextvars.copy_context().run, self._run_engine, env, stdin, answer.early
         )
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

@@ -7,6 +7,8 @@ import base64
 import json
 import socket
 import stat
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -159,5 +161,75 @@ def test_probes_and_metrics_over_http(tmp_path: Path) -> None:
             assert 'braid_daemon_phase_seconds_count{phase="queue",plugin=""} 1.0' in text
             assert "braid_daemon_queue_depth 0.0" in text
             assert "braid_daemon_in_flight 0.0" in text
+
+    asyncio.run(go())
+
+
+class CountingEngine:
+    """Holds every call until released; records the peak of calls running at once and the
+    order in which they started."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.peak = 0
+        self.started: list[str] = []
+        self.release = threading.Event()
+
+    def __call__(self, env: Mapping[str, str], stdin: bytes, **kw: Any) -> tuple[bytes, int]:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+            self.started.append(env["CNI_CONTAINERID"])
+        self.release.wait(10)
+        with self.lock:
+            self.running -= 1
+        return b'{"cniVersion":"1.0.0"}\n', 0
+
+
+def test_a_burst_keeps_the_bound_whichever_thread_takes_each_request(tmp_path: Path) -> None:
+    """Requests served by the acceptor threads and those queued on the event loop share one
+    bound: never more than ``concurrency`` at once, and the queued ones all run."""
+    engine = CountingEngine()
+
+    async def go() -> list[tuple[bytes, int]]:
+        async with running(tmp_path, engine, concurrency=2, queue_size=10) as daemon:
+            calls = [
+                asyncio.to_thread(
+                    call_cni, sock(daemon), {**ENV, "CNI_CONTAINERID": f"ctr-{i}"}, STDIN, 10
+                )
+                for i in range(8)
+            ]
+            pending = asyncio.gather(*calls)
+            await asyncio.sleep(0.5)
+            assert engine.running == 2, "two slots, two requests running"
+            engine.release.set()
+            return await pending
+
+    answers = asyncio.run(go())
+    assert all(code == 0 for _, code in answers), answers
+    assert engine.peak == 2
+    assert sorted(engine.started) == sorted(f"ctr-{i}" for i in range(8))
+
+
+def test_one_container_waits_for_its_running_request(tmp_path: Path) -> None:
+    """A DEL arriving while the container's ADD runs in an acceptor thread waits for it (the
+    queue on the event loop), then runs."""
+    engine = CountingEngine()
+
+    async def go() -> None:
+        async with running(tmp_path, engine, concurrency=4, queue_size=4) as daemon:
+            add = asyncio.create_task(asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN, 10))
+            await asyncio.sleep(0.2)
+            delete = asyncio.create_task(
+                asyncio.to_thread(call_cni, sock(daemon), {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 10)
+            )
+            await asyncio.sleep(0.3)
+            assert engine.started == ["ctr-1"], "the DEL started while its ADD ran"
+            engine.release.set()
+            assert (await add)[1] == 0
+            assert (await delete)[1] == 0
+            assert engine.started == ["ctr-1", "ctr-1"]
+            assert engine.peak == 1
 
     asyncio.run(go())
