@@ -4,8 +4,11 @@ The socket is ``<socketDir>/braid.sock`` (directory 0700, socket 0600: only root
 daemon). A socket left by a dead daemon is replaced; one that still answers belongs to a live
 daemon and is left alone (the start fails). Readiness turns true once the service has warmed
 up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
-Shutdown stops accepting, turns readiness false, waits for the requests in flight (up to the
-drain time), removes the socket, stops the Kubernetes side and returns.
+Connections are accepted by ``concurrency + 1`` acceptor threads, each serving on its own
+thread the requests nothing holds back and handing the others to the event loop
+(``docs/daemon.md``, "Threads"). Shutdown stops accepting (the listener is shut down, which
+wakes the acceptors), turns readiness false, waits for the requests in flight (up to the drain
+time), removes the socket, stops the Kubernetes side and returns.
 """
 
 from __future__ import annotations
