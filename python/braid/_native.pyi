@@ -1,8 +1,11 @@
 # Hand-written stub of the Rust extension; checked against the built module by mypy.stubtest.
 
+from typing import final
+
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "PendingLinks",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
@@ -22,6 +25,7 @@ __all__ = [
     "result_version",
     "select_list_version",
     "set_default_route",
+    "start_list_links",
 ]
 
 CNI_VERSIONS: list[str]
@@ -60,3 +64,9 @@ def set_default_route(
 ) -> None: ...
 def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
 def list_links(*, netns: str) -> list[str]: ...
+
+@final
+class PendingLinks:
+    def wait(self) -> list[str]: ...
+
+def start_list_links(*, netns: str) -> PendingLinks: ...

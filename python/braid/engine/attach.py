@@ -15,6 +15,7 @@ none and writes before it prints.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -101,8 +102,7 @@ def add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
-        interfaces_free(request.netns, plan.attachments)  # before anything is made or written
-        ctx.records().write(record, durable=True)
+        _write_plan(ctx, record, plan, request.netns)
         runtime = ctx.runtime(request)
         try:
             _attach_all(runtime, record, plan, request.netns)
@@ -125,6 +125,29 @@ def add(
             answer(default)
             _rewrite_after_answer(ctx, record)
     return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _write_plan(
+    ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
+) -> None:
+    """The durable plan, with the pod's interfaces listed on a thread of their own while it is
+    written and fsynced (the listing costs about 0.1 ms, mostly waiting). A planned name that
+    is already taken fails the ADD before any delegate runs, and its plan is removed."""
+    listing = _native.start_list_links(netns=netns) if netns else None
+    records = ctx.records()
+    try:
+        records.write(record, durable=True)
+    except CniError:
+        if listing is not None:
+            with contextlib.suppress(CniError):
+                listing.wait()  # the thread is joined whatever happened
+        raise
+    try:
+        existing = listing.wait() if listing is not None else None
+        interfaces_free(netns, plan.attachments, existing)
+    except CniError:
+        records.remove(record.container_id)
+        raise
 
 
 def _set_status(record: AttachmentRecord) -> bytes:

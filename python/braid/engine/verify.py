@@ -19,17 +19,20 @@ from braid.nad.plan import Attachment
 from braid.nad.syntax import ip_family
 
 
-def interfaces_free(netns: str, attachments: Iterable[Attachment]) -> None:
-    """Fails when an attachment's interface name already exists in the pod's namespace.
+def interfaces_free(
+    netns: str, attachments: Iterable[Attachment], existing: Iterable[str] | None = None
+) -> None:
+    """Fails when an attachment's interface name already exists in the pod's namespace
+    (``existing``: its interface names, when already listed; else listed here).
 
     One netlink dump before the first delegate runs, checked against every planned name: the
     names braid itself creates during the ADD are unique by plan (``resolve_plan`` refuses a
     collision), so no later check is needed."""
     if not netns:
         return
-    existing = set(_native.list_links(netns=netns))
+    taken = set(_native.list_links(netns=netns) if existing is None else existing)
     for attachment in attachments:
-        if attachment.ifname in existing:
+        if attachment.ifname in taken:
             raise CniError(
                 INVALID_CONFIG,
                 f"{attachment.label}: interface {attachment.ifname!r} already exists in {netns}",
