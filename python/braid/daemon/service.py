@@ -224,26 +224,31 @@ class DaemonService:
             return health_response(ready=self.ready)
         return await self._answer_cni(request, reply, reply_now)
 
+    def _admit_now(self, body: bytes) -> tuple[dict[str, str], RequestTag, bytes, Ticket] | None:
+        """A well-formed CNI request admitted at once (``Scheduler.admit_now``), or None with
+        nothing taken: a health probe, a malformed request (``answer`` reports it), one that
+        must wait, GC."""
+        try:
+            request = decode_request(body)
+            if request.kind != "cni":
+                return None
+            env = request.cni_env()
+            stdin = request.stdin_bytes()
+        except CniError:
+            return None
+        tag = tag_of(env)
+        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
+        return None if ticket is None else (env, tag, stdin, ticket)
+
     def serve_in_thread(self, body: bytes, direct: DirectReply) -> bool:
         """In an acceptor thread: a CNI request that nothing holds back
         (``Scheduler.admit_now``) is run and answered right here, and True is returned once its
         work is over. False, with nothing done, for every other request (a health probe, a
         malformed or queued one, GC): the event loop takes it."""
-        try:
-            request = decode_request(body)
-        except CniError:
+        admitted = self._admit_now(body)
+        if admitted is None:
             return False
-        if request.kind != "cni":
-            return False
-        env = request.cni_env()
-        tag = tag_of(env)
-        try:
-            stdin = request.stdin_bytes()
-        except CniError:
-            return False
-        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
-        if ticket is None:
-            return False
+        env, tag, stdin, ticket = admitted
         answer = ThreadAnswer(direct, time.perf_counter())
         try:
             # Its own context: the request's log tag and phase observer, gone with it.
@@ -279,21 +284,10 @@ class DaemonService:
         answered from that thread; the future completes once its work is over. None (nothing
         done) for every other request: a health probe, a malformed or queued one, GC; then
         ``answer`` takes it."""
-        try:
-            request = decode_request(body)
-        except CniError:
+        admitted = self._admit_now(body)
+        if admitted is None:
             return None
-        if request.kind != "cni":
-            return None
-        env = request.cni_env()
-        tag = tag_of(env)
-        try:
-            stdin = request.stdin_bytes()
-        except CniError:
-            return None
-        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
-        if ticket is None:
-            return None
+        env, tag, stdin, ticket = admitted
         loop = asyncio.get_running_loop()
         answer = Answer(reply, time.perf_counter(), reply_now)
         done: asyncio.Future[CniResponse | HealthResponse] = loop.create_future()
