@@ -67,6 +67,8 @@ def test_thick_own_cost_add(benchmark: Any, replayed: ThickNode, extra: int) -> 
 
     benchmark.pedantic(pod.add, setup=fresh, teardown=pod.delete, rounds=ROUNDS, warmup_rounds=3)
     note(benchmark, f"own cost ADD +{extra} extra network(s)")
+    if not benchmark.enabled:
+        pod.delete()  # the smoke run (--benchmark-disable) calls no teardown
     records_gone(replayed)
 
 
