@@ -26,6 +26,17 @@ import kernel_oracle
 from kernel_attachment import CNI_BIN_DIR, TUNING_STATE_DIR, Attachment
 
 
+@pytest.fixture(scope="session")
+def shim() -> Path:
+    """The release `braid` binary as `make shim` builds it (static-pie), rebuilt if its sources
+    changed (`BRAID_SHIM` names another)."""
+    if os.environ.get("BRAID_SHIM"):
+        return Path(os.environ["BRAID_SHIM"])
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([str(root / "packaging" / "build-shim.sh")], cwd=root, check=True)
+    return root / "target" / "release" / "braid"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def kernel_prerequisites() -> None:
     """Fails every test of the tier, loudly, when it cannot run for real."""

@@ -24,7 +24,6 @@ from kernel_fake_plugins import install_failing
 
 pytestmark = pytest.mark.kernel
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAIN = "vendor-chain"
 SYSCTL = "net.ipv4.conf.all.arp_notify"
 NET_A = "10.231.41.0/24"
@@ -152,17 +151,16 @@ def test_no_chain_directory_means_no_chain(engine: EngineSetup) -> None:
 
 
 def test_the_shim_replays_the_chain_del_without_a_daemon(
-    engine: EngineSetup, tmp_path: Path
+    engine: EngineSetup, tmp_path: Path, shim: Path
 ) -> None:
     """The compiled shim's DEL replay needs nothing for the chain: the record's result is the
     chain's prevResult, as for every attachment (docs/attachment-record.md)."""
-    subprocess.run([str(ROOT / "packaging" / "build-shim.sh")], cwd=ROOT, check=True)
     engine.add("net-a", **chain_keys(engine))
     added = engine.record()["attachments"][2]["result"]
     no_daemon = tmp_path / "no-daemon"
     no_daemon.mkdir()
     stdin = engine.braid_conf(None, daemonSocketDir=str(no_daemon), **chain_keys(engine))
-    argv = ["ip", "netns", "exec", engine.host.name, str(ROOT / "target" / "release" / "braid")]
+    argv = ["ip", "netns", "exec", engine.host.name, str(shim)]
     env = {**os.environ, **engine.env("DEL")}
     proc = subprocess.run(argv, env=env, input=stdin, capture_output=True, timeout=90, check=False)
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr

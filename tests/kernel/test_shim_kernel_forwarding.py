@@ -23,7 +23,6 @@ import pytest
 
 pytestmark = pytest.mark.kernel
 
-ROOT = Path(__file__).resolve().parents[2]
 ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
 CNI_ENV = {
     "CNI_COMMAND": "ADD",
@@ -33,16 +32,6 @@ CNI_ENV = {
     "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0",
     "CNI_PATH": "/opt/cni/bin:/usr/lib/cni",
 }
-
-
-@pytest.fixture(scope="session")
-def shim() -> Path:
-    """The release `braid` binary as `make shim` builds it, rebuilt if its sources changed
-    (`BRAID_SHIM` overrides)."""
-    if os.environ.get("BRAID_SHIM"):
-        return Path(os.environ["BRAID_SHIM"])
-    subprocess.run([str(ROOT / "packaging" / "build-shim.sh")], cwd=ROOT, check=True)
-    return ROOT / "target" / "release" / "braid"
 
 
 @pytest.fixture

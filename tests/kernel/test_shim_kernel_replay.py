@@ -26,7 +26,6 @@ from kernel_attachment import CNI_BIN_DIR
 
 pytestmark = pytest.mark.kernel
 
-ROOT = Path(__file__).resolve().parents[2]
 BRAID_THIN = Path(sys.executable).parent / "braid-thin"
 DEL_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_UID=del-uid"
 
@@ -61,16 +60,6 @@ if command == "DEL":
         child.wait()
 """
 FAKE_TYPE = "kdelfail"
-
-
-@pytest.fixture(scope="module")
-def shim() -> Path:
-    """The release `braid` binary as `make shim` builds it, rebuilt if its sources changed
-    (`BRAID_SHIM` overrides)."""
-    if os.environ.get("BRAID_SHIM"):
-        return Path(os.environ["BRAID_SHIM"])
-    subprocess.run([str(ROOT / "packaging" / "build-shim.sh")], cwd=ROOT, check=True)
-    return ROOT / "target" / "release" / "braid"
 
 
 @pytest.fixture
