@@ -181,7 +181,7 @@ def with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> N
     """Appends ``<dir>/<name>/*.conf`` plugin objects unless ``loadOnlyInlinedPlugins``
     (libcni v1.3.0's per-network sub-directory; Multus uses it for a ``clusterNetwork``
     conflist file)."""
-    if not net.summary.load_only_inlined_plugins and _is_plain_name(net.name):
+    if not net.summary.load_only_inlined_plugins and is_plain_name(net.name):
         extra = [_read(p) for p in _config_files(directory / net.name, (".conf",))]
         if extra:
             try:
@@ -195,5 +195,6 @@ def with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> N
     return net
 
 
-def _is_plain_name(name: str) -> bool:
+def is_plain_name(name: str) -> bool:
+    """A name usable as one path component (a per-network plugin directory, say)."""
     return bool(name) and "/" not in name and "\0" not in name and name not in {".", ".."}

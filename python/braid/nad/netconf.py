@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from braid.cni.config import (
+    is_plain_name,
     network_list_from_bytes,
     with_directory_plugins,
 )
@@ -164,7 +165,7 @@ def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
     directory scan and a ``stat`` per file instead of reading and parsing each file."""
     folder = os.fspath(conf_dir)
     files = _stamps(folder, (*LIST_SUFFIXES, *CONF_SUFFIXES))
-    if _is_plain(name):
+    if is_plain_name(name):
         files += _stamps(os.path.join(folder, name), (".conf",))  # noqa: PTH118
     stamp = tuple(files)
     key = (folder, name)
@@ -179,10 +180,6 @@ def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
                 _lookups.clear()
             _lookups[key] = (stamp, found)
     return found
-
-
-def _is_plain(name: str) -> bool:
-    return bool(name) and "/" not in name and "\0" not in name and name not in {".", ".."}
 
 
 def _find_in_confdir(directory: Path, name: str) -> DelegateConfig | None:
