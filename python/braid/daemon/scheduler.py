@@ -63,6 +63,36 @@ class LoopSide:
     def on_loop(self) -> bool:
         return self._loop is None or threading.get_ident() == self._thread
 
+    async def wait_turn(
+        self,
+        queue: deque[asyncio.Future[None]],
+        turn: asyncio.Future[None],
+        pass_on: Callable[[], None],
+    ) -> None:
+        """Waits for ``turn`` (already in ``queue``). Cancelled while waiting, it leaves the
+        queue; cancelled just as it was handed the resource, it passes it on (``pass_on``)."""
+        try:
+            await turn
+        except asyncio.CancelledError:
+            with self.lock:
+                handed = turn.done() and not turn.cancelled()
+                if not handed:
+                    queue.remove(turn)
+            if handed:
+                pass_on()
+            raise
+
+    @staticmethod
+    def hand_over(queue: deque[asyncio.Future[None]]) -> bool:
+        """Gives the resource to the first waiter still waiting (on the loop); False when
+        nobody waits any more."""
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return True
+        return False
+
     def later(self, release: Callable[..., None], *args: Any) -> None:
         """Runs ``release`` on the loop (from another thread; there are waiters, so the loop
         is known)."""
@@ -185,16 +215,7 @@ class ContainerLocks:
                 return
             turn = loop.create_future()
             queue.append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            with self._side.lock:
-                handed = turn.done() and not turn.cancelled()
-                if not handed:
-                    queue.remove(turn)
-            if handed:
-                self.release(container_id)  # handed over as it was cancelled: pass it on
-            raise
+        await self._side.wait_turn(queue, turn, lambda: self.release(container_id))
 
     def release(self, container_id: str) -> None:
         """Hands the lock to the first waiter still waiting (on the loop), else drops the
@@ -204,12 +225,8 @@ class ContainerLocks:
             if queue and not self._side.on_loop():
                 self._side.later(self.release, container_id)
                 return
-            while queue:
-                turn = queue.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    return
-            del self._waiters[container_id]
+            if not self._side.hand_over(queue):
+                del self._waiters[container_id]
 
 
 class Slots:
@@ -236,28 +253,15 @@ class Slots:
                 return
             turn = loop.create_future()
             self._waiters.append(turn)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            with self._side.lock:
-                handed = turn.done() and not turn.cancelled()
-                if not handed:
-                    self._waiters.remove(turn)
-            if handed:
-                self.release()
-            raise
+        await self._side.wait_turn(self._waiters, turn, self.release)
 
     def release(self) -> None:
         with self._side.lock:
             if self._waiters and not self._side.on_loop():
                 self._side.later(self.release)
                 return
-            while self._waiters:
-                turn = self._waiters.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    return
-            self.free += 1
+            if not self._side.hand_over(self._waiters):
+                self.free += 1
 
 
 @dataclass(frozen=True)
