@@ -135,14 +135,9 @@ class RequestConnection(asyncio.Protocol):
         transport.close()
 
     def _start(self, body: bytes) -> None:
-        """The request goes straight to an engine thread when nothing would hold it back
-        (``DaemonService.start_now``), else through a task that queues it."""
-        work: asyncio.Future[Response] | None
-        work = self._service.start_now(body, self.reply, self.reply_from_thread)
-        if work is None:
-            work = self._loop.create_task(
-                self._service.answer(body, self.reply, self.reply_from_thread)
-            )
+        work = self._loop.create_task(
+            self._service.answer(body, self.reply, self.reply_from_thread)
+        )
         self._active.add(work)
         work.add_done_callback(self._finished)
 

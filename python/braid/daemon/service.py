@@ -19,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
@@ -68,7 +68,6 @@ class Answer:
         self._loop = asyncio.get_running_loop()
         self.response: CniResponse | None = None
         self.elapsed = 0.0  # admission to answer
-        self._from_thread = False  # the engine's thread answered (only that thread sets it)
 
     def send(self, stdout: bytes, exit_code: int) -> CniResponse:
         """On the event loop: the response, sent now unless it already was."""
@@ -79,21 +78,17 @@ class Answer:
                 self._reply(self.response)
         return self.response
 
-    def from_engine(self, stdout: bytes, exit_code: int = 0) -> None:
-        """An answer from the engine's worker thread (an early success, or the final output of
-        a request started by ``start_now``): written to the client from this thread when the
-        connection can take it (no event-loop wake-up on the pod's path), else sent by the
-        loop. Once only: a second call does nothing."""
-        if self._from_thread:
-            return
-        self._from_thread = True
+    def from_engine(self, stdout: bytes) -> None:
+        """The engine's early answer (a success), from its worker thread: written to the client
+        from this thread when the connection can take it (no event-loop wake-up on the pod's
+        path), else sent by the loop."""
         if self._reply_now is not None:
-            response = cni_response(stdout, exit_code)
+            response = cni_response(stdout, 0)
             elapsed = time.perf_counter() - self.admitted
             if self._reply_now(response):
                 self._loop.call_soon_threadsafe(self._sent_early, response, elapsed)
                 return
-        self._loop.call_soon_threadsafe(self.send, stdout, exit_code)
+        self._loop.call_soon_threadsafe(self.send, stdout, 0)
 
     def _sent_early(self, response: CniResponse, elapsed: float) -> None:
         """On the loop: the record of an answer a worker thread already wrote."""
@@ -275,71 +270,6 @@ class DaemonService:
         outcome = "success" if code == 0 else "error"
         self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
         log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
-
-    def start_now(
-        self, body: bytes, reply: Reply, reply_now: ThreadReply
-    ) -> asyncio.Future[CniResponse | HealthResponse] | None:
-        """On the event loop: a CNI request that nothing would hold back (``Scheduler.
-        admit_now``) is handed to an engine thread in this very call, no task in between, and
-        answered from that thread; the future completes once its work is over. None (nothing
-        done) for every other request: a health probe, a malformed or queued one, GC; then
-        ``answer`` takes it."""
-        admitted = self._admit_now(body)
-        if admitted is None:
-            return None
-        env, tag, stdin, ticket = admitted
-        loop = asyncio.get_running_loop()
-        answer = Answer(reply, time.perf_counter(), reply_now)
-        done: asyncio.Future[CniResponse | HealthResponse] = loop.create_future()
-        context = contextvars.copy_context()
-        context.run(current_request.set, tag)  # the worker's log lines carry the request
-        context.run(observe_phases, self.metrics.observe_phase)
-        self.metrics.observe_phase("queue", 0.0)
-
-        def work() -> tuple[bytes, int]:
-            out, code = self._run_engine(env, stdin, answer.early)
-            answer.from_engine(out, code)  # the final answer, unless one went early
-            return out, code
-
-        def over(future: Future[tuple[bytes, int]]) -> None:
-            loop.call_soon_threadsafe(self._finish_now, future, ticket, answer, (tag, stdin), done)
-
-        try:
-            self.pool.submit(context.run, work).add_done_callback(over)
-        except RuntimeError:  # the pool is shut down: the daemon is stopping
-            self.scheduler.leave(ticket)
-            return None
-        return done
-
-    def _finish_now(
-        self,
-        future: Future[tuple[bytes, int]],
-        ticket: Ticket,
-        answer: Answer,
-        request: tuple[RequestTag, bytes],
-        done: asyncio.Future[CniResponse | HealthResponse],
-    ) -> None:
-        """On the loop, once a ``start_now`` request's work is over: its slot and locks back,
-        its answer (if the thread could not write it), metrics and log line."""
-        self.scheduler.leave(ticket)
-        tag, stdin = request
-        error = future.exception()
-        if error is not None:
-            log.error("request failed inside the daemon: %r", error)
-            err = CniError(INTERNAL, f"internal error: {error!r}")
-            out, code = err.to_json(cni_version_of(stdin)), 1
-        else:
-            out, code = future.result()
-        response = answer.send(out, code)
-        outcome = "success" if code == 0 else "error"
-        self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
-        token = current_request.set(tag)
-        try:
-            log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
-        finally:
-            current_request.reset(token)
-        if not done.done():
-            done.set_result(response)
 
     def _run_engine(
         self, env: dict[str, str], stdin: bytes, early: Callable[[bytes], None] | None
