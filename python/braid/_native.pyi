@@ -5,7 +5,7 @@ from typing import final
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
-    "PendingLinks",
+    "PendingWrite",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
@@ -25,7 +25,7 @@ __all__ = [
     "result_version",
     "select_list_version",
     "set_default_route",
-    "start_list_links",
+    "start_durable_write",
 ]
 
 CNI_VERSIONS: list[str]
@@ -66,7 +66,9 @@ def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
 def list_links(*, netns: str) -> list[str]: ...
 
 @final
-class PendingLinks:
-    def wait(self) -> list[str]: ...
+class PendingWrite:
+    def wait(self) -> None: ...
 
-def start_list_links(*, netns: str) -> PendingLinks: ...
+def start_durable_write(
+    *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
+) -> PendingWrite: ...

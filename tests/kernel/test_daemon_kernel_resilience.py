@@ -24,6 +24,7 @@ from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_eng
 from kernel_daemon import Daemon, call, call_async, install_slow
 
 from braid.daemon.client import call_cni
+from braid.engine.spares import SPARE_SIZE
 
 BURST = 200
 
@@ -218,3 +219,29 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
         f"peak {peak_mib:.1f} MiB, after {daemon.rss_kib() / 1024:.1f} MiB\n"
     )
     assert peak_mib < 80, f"resident memory reached {peak_mib:.1f} MiB during the burst"
+
+
+def test_a_plan_whose_rename_a_power_failure_lost_is_put_back_at_start(
+    engine: EngineSetup, tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """The durable plan reached its spare file (fdatasync) but the rename to the record's name
+    did not reach the disk: the next daemon puts it back before serving, so the DEL that
+    follows tears everything down (docs/attachment-record.md, "Spare files")."""
+    conf = engine.braid_conf({NETWORKS: "net-a,net-b"})
+    daemon = start(engine, tmp_path, daemons)
+    assert call(daemon, engine, "ADD", conf)[1] == 0
+    spares = engine.cni_dir / "spares"
+    assert len(list(spares.glob("*.spare"))) >= 1, "the daemon keeps spare files"
+    daemon.stop()
+    lost = spares / "lost.spare"
+    lost.write_bytes(engine.record_path.read_bytes().ljust(SPARE_SIZE, b" "))
+    engine.record_path.unlink()
+
+    restarted = start(engine, tmp_path, daemons)
+    assert call(restarted, engine, "DEL", conf) == (None, 0)
+
+    engine.assert_nothing_left()
+    for network in (CLUSTER, "net-a", "net-b"):
+        assert engine.leases(network) == set(), network
+    assert not lost.exists()
+    assert any("put back" in line["msg"] for line in restarted.log_lines())

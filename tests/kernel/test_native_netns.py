@@ -213,21 +213,6 @@ def test_link_info_and_list_links_match_ip_link(pair: Pair) -> None:
     assert _native.link_info(netns=pair.pod.path, ifname="") is None
 
 
-def test_a_listing_started_on_its_own_thread_gives_the_same_names(pair: Pair) -> None:
-    """`start_list_links` (what an ADD uses while its plan is fsynced) lists what `list_links`
-    lists, once; a bad namespace is the same code-4 error, given by `wait`."""
-    pending = _native.start_list_links(netns=pair.pod.path)
-    assert pending.wait() == _native.list_links(netns=pair.pod.path)
-    with pytest.raises(CniError) as again:
-        pending.wait()
-    assert again.value.code == 999
-    missing = _native.start_list_links(netns="/run/netns/braid-no-such-ns")
-    with pytest.raises(CniError) as bad:
-        missing.wait()
-    assert bad.value.code == 4
-    assert "braid-no-such-ns" in bad.value.msg
-
-
 def thread_netns() -> str:
     """The network namespace of the calling thread (not of the process)."""
     return str(Path("/proc/thread-self/ns/net").readlink())

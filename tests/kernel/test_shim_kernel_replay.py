@@ -24,6 +24,8 @@ import pytest
 from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
 from kernel_attachment import CNI_BIN_DIR
 
+from braid.engine.spares import SPARE_SIZE
+
 pytestmark = pytest.mark.kernel
 
 BRAID_THIN = Path(sys.executable).parent / "braid-thin"
@@ -254,3 +256,37 @@ def test_a_hanging_delegate_is_killed_with_its_group_at_the_deadline(
     marker.unlink()
     assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
     engine.assert_nothing_left()
+
+
+def lose_the_rename(engine: EngineSetup, record: bytes) -> Path:
+    """What a power failure leaves when the daemon's durable plan had reached its spare file
+    (fdatasync) but not the rename to the record's name: the plan, padded with spaces, in
+    `spares/`, beside a blank spare (docs/attachment-record.md, "Spare files")."""
+    spares = engine.cni_dir / "spares"
+    spares.mkdir(mode=0o700, exist_ok=True)
+    (spares / "blank.spare").write_bytes(b" " * SPARE_SIZE)
+    lost = spares / "lost.spare"
+    lost.write_bytes(record.ljust(SPARE_SIZE, b" "))
+    return lost
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["no-record", "older-record-at-the-name"])
+def test_del_without_daemon_replays_a_plan_left_in_a_spare(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path, older: bool
+) -> None:
+    thin_add(engine, "net-a,net-b")
+    full = engine.record_path.read_bytes()
+    engine.record_path.unlink()
+    lost = lose_the_rename(engine, full)
+    if older:  # a retried ADD's earlier record under the name: the spare is the newer state
+        earlier = json.loads(full)
+        earlier["attachments"] = earlier["attachments"][:1]
+        engine.record_path.write_text(json.dumps(earlier))
+
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-b")
+    assert not lost.exists()
+    assert not engine.record_path.exists()
+    assert (engine.cni_dir / "spares" / "blank.spare").exists(), "another spare is left alone"

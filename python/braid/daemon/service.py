@@ -39,6 +39,7 @@ from braid.daemon.protocol import (
 from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
+from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
@@ -161,6 +162,8 @@ class DaemonService:
         self.store = store
         # NAD and pod manifest files parsed once and re-read only when they change.
         self.file_stores = FileStores()
+        # Spare record files, so an ADD's durable plan costs an fdatasync, not a journal commit.
+        self.spares = SparePools(logger=log)
         self.engine = engine
         self.cluster = cluster
         self.ready = False
@@ -172,6 +175,7 @@ class DaemonService:
         """Releases the engine threads and stops the Kubernetes side (after the drain:
         nothing is running any more)."""
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.spares.close()
         if self.cluster is not None:
             self.cluster.stop()
 
@@ -281,6 +285,7 @@ class DaemonService:
             store=self.store,
             executor=self.executor,
             file_stores=self.file_stores,
+            spares=self.spares,
             cluster=self._session if self.cluster is not None else None,
             answer=early,
         )

@@ -102,13 +102,20 @@ def add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
-        _write_plan(ctx, record, plan, request.netns)
-        runtime = ctx.runtime(request)
+        gate = PlanGate(ctx, record, plan, request.netns)
+        # The first delegate waits at the gate; what comes before it (the runtime, the first
+        # plugin's lookup and stdin) is done while the disk flushes and the interfaces are
+        # listed.
+        runtime = ctx.runtime(request, gate=gate)
         try:
             _attach_all(runtime, record, plan, request.netns)
             for attachment in plan.attachments:
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
+            gate.settle()
+            if not gate.passed:  # no delegate ran: nothing to roll back
+                ctx.records().remove(record.container_id)
+                raise
             _roll_back(ctx, runtime, record, request, exc)
             raise
         if answer is None:
@@ -127,27 +134,44 @@ def add(
     return AddOutcome(result=default, network_status=status, plan=plan)
 
 
-def _write_plan(
-    ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
-) -> None:
-    """The durable plan, with the pod's interfaces listed on a thread of their own while it is
-    written and fsynced (the listing costs about 0.1 ms, mostly waiting). A planned name that
-    is already taken fails the ADD before any delegate runs, and its plan is removed."""
-    listing = _native.start_list_links(netns=netns) if netns else None
-    records = ctx.records()
-    try:
-        records.write(record, durable=True)
-    except CniError:
-        if listing is not None:
-            with contextlib.suppress(CniError):
-                listing.wait()  # the thread is joined whatever happened
-        raise
-    try:
-        existing = listing.wait() if listing is not None else None
-        interfaces_free(netns, plan.attachments, existing)
-    except CniError:
-        records.remove(record.container_id)
-        raise
+class PlanGate:
+    """What must hold before an ADD's first delegate runs: the pod's planned interface names
+    free (checked at once: a name already taken fails the ADD before any delegate runs, and
+    the plan is removed) and the plan durably on disk (``docs/adr/0002``), written on a thread
+    of its own meanwhile. Called by the runtime's executor before the first plugin execution
+    (``EngineContext.runtime(gate=...)``), it waits for that write; a failure is raised again
+    at every call. ``passed``: a delegate may have run since."""
+
+    def __init__(
+        self, ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
+    ) -> None:
+        records = ctx.records()
+        self.written = records.start_durable_write(record)
+        self.passed = False
+        self.error: CniError | None = None
+        try:
+            interfaces_free(netns, plan.attachments)
+        except CniError:
+            self.settle()
+            records.remove(record.container_id)
+            raise
+
+    def __call__(self) -> None:
+        if self.passed:
+            return
+        if self.error is not None:
+            raise self.error
+        try:
+            self.written.wait()
+        except CniError as exc:
+            self.error = exc
+            raise
+        self.passed = True
+
+    def settle(self) -> None:
+        """Waits for the write, whatever its outcome (before the record is touched again)."""
+        with contextlib.suppress(CniError):
+            self.written.wait()
 
 
 def _set_status(record: AttachmentRecord) -> bytes:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -11,7 +13,7 @@ from braid.cni import (
     Runtime,
     RuntimeRequest,
 )
-from braid.cni.exec import Executor
+from braid.cni.exec import ExecOutput, Executor, ProcessExecutor
 from braid.cni.locks import LockDirectory
 from braid.engine.record import (
     RECORD_KIND,
@@ -21,6 +23,7 @@ from braid.engine.record import (
     RecordStore,
 )
 from braid.engine.request import CniRequest
+from braid.engine.spares import SpareFiles
 from braid.nad.config import BraidConfig
 from braid.nad.plan import AttachmentPlan, empty_prev_result
 from braid.nad.resolve import PodRef
@@ -47,7 +50,9 @@ class EngineContext:
     ``store`` is None when braid runs without one (DEL must still work then);
     ``executor`` is the delegate executor seam (``None``: real processes);
     ``publisher`` receives the network-status of each successful ADD (``None``: kept in the
-    attachment record only).
+    attachment record only); ``spares``: the daemon's spare record files of this cniDir, for
+    cheaper durable writes (``braid.engine.spares``; ``None``: every durable write is a new
+    file, fsynced).
     """
 
     config: BraidConfig
@@ -55,33 +60,69 @@ class EngineContext:
     executor: Executor | None = None
     publisher: StatusPublisher | None = None
     extra_plugin_dirs: list[str] = field(default_factory=list)
+    spares: SpareFiles | None = None
 
-    @property
+    @cached_property
     def cni_dir(self) -> Path:
         return Path(self.config.cni_dir)
 
     def records(self) -> RecordStore:
-        return RecordStore(self.cni_dir)
+        return self._records
 
     def locks(self) -> LockDirectory:
+        return self._locks
+
+    @cached_property
+    def _records(self) -> RecordStore:
+        return RecordStore(self.cni_dir, spares=self.spares)
+
+    @cached_property
+    def _locks(self) -> LockDirectory:
         return LockDirectory(self.cni_dir / "engine")
 
-    def runtime(self, request: CniRequest) -> Runtime:
+    def runtime(self, request: CniRequest, *, gate: Gate | None = None) -> Runtime:
         """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
         engine's own locks (``locks()``: the container's stripe for ADD, DEL and CHECK, the GC
         lock for GC, held for the whole operation), so it takes no lock file of its own; and
         without a result cache: the attachment record holds every result and the engine hands
-        it back as ``prev_result`` to DEL and CHECK."""
+        it back as ``prev_result`` to DEL and CHECK. ``gate``: called before every plugin
+        execution until it returns once (an ADD's durable plan); while it raises, nothing is
+        executed."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
+        executor = self.executor
+        if gate is not None:
+            executor = GatedExecutor(executor or ProcessExecutor(), gate)
         return Runtime(
             unique,
-            cache_dir=str(self.cni_dir),
-            executor=self.executor,
+            cache_dir=self.config.cni_dir,
+            executor=executor,
             timeout=self.config.plugin_timeout,
             result_cache=False,
             own_locks=False,
         )
+
+
+Gate = Callable[[], None]
+
+
+class GatedExecutor:
+    """Runs ``gate`` before the first plugin execution: the ADD's plan record is written on
+    another thread while the runtime prepares the first delegate, and no delegate starts
+    before it is on disk (``docs/adr/0002``). A gate that raised raises again at every
+    execution, so nothing runs after it failed."""
+
+    def __init__(self, inner: Executor, gate: Gate) -> None:
+        self.inner = inner
+        self.gate: Gate | None = gate
+
+    def execute(
+        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+    ) -> ExecOutput:
+        if self.gate is not None:
+            self.gate()
+            self.gate = None
+        return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
 
 
 def pod_of(request: CniRequest) -> PodRef:

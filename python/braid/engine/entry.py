@@ -13,6 +13,7 @@ from braid.engine.attach import EarlyAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
+from braid.engine.spares import SpareFiles, SparePools
 from braid.engine.teardown import delete
 from braid.errors import INTERNAL, CniError
 from braid.nad.config import BraidConfig, load_braid_config
@@ -92,6 +93,7 @@ def _run_with_own_store(
     file_stores: FileStores | None,
     *,
     answer: EarlyAnswer | None,
+    spares: SpareFiles | None,
 ) -> bytes:
     """The Kubernetes store when braid's configuration or environment asks for it (imported
     only then), else the file store (kept in ``file_stores`` across calls when given)."""
@@ -104,11 +106,11 @@ def _run_with_own_store(
             if file_stores is None
             else file_stores.get(config.nad_dir, config.pod_dir).pinned()
         )
-        ctx = EngineContext(config=config, store=store, executor=executor)
+        ctx = EngineContext(config=config, store=store, executor=executor, spares=spares)
         return _dispatch(ctx, request, runtime_config, answer)
     kube = open_thin(config, env)
     try:
-        return _run_in_session(config, request, executor, kube, answer)
+        return _run_in_session(config, request, executor, kube, answer, spares=spares)
     finally:
         kube.close()
 
@@ -119,9 +121,15 @@ def _run_in_session(
     executor: Executor | None,
     session: ClusterSession,
     answer: EarlyAnswer | None,
+    *,
+    spares: SpareFiles | None,
 ) -> bytes:
     ctx = EngineContext(
-        config=config, store=session.store, executor=executor, publisher=session.publisher
+        config=config,
+        store=session.store,
+        executor=executor,
+        publisher=session.publisher,
+        spares=spares,
     )
     try:
         return _dispatch(ctx, request, dict(config.runtime_config), answer)
@@ -140,6 +148,7 @@ def run_cni(
     file_stores: FileStores | None = None,
     cluster: ClusterSessions | None = None,
     answer: EarlyAnswer | None = None,
+    spares: SparePools | None = None,
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
@@ -150,7 +159,8 @@ def run_cni(
     ``answer``: given a successful ADD's result as soon as it is final, before the attachment
     record's last (not durable) write, and a successful DEL's empty output before the record
     is removed; what follows runs under the same locks. The daemon sends it to the shim at
-    once. The return value is the same output."""
+    once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
+    the durable plan cheaper. The return value is the same output."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -162,13 +172,21 @@ def run_cni(
         configure_logging(config)
         for warning in loaded.warnings:
             log.warning("%s", warning)
+        # Before any lock is taken: the first request under a cniDir recovers its spares,
+        # which takes container locks of its own.
+        pool = None if spares is None else spares.get(config.cni_dir)
         if store is not None:
-            ctx = EngineContext(config=config, store=store, executor=executor)
+            ctx = EngineContext(config=config, store=store, executor=executor, spares=pool)
             return _dispatch(ctx, request, dict(config.runtime_config), answer), 0
         session = cluster(config) if cluster is not None else None
         if session is not None:
-            return _run_in_session(config, request, executor, session, answer), 0
-        return _run_with_own_store(config, env, request, executor, file_stores, answer=answer), 0
+            return _run_in_session(config, request, executor, session, answer, spares=pool), 0
+        return (
+            _run_with_own_store(
+                config, env, request, executor, file_stores, answer=answer, spares=pool
+            ),
+            0,
+        )
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
         return exc.to_json(cni_version), 1

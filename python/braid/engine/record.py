@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from braid import _native
+from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 from braid.nad.plan import Attachment
 
@@ -135,46 +137,79 @@ _encoder = msgspec.json.Encoder()
 
 
 class RecordStore:
-    """Reads and writes attachment records under ``<cni_dir>/records``."""
+    """Reads and writes attachment records under ``<cni_dir>/records``. ``spares``: the
+    daemon's spare files of this cniDir (``braid.engine.spares``), which durable writes take
+    when one is ready."""
 
-    def __init__(self, cni_dir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, cni_dir: str | os.PathLike[str], *, spares: SpareFiles | None = None
+    ) -> None:
         self.directory = Path(cni_dir) / "records"
+        self._dir = str(self.directory)
+        self.spares = spares
 
     def path(self, container_id: str) -> Path:
         return self.directory / f"{container_id}.json"
 
+    def _target(self, container_id: str) -> str:
+        return os.path.join(self._dir, f"{container_id}.json")
+
     def write(self, record: AttachmentRecord, *, durable: bool) -> None:
-        """Atomically replaces the record (a temporary file renamed over it). ``durable``: the
-        file is fsynced after the rename, through the descriptor that wrote it: the data, the
-        new inode and the rename reach the disk in the one journal commit that fsync forces on
-        ext4, xfs and btrfs (the directory needs no fsync of its own there)."""
-        target = self.path(record.container_id)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        """Atomically replaces the record. ``durable``: on disk before this returns (see
+        ``start_durable_write``). Not ``durable``: a temporary file renamed over the record,
+        not fsynced."""
+        if durable:
+            self.start_durable_write(record).wait()
+            return
+        target = self._target(record.container_id)
+        tmp = self._tmp(target)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
         try:
             try:
                 fd = os.open(tmp, flags, 0o600)
             except FileNotFoundError:  # the first record under this cniDir
-                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                os.makedirs(self._dir, mode=0o700, exist_ok=True)
                 fd = os.open(tmp, flags, 0o600)
             try:
                 os.write(fd, _encoder.encode(record))
-                tmp.replace(target)
-                if durable:
-                    os.fsync(fd)
+                os.replace(tmp, target)
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise CniError(
-                IO_FAILURE,
-                f"cannot write the attachment record of container {record.container_id}",
-                str(exc),
-            ) from exc
+            raise _write_failed(record.container_id, exc) from exc
+
+    def start_durable_write(self, record: AttachmentRecord) -> DurableWrite:
+        """Starts replacing the record durably on a thread of its own (``braid._native``),
+        so the caller can work meanwhile; ``wait()`` returns once it is on disk. Written over
+        a spare file and ``fdatasync``ed when the daemon has one ready
+        (``braid.engine.spares``: no journal commit), else through a temporary file renamed
+        over the record and fsynced after the rename, through the descriptor that wrote it:
+        the data, the new inode and the rename reach the disk in the one journal commit that
+        fsync forces on ext4, xfs and btrfs (the directory needs no fsync of its own there)."""
+        target = self._target(record.container_id)
+        data = _encoder.encode(record)
+        spare = None
+        if self.spares is not None and len(data) <= SPARE_SIZE:
+            spare = self.spares.take()
+        try:
+            if spare is not None:
+                pending = _native.start_durable_write(data=data, target=target, spare=spare)
+            else:
+                pending = _native.start_durable_write(
+                    data=data, target=target, tmp=self._tmp(target)
+                )
+        except OSError as exc:
+            raise _write_failed(record.container_id, exc) from exc
+        return DurableWrite(record.container_id, pending)
+
+    def _tmp(self, target: str) -> str:
+        return os.path.join(self._dir, f".{os.path.basename(target)}.{os.getpid()}.tmp")
 
     def read(self, container_id: str) -> AttachmentRecord | None:
         """The record, or None when there is none. A corrupt record raises ``CorruptRecord``."""
         try:
-            data = self.path(container_id).read_bytes()
+            with open(self._target(container_id), "rb") as f:
+                data = f.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -187,7 +222,31 @@ class RecordStore:
 
     def remove(self, container_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self.path(container_id).unlink()
+            os.unlink(self._target(container_id))
+
+
+class DurableWrite:
+    """A durable record write under way (``RecordStore.start_durable_write``)."""
+
+    def __init__(self, container_id: str, pending: _native.PendingWrite) -> None:
+        self.container_id = container_id
+        self._pending = pending
+        self.failed = False
+
+    def wait(self) -> None:
+        """Returns once the record is on disk; raises ``CniError`` (code 5, again at every
+        call) when it could not be written."""
+        try:
+            self._pending.wait()
+        except (OSError, RuntimeError) as exc:
+            self.failed = True
+            raise _write_failed(self.container_id, exc) from exc
+
+
+def _write_failed(container_id: str, exc: Exception) -> CniError:
+    return CniError(
+        IO_FAILURE, f"cannot write the attachment record of container {container_id}", str(exc)
+    )
 
 
 class CorruptRecord(CniError):

@@ -90,6 +90,13 @@ pub struct Damaged {
     pub salvaged: Vec<Entry>,
 }
 
+/// The `containerId` a record's bytes name, without decoding the rest (`None`: not a JSON
+/// object with a string `containerId`). A spare file holding a record is found this way.
+pub fn container_of(data: &[u8]) -> Option<String> {
+    let top: Value = serde_json::from_slice(data).ok()?;
+    top.get("containerId")?.as_str().map(str::to_owned)
+}
+
 /// Decodes the record of `container_id`.
 pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Damaged> {
     let top = serde_json::from_slice::<Value>(data);

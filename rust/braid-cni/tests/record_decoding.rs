@@ -2,7 +2,7 @@
 //! (what still decodes is salvaged) and records of another kind or version.
 
 use braid_cni::codes;
-use braid_cni::record::{decode, Damaged, Record};
+use braid_cni::record::{container_of, decode, Damaged, Record};
 use serde_json::{json, Value};
 
 fn valid() -> Value {
@@ -159,4 +159,23 @@ fn wrong_kinds_of_optional_fields_are_corrupt() {
         let err = damaged(&record);
         assert!(err.error.details.contains(key), "{key}: {}", err.error);
     }
+}
+
+#[test]
+fn a_spare_file_names_its_container_through_the_trailing_spaces() {
+    let mut spare = br#"{"containerId":"ctr-9","netns":"/run/netns/p","kind":"braidAttachmentRecord","version":1}"#.to_vec();
+    spare.resize(16 * 1024, b' ');
+    assert_eq!(container_of(&spare).as_deref(), Some("ctr-9"));
+    assert!(
+        decode(&spare, "ctr-9").is_ok(),
+        "trailing spaces are JSON whitespace"
+    );
+    assert_eq!(
+        container_of(&[b' '; 64]),
+        None,
+        "a blank spare names nobody"
+    );
+    assert_eq!(container_of(br#"{"containerId":"ctr-9","#), None, "torn");
+    assert_eq!(container_of(br#"{"containerId":7}"#), None);
+    assert_eq!(container_of(b"[1]"), None);
 }

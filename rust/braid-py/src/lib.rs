@@ -4,6 +4,7 @@
 // pyo3 extracts Python lists into owned vectors; taking them by value is how it hands them over.
 #![allow(clippy::needless_pass_by_value)]
 
+mod durable;
 mod netns;
 
 use braid_cni::{args, config, inject, result, version, CniError};
@@ -205,6 +206,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_json, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
     netns::register(m)?;
+    durable::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     Ok(())

@@ -79,65 +79,8 @@ fn list_links(py: Python<'_>, netns: &str) -> PyResult<Vec<String>> {
         .map_err(|e| netns_err(py, netns, "listing interfaces", &e))
 }
 
-type Listing = std::thread::JoinHandle<Result<Vec<String>, NetnsError>>;
-
-/// The interfaces of a namespace being listed on a thread of their own
-/// (`start_list_links`), so the caller can do other work (an fsync) meanwhile.
-#[pyclass(module = "braid._native")]
-#[derive(Debug)]
-pub struct PendingLinks {
-    netns: String,
-    listing: Option<Listing>,
-}
-
-#[pymethods]
-impl PendingLinks {
-    /// The interface names, in index order: waits for the listing (once).
-    fn wait(&mut self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let Some(listing) = self.listing.take() else {
-            return Err(super::to_py_err(
-                py,
-                CniError::new(INTERNAL, "the interface listing was already collected"),
-            ));
-        };
-        match py.detach(|| listing.join()) {
-            Ok(Ok(links)) => Ok(links),
-            Ok(Err(e)) => Err(netns_err(py, &self.netns, "listing interfaces", &e)),
-            Err(_) => Err(netns_err(
-                py,
-                &self.netns,
-                "listing interfaces",
-                &NetnsError::WorkerPanicked,
-            )),
-        }
-    }
-}
-
-/// Starts listing the namespace's interfaces on another thread; `wait()` gives the names.
-#[pyfunction]
-#[pyo3(signature = (*, netns))]
-fn start_list_links(py: Python<'_>, netns: &str) -> PyResult<PendingLinks> {
-    let path = netns.to_owned();
-    let listing = std::thread::Builder::new()
-        .name("braid-links".to_owned())
-        .spawn(move || braid_netns::list_links(&path))
-        .map_err(|source| {
-            let err = NetnsError::Os {
-                op: "spawning the listing thread",
-                source,
-            };
-            netns_err(py, netns, "listing interfaces", &err)
-        })?;
-    Ok(PendingLinks {
-        netns: netns.to_owned(),
-        listing: Some(listing),
-    })
-}
-
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PendingLinks>()?;
-    m.add_function(wrap_pyfunction!(start_list_links, m)?)?;
     m.add_function(wrap_pyfunction!(list_routes, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_route, m)?)?;
     m.add_function(wrap_pyfunction!(link_info, m)?)?;

@@ -40,8 +40,15 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         )
         .with_details(err.to_string())
     })?;
-    let Some(data) = read_record(&path)? else {
-        return Ok(());
+    // A plan whose rename a power failure lost is still in a spare file, and newer than any
+    // record under the container's name (`docs/attachment-record.md`, "Spare files").
+    let spare = find_spare(&settings.cni_dir.join("spares"), &env.container_id);
+    let data = match &spare {
+        Some((_, data)) => data.clone(),
+        None => match read_record(&path)? {
+            Some(data) => data,
+            None => return Ok(()),
+        },
     };
     let (entries, corrupt) = match record::decode(&data, &env.container_id) {
         Ok(decoded) => (decoded.attachments, None),
@@ -59,16 +66,21 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         .rev()
         .filter_map(|entry| teardown.attachment(entry).err())
         .collect();
+    let shown = spare
+        .as_ref()
+        .map_or(path.as_path(), |(spare, _)| spare.as_path());
     if !failures.is_empty() {
-        return Err(summary(&failures, &path));
+        return Err(summary(&failures, shown));
     }
-    cache::remove(&path).map_err(|err| {
-        CniError::new(
-            codes::IO_FAILURE,
-            format!("cannot remove the attachment record {}", path.display()),
-        )
-        .with_details(err.to_string())
-    })?;
+    for done in std::iter::once(&path).chain(spare.as_ref().map(|(spare, _)| spare)) {
+        cache::remove(done).map_err(|err| {
+            CniError::new(
+                codes::IO_FAILURE,
+                format!("cannot remove the attachment record {}", done.display()),
+            )
+            .with_details(err.to_string())
+        })?;
+    }
     corrupt.map_or(Ok(()), |error| Err(torn_down_anyway(error, entries.len())))
 }
 
@@ -82,6 +94,28 @@ fn read_record(path: &Path) -> Result<Option<Vec<u8>>, CniError> {
         )
         .with_details(err.to_string())),
     }
+}
+
+/// The largest spare file read (the daemon makes them 16 KiB).
+const MAX_SPARE_BYTES: u64 = 1 << 20;
+
+/// The spare file under `spares` that holds the record of `container_id`, with its bytes.
+/// Blank spares, unreadable files and anything that is not a record are passed over (the
+/// daemon removes those when it starts).
+fn find_spare(spares: &Path, container_id: &str) -> Option<(PathBuf, Vec<u8>)> {
+    let entries = fs::read_dir(spares).ok()?;
+    entries.flatten().find_map(|entry| {
+        let path = entry.path();
+        if path.extension().is_none_or(|ext| ext != "spare") {
+            return None;
+        }
+        let meta = entry.metadata().ok()?;
+        if !meta.is_file() || meta.len() > MAX_SPARE_BYTES {
+            return None;
+        }
+        let data = fs::read(&path).ok()?;
+        (record::container_of(&data)? == container_id).then_some((path, data))
+    })
 }
 
 /// A damaged record is reported even when what it still describes was torn down.

@@ -126,3 +126,36 @@ def test_a_del_of_a_corrupt_record_is_never_answered_early(dirs: Any) -> None:
     assert code == 1, "the corrupt record is reported"
     assert "corrupt" in json.loads(out)["msg"]
     assert seen == []
+
+
+def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any) -> None:
+    """The daemon's run_cni (spare record files): the plan of an ADD is written over a spare;
+    a plan left in a spare (a lost rename) is put back by the first request under that
+    cniDir before it takes any lock, even a DEL of that very container (same lock stripe)."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    from braid.engine.spares import SPARE_SIZE, SparePools  # noqa: PLC0415
+
+    pools = SparePools(keep=2)
+    try:
+        assert run_cni(add_env(dirs, "sp1"), dirs.stdin(), spares=pools)[1] == 0
+        pool = pools.get(str(dirs.cni_dir))
+        assert pool.taken + pool.missed == 1
+    finally:
+        pools.close()
+    full = (dirs.cni_dir / "records" / "sp1.json").read_bytes()
+    (dirs.cni_dir / "records" / "sp1.json").unlink()
+    (dirs.cni_dir / "spares" / "lost.spare").write_bytes(full.ljust(SPARE_SIZE, b" "))
+
+    restarted = SparePools(keep=2)
+    try:
+        with ThreadPoolExecutor(1) as pool_thread:
+            done = pool_thread.submit(run_cni, del_env(dirs, "sp1"), dirs.stdin(), spares=restarted)
+            out, code = done.result(timeout=20)
+        assert (out, code) == (b"", 0)
+        assert not (dirs.cni_dir / "spares" / "lost.spare").exists()
+        assert record_of(dirs, "sp1") is None, "put back, then torn down and removed"
+        deleted = [c["env"]["CNI_CONTAINERID"] for c in dirs.calls("DEL")]
+        assert deleted == ["sp1"], "the DEL tore down from the recovered plan"
+    finally:
+        restarted.close()

@@ -1,0 +1,282 @@
+"""Spare record files: the durable plan written with ``fdatasync`` instead of a journal commit.
+
+A record written the plain way (``RecordStore.write(durable=True)`` without spares) is a new
+file renamed into place, and making that durable takes an ``fsync`` that forces a journal
+commit, carrying with it whatever else the filesystem has pending (the plugins' own files).
+The daemon keeps a few *spare* files instead, under ``<cniDir>/spares/``: each already
+``SPARE_SIZE`` bytes of spaces on disk, created and fsynced in the background, off any pod's
+path. A durable record of at most that size is written over the beginning of a spare (its
+remaining spaces are JSON whitespace), made durable with ``fdatasync`` (no block is allocated
+and the size does not change, so no journal commit is needed: only the data and a cache flush),
+and only then renamed to ``records/<container id>.json``. That rename is not flushed: after a
+power failure it may be lost, leaving the plan under the spare's name. Journaling filesystems
+(ext4, xfs) keep the order of metadata changes, so every later change of that record (its
+final rewrite, its removal by DEL) was lost with it: the spare holds the newest state.
+
+``SpareFiles.recover`` (run before a daemon serves anything under a cniDir) renames every spare
+that holds a record to its record's name, durably; the compiled shim, replaying a DEL while the
+daemon is away, looks in ``spares/`` the same way. A blank spare left by an earlier daemon is
+taken over; anything else there (a torn write, which no delegate ever followed) is removed.
+``docs/attachment-record.md`` describes the layout; ``docs/adr/0002`` the decision.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+
+import msgspec
+
+from braid.cni.locks import LockDirectory
+from braid.errors import CniError
+
+log = logging.getLogger("braid.engine")
+
+SPARE_SIZE = 16 * 1024
+SPARE_SUFFIX = ".spare"
+FILL = b" " * SPARE_SIZE
+# A pool refills itself in the background once it is down to LOW_WATER spares.
+KEEP = 16
+LOW_WATER = 8
+
+
+class _Header(msgspec.Struct, rename="camel"):
+    container_id: str
+    kind: str = ""
+
+
+_header = msgspec.json.Decoder(_Header)
+
+
+def spare_record(data: bytes) -> str | None:
+    """The container id of the record a spare holds; None for a blank spare. Raises
+    ``ValueError`` for anything else (a torn write, a stranger's file)."""
+    if not data.strip(b" "):
+        return None
+    try:
+        header = _header.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ValueError(f"not a record: {exc}") from exc
+    if not _plain_id(header.container_id):
+        raise ValueError(f"container id {header.container_id!r} cannot name a record")
+    return header.container_id
+
+
+def _plain_id(container_id: str) -> bool:
+    return (
+        bool(container_id)
+        and container_id[0].isascii()
+        and container_id[0].isalnum()
+        and all(c.isascii() and (c.isalnum() or c in "_.-") for c in container_id)
+    )
+
+
+class SpareFiles:
+    """The spares of one cniDir: taken by durable record writes, refilled by a thread."""
+
+    def __init__(
+        self,
+        cni_dir: str | os.PathLike[str],
+        *,
+        keep: int = KEEP,
+        logger: logging.Logger = log,
+    ) -> None:
+        root = Path(cni_dir)
+        self.log = logger
+        self.directory = str(root / "spares")
+        self.records = str(root / "records")
+        self.locks = LockDirectory(root / "engine")
+        self.keep = keep
+        self.low_water = max(1, keep // 2)
+        self._ready: list[str] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.taken = 0  # how many durable writes got a spare (tests, metrics)
+        self.missed = 0  # ... and how many found none ready
+
+    # The pod's path -------------------------------------------------------------------------
+
+    def take(self) -> str | None:
+        """A ready spare's path (now the caller's), or None when none is ready."""
+        with self._cond:
+            spare = self._ready.pop() if self._ready else None
+            if spare is None:
+                self.missed += 1
+            else:
+                self.taken += 1
+            if len(self._ready) < self.low_water and not self._closed:
+                self._start()
+                self._cond.notify()
+            return spare
+
+    # Off the pod's path ---------------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Renames every spare holding a record to that record's name (durably, under the
+        container's lock), takes blank spares over, removes anything else."""
+        try:
+            names = sorted(e.name for e in os.scandir(self.directory) if e.is_file())
+        except FileNotFoundError:
+            return
+        recovered = False
+        for name in names:
+            path = os.path.join(self.directory, name)
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(SPARE_SIZE + 1)
+                container_id = spare_record(data)
+            except ValueError as exc:
+                self.log.warning("removing spare record file %s: %s", path, exc)
+                _unlink(path)
+                continue
+            except OSError as exc:
+                self.log.warning("cannot read spare record file %s: %s", path, exc)
+                continue
+            if container_id is None:
+                if len(data) == SPARE_SIZE and name.endswith(SPARE_SUFFIX) and _synced(path):
+                    self._ready.append(path)
+                else:
+                    _unlink(path)
+                continue
+            try:
+                with self.locks.container(container_id):
+                    _synced(path)
+                    os.makedirs(self.records, mode=0o700, exist_ok=True)
+                    os.rename(path, os.path.join(self.records, f"{container_id}.json"))
+                recovered = True
+                self.log.warning(
+                    "container %s: its attachment record was found under %s (a power failure "
+                    "lost the rename) and put back",
+                    container_id,
+                    path,
+                )
+            except (OSError, CniError) as exc:
+                self.log.error("cannot put back the attachment record in %s: %s", path, exc)  # noqa: TRY400
+        if recovered:
+            _sync_directory(self.records)
+
+    def prepare(self) -> None:
+        """Starts filling the pool in the background (a take would, when it runs low)."""
+        with self._cond:
+            if len(self._ready) < self.low_water and not self._closed:
+                self._start()
+                self._cond.notify()
+
+    def close(self) -> None:
+        """Stops the refill thread (spares stay on disk for the next daemon)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._refill_loop, name="braid-spares", daemon=True
+            )
+            self._thread.start()
+
+    def _refill_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and len(self._ready) >= self.low_water:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                wanted = self.keep - len(self._ready)
+            try:
+                made = self._make(wanted)
+            except OSError as exc:
+                self.log.error(  # noqa: TRY400 - the reason is enough, no traceback
+                    "cannot prepare spare record files in %s: %s", self.directory, exc
+                )
+                made = []
+            with self._cond:
+                self._ready.extend(made)
+                if not made:  # retried at the next take, not in a loop
+                    self._cond.wait()
+
+    def _make(self, count: int) -> list[str]:
+        """``count`` new spares, written whole, then fsynced (the first fsync's journal commit
+        carries the others' creation; theirs only flush data)."""
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        fds: list[tuple[int, str]] = []
+        try:
+            for _ in range(count):
+                path = os.path.join(self.directory, uuid.uuid4().hex + SPARE_SUFFIX)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                fds.append((fd, path))
+                os.write(fd, FILL)
+            for fd, _ in fds:
+                os.fsync(fd)
+        except OSError:
+            for _, path in fds:
+                _unlink(path)
+            raise
+        finally:
+            for fd, _ in fds:
+                os.close(fd)
+        return [path for _, path in fds]
+
+
+class SparePools:
+    """The daemon's spares, one ``SpareFiles`` per cniDir, recovered when first asked for.
+    ``logger``: where recoveries and failures are reported (the daemon's own log)."""
+
+    def __init__(self, *, keep: int = KEEP, logger: logging.Logger = log) -> None:
+        self.keep = keep
+        self.logger = logger
+        self._pools: dict[str, SpareFiles] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cni_dir: str) -> SpareFiles:
+        pool = self._pools.get(cni_dir)
+        if pool is not None:
+            return pool
+        with self._lock:
+            pool = self._pools.get(cni_dir)
+            if pool is None:
+                pool = SpareFiles(cni_dir, keep=self.keep, logger=self.logger)
+                pool.recover()
+                pool.prepare()
+                self._pools[cni_dir] = pool
+            return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pools = list(self._pools.values())
+        for pool in pools:
+            pool.close()
+
+
+def _synced(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _sync_directory(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

@@ -1,0 +1,165 @@
+"""Spare record files (braid.engine.spares): the durable plan written over a ready spare with
+fdatasync, recovery of a plan whose rename was lost, the refill thread."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from braid.engine.record import RecordStore, decode_record
+from braid.engine.spares import SPARE_SIZE, SpareFiles, SparePools, spare_record
+from braid.errors import IO_FAILURE, CniError
+
+from .test_engine_record import record, traced
+
+
+def wait_for(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def ready_pool(cni_dir: Path, keep: int = 4) -> SpareFiles:
+    pools = SparePools(keep=keep)
+    pool = pools.get(str(cni_dir))
+    wait_for(lambda: len(spare_files(cni_dir)) == keep)
+    return pool
+
+
+def spare_files(cni_dir: Path) -> list[Path]:
+    directory = cni_dir / "spares"
+    return sorted(directory.glob("*.spare")) if directory.is_dir() else []
+
+
+TAKE_ONE = """
+import time
+from braid.engine.record import RECORD_KIND, RECORD_VERSION, AttachmentRecord, RecordStore
+from braid.engine.spares import SparePools
+pools = SparePools(keep=2)
+pool = pools.get({root!r})
+if {ready}:
+    while len(pool._ready) < 2:
+        time.sleep(0.01)
+else:
+    pool.close()
+    pool._ready.clear()
+record = AttachmentRecord(
+    container_id="ctr1", netns="", kind=RECORD_KIND, version=RECORD_VERSION,
+    pod_name="x" * {pad},
+)
+RecordStore({root!r}, spares=pool).write(record, durable=True)
+pools.close()
+"""
+
+
+def take_one(tmp_path: Path, *, ready: bool, pad: int = 0) -> list[str]:
+    root = tmp_path / "cni"
+    script = TAKE_ONE.format(root=str(root), ready=ready, pad=pad)
+    calls = traced(script, tmp_path)
+    # The refill thread's own writes name other spares: only the taken one and the record.
+    spares = [c.split("<", 1)[1].split(">", 1)[0] for c in calls if c.startswith("pwrite64")]
+    start = next((i for i, c in enumerate(calls) if c.startswith("pwrite64")), 0)
+    later = calls[start:]
+    named = [c for c in later if "ctr1.json" in c or any(f"{s}>" in c for s in spares)]
+    return [c for c in named if " = -1 " not in c]  # the first record's directory is made
+
+
+def test_a_durable_write_takes_a_spare_and_fdatasyncs_it(tmp_path: Path) -> None:
+    """pwrite over the spare, fdatasync (no journal commit), then the rename; no fsync."""
+    calls = take_one(tmp_path, ready=True)
+    target = f"{tmp_path}/cni/records/ctr1.json"
+    assert [c.split("(", 1)[0] for c in calls] == ["pwrite64", "fdatasync", "rename"], calls
+    spare = calls[0].split("<", 1)[1].split(">", 1)[0]
+    assert spare.endswith(".spare")
+    assert f"<{spare}>" in calls[1]
+    assert calls[2].startswith(f'rename("{spare}", "{target}")')
+    assert Path(target).stat().st_size == SPARE_SIZE
+    assert RecordStore(tmp_path / "cni").read("ctr1") is not None, "spaces are whitespace"
+
+
+@pytest.mark.parametrize(("ready", "pad"), [(False, 0), (True, SPARE_SIZE)], ids=["none", "big"])
+def test_without_a_ready_spare_or_for_a_large_record_the_write_is_fsynced(
+    tmp_path: Path, ready: bool, pad: int
+) -> None:
+    calls = take_one(tmp_path, ready=ready, pad=pad)
+    names = [c.split("(", 1)[0] for c in calls]
+    assert "pwrite64" not in names, calls
+    assert names[-2:] == ["rename", "fsync"], calls
+    record = RecordStore(tmp_path / "cni").read("ctr1")
+    assert record is not None
+    assert len(record.pod_name) == pad
+
+
+def test_a_failed_spare_write_is_an_io_error_and_the_spare_is_dropped(tmp_path: Path) -> None:
+    pool = ready_pool(tmp_path)
+    try:
+        with pool._cond:
+            broken = pool._ready[-1]
+            Path(broken).unlink()
+            Path(broken).mkdir()  # opening it for writing fails
+        with pytest.raises(CniError) as failed:
+            RecordStore(tmp_path, spares=pool).write(record("ctr1"), durable=True)
+        assert failed.value.code == IO_FAILURE
+        assert "ctr1" in failed.value.msg
+        assert not (tmp_path / "records" / "ctr1.json").exists()
+        assert broken not in pool._ready, "a spare that failed is not used again"
+    finally:
+        pool.close()
+
+
+def test_the_pool_refills_in_the_background_and_close_stops_its_thread(tmp_path: Path) -> None:
+    pool = ready_pool(tmp_path, keep=4)
+    store = RecordStore(tmp_path, spares=pool)
+    for n in range(3):  # below the low water mark (2)
+        store.write(record(f"ctr{n}"), durable=True)
+    wait_for(lambda: len(spare_files(tmp_path)) == 4)
+    assert pool.taken == 3
+    for path in spare_files(tmp_path):
+        assert path.read_bytes() == b" " * SPARE_SIZE
+    pool.close()
+    assert pool._thread is not None
+    assert not pool._thread.is_alive()
+
+
+def test_recovery_puts_back_a_plan_whose_rename_was_lost(tmp_path: Path) -> None:
+    """A power failure after the fdatasync but before the rename reached the disk: the plan is
+    in a spare. It is newer than a record under the container's name (a retried ADD)."""
+    spares = tmp_path / "spares"
+    spares.mkdir()
+    old = record("ctr1")
+    old.attachments = old.attachments[:1]
+    RecordStore(tmp_path).write(old, durable=True)
+    plan = msgspec_bytes(record("ctr1"))
+    (spares / "a.spare").write_bytes(plan.ljust(SPARE_SIZE, b" "))
+    (spares / "b.spare").write_bytes(b" " * SPARE_SIZE)  # blank: taken over
+    (spares / "c.spare").write_bytes(b" " * 100)  # blank but short: removed
+    (spares / "d.spare").write_bytes(plan[:40].ljust(SPARE_SIZE, b" "))  # torn: removed
+    pools = SparePools(keep=2)
+    pool = pools.get(str(tmp_path))
+    try:
+        assert RecordStore(tmp_path).read("ctr1") == record("ctr1")
+        assert not (spares / "a.spare").exists()
+        assert not (spares / "c.spare").exists()
+        assert not (spares / "d.spare").exists()
+        assert str(spares / "b.spare") in pool._ready
+    finally:
+        pools.close()
+
+
+def test_spare_record_tells_blank_record_and_garbage_apart() -> None:
+    assert spare_record(b" " * 64) is None
+    assert spare_record(b'{"containerId":"c1"}   ') == "c1"
+    for bad in (b'{"containerId":"c1"', b'{"containerId":"../x"}', b"\0\0\0", b"[1]"):
+        with pytest.raises(ValueError, match=r"not a record|cannot name"):
+            spare_record(bad)
+
+
+def msgspec_bytes(value: object) -> bytes:
+    import msgspec  # noqa: PLC0415
+
+    data = msgspec.json.encode(value)
+    decode_record(data, container_id="ctr1")
+    return data
