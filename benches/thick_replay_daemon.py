@@ -24,15 +24,17 @@ from braid.daemon.settings import DaemonSettings
 
 @dataclass
 class RecordOnceExecutor:
-    """Executes each (plugin, verb) for real the first time, then answers it from memory."""
+    """Executes each (plugin, verb, interface) for real the first time, then answers it from
+    memory: every attachment's replayed result names its own interface, and the first pod's
+    real DEL removes every interface its real ADD made (whatever order the benchmarks run)."""
 
     inner: Executor
-    outputs: dict[tuple[str, str], ExecOutput] = field(default_factory=dict)
+    outputs: dict[tuple[str, str, str], ExecOutput] = field(default_factory=dict)
 
     def execute(
         self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
     ) -> ExecOutput:
-        key = (Path(path).name, env["CNI_COMMAND"])
+        key = (Path(path).name, env["CNI_COMMAND"], env.get("CNI_IFNAME", ""))
         if key not in self.outputs:
             self.outputs[key] = self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
         return self.outputs[key]

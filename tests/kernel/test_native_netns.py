@@ -249,3 +249,20 @@ def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
         seen = [s for chunk in pool.map(worker, range(12)) for s in chunk]
     assert set(seen) == {own}
     assert thread_netns() == own
+
+
+def test_a_path_that_is_no_network_namespace_leaves_the_thread_at_home(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """The calling thread makes the netlink socket inside the pod's namespace and goes back;
+    when entering fails (a plain file, a mount namespace), it never left."""
+    own = thread_netns()
+    plain = tmp_path / "not-a-namespace"
+    plain.write_text("")
+    for bad in (str(plain), "/proc/self/ns/mnt"):
+        with pytest.raises(CniError) as failed:
+            _native.list_links(netns=bad)
+        assert failed.value.code == 4, bad
+        assert thread_netns() == own
+    assert "va" in _native.list_links(netns=pair.pod.path)
+    assert thread_netns() == own

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use crate::address::{dump_addresses, reach, Reach};
-use crate::enter::in_namespace;
+use crate::enter::socket_in_namespace;
 use crate::error::NetnsError;
 use crate::header::{
     family_of, ip_bytes, RouteHeader, AF_INET, AF_INET6, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY,
@@ -168,11 +168,9 @@ pub fn set_default_route(
     ifname: Option<&str>,
 ) -> Result<(), NetnsError> {
     let gateway = parse_gateway(family, gateway)?;
-    in_namespace(netns, || {
-        let mut sock = NetlinkSocket::open()?;
-        let oif = resolve_interface(&mut sock, gateway, ifname)?;
-        make_only_default(&mut sock, gateway, oif)
-    })
+    let mut sock = socket_in_namespace(netns)?;
+    let oif = resolve_interface(&mut sock, gateway, ifname)?;
+    make_only_default(&mut sock, gateway, oif)
 }
 
 #[cfg(test)]

@@ -1,15 +1,27 @@
-//! The one primitive that enters a network namespace.
+//! The two primitives that enter a network namespace.
 //!
-//! A dedicated thread is created for each call: it `setns`es into the namespace, does the
-//! work (typically opening a netlink socket and talking to the kernel) and then ends. It is
-//! never a caller's thread and never returns to a pool, so it need not switch back.
+//! [`socket_in_namespace`] gives a netlink socket of the namespace, which is all the netlink
+//! requests of this crate need (a socket keeps the namespace it was created in): the calling
+//! thread enters the namespace for the one `socket()` call and goes back at once; nothing else
+//! runs on it in between, and a thread that cannot go back aborts the process rather than stay.
+//! [`in_namespace`] runs arbitrary work on a dedicated thread created for the call: it
+//! `setns`es into the namespace, does the work and then ends. It is never a caller's thread
+//! and never returns to a pool, so it need not switch back.
 
+use std::cell::RefCell;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::thread;
 
 use crate::error::NetnsError;
+use crate::socket::NetlinkSocket;
+
+thread_local! {
+    /// The calling thread's own network namespace, opened at its first
+    /// [`socket_in_namespace`] (a thread leaves it only inside that call, which brings it back).
+    static HOME: RefCell<Option<OwnedFd>> = const { RefCell::new(None) };
+}
 
 fn bad_namespace(path: &str, source: io::Error) -> NetnsError {
     NetnsError::BadNamespace {
@@ -31,8 +43,8 @@ fn open_namespace(path: &str) -> Result<OwnedFd, NetnsError> {
     Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
-/// Moves the calling thread into the network namespace `ns`. Only ever called on a thread
-/// created by [`in_namespace`].
+/// Moves the calling thread into the network namespace `ns`: on a thread created by
+/// [`in_namespace`], or for the one `socket()` call of [`socket_in_namespace`].
 fn enter(ns: &OwnedFd, path: &str) -> Result<(), NetnsError> {
     // SAFETY: `ns` is an open descriptor; `setns` only changes this thread's namespace.
     let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
@@ -47,6 +59,31 @@ fn enter(ns: &OwnedFd, path: &str) -> Result<(), NetnsError> {
     Err(NetnsError::Os {
         op: "setns(CLONE_NEWNET)",
         source: err,
+    })
+}
+
+/// A netlink route socket of the network namespace at `path`, made by the calling thread
+/// inside that namespace; the thread is back in its own namespace when this returns.
+///
+/// Going back cannot fail short of a kernel out of memory; if it does, the process aborts:
+/// a thread left in a pod's namespace would make every later request act there.
+pub fn socket_in_namespace(path: &str) -> Result<NetlinkSocket, NetnsError> {
+    let target = open_namespace(path)?;
+    HOME.with(|home| {
+        let mut home = home.borrow_mut();
+        let own = match home.as_ref() {
+            Some(own) => own,
+            None => home.insert(open_namespace("/proc/thread-self/ns/net")?),
+        };
+        enter(&target, path)?;
+        let socket = NetlinkSocket::open();
+        // SAFETY: `own` is an open descriptor of this thread's own namespace.
+        if unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            let err = io::Error::last_os_error();
+            eprintln!("braid: a thread cannot return to its network namespace ({err}); aborting");
+            std::process::abort();
+        }
+        socket
     })
 }
 
@@ -88,5 +125,12 @@ mod tests {
         assert!(in_namespace("bad\0path", || Ok(()))
             .unwrap_err()
             .is_bad_namespace());
+    }
+
+    #[test]
+    fn missing_namespace_fails_before_the_thread_moves() {
+        let err = socket_in_namespace("/nonexistent/netns").unwrap_err();
+        assert!(err.is_bad_namespace());
+        assert_eq!(err.errno(), Some(libc::ENOENT));
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::enter::in_namespace;
+use crate::enter::socket_in_namespace;
 use crate::error::NetnsError;
 use crate::header::{LinkHeader, IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, RTM_GETLINK, RTM_NEWLINK};
 use crate::message::{
@@ -79,16 +79,14 @@ pub(crate) fn find_link(
 
 /// The names of the interfaces in the namespace at `netns`, in index order.
 pub fn list_links(netns: &str) -> Result<Vec<String>, NetnsError> {
-    in_namespace(netns, || {
-        let mut links = dump_links(&mut NetlinkSocket::open()?)?;
-        links.sort_by_key(|l| l.index);
-        Ok(links.into_iter().map(|l| l.name).collect())
-    })
+    let mut links = dump_links(&mut socket_in_namespace(netns)?)?;
+    links.sort_by_key(|l| l.index);
+    Ok(links.into_iter().map(|l| l.name).collect())
 }
 
 /// The interface named `ifname` in the namespace at `netns`, or `None` when there is none.
 pub fn link_info(netns: &str, ifname: &str) -> Result<Option<Link>, NetnsError> {
-    in_namespace(netns, || find_link(&mut NetlinkSocket::open()?, ifname))
+    find_link(&mut socket_in_namespace(netns)?, ifname)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::enter::in_namespace;
+use crate::enter::socket_in_namespace;
 use crate::error::NetnsError;
 use crate::header::{
     ip_from_bytes, via_address, RouteHeader, AF_INET, AF_INET6, RTA_DST, RTA_GATEWAY, RTA_OIF,
@@ -121,19 +121,17 @@ pub(crate) fn dump_main_routes(
 
 /// The main-table routes of both families in the namespace at `netns`, IPv4 first.
 pub fn list_routes(netns: &str) -> Result<Vec<Route>, NetnsError> {
-    in_namespace(netns, || {
-        let mut sock = NetlinkSocket::open()?;
-        let names: HashMap<u32, String> = dump_links(&mut sock)?
-            .into_iter()
-            .map(|l| (l.index, l.name))
-            .collect();
-        let mut routes = dump_main_routes(&mut sock, AF_INET)?;
-        routes.extend(dump_main_routes(&mut sock, AF_INET6)?);
-        for route in &mut routes {
-            route.ifname = route.oif.and_then(|i| names.get(&i).cloned());
-        }
-        Ok(routes)
-    })
+    let mut sock = socket_in_namespace(netns)?;
+    let names: HashMap<u32, String> = dump_links(&mut sock)?
+        .into_iter()
+        .map(|l| (l.index, l.name))
+        .collect();
+    let mut routes = dump_main_routes(&mut sock, AF_INET)?;
+    routes.extend(dump_main_routes(&mut sock, AF_INET6)?);
+    for route in &mut routes {
+        route.ifname = route.oif.and_then(|i| names.get(&i).cloned());
+    }
+    Ok(routes)
 }
 
 fn json_string(out: &mut String, s: &str) {
