@@ -202,7 +202,7 @@ class DaemonProcess:
     def command(self) -> list[str]:
         socket_dir, concurrency = str(self.world.socket_dir), str(self.concurrency)
         if self.replayed:
-            script = Path(__import__("os").environ.get("BRAID_EXP_DAEMON") or Path(__file__).parent / "thick_replay_daemon.py")
+            script = Path(__file__).parent / "thick_replay_daemon.py"
             return [sys.executable, str(script), socket_dir, concurrency]
         return [
             *(sys.executable, "-m", "braid.daemon.command"),

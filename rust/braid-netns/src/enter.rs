@@ -71,9 +71,15 @@ pub fn socket_in_namespace(path: &str) -> Result<NetlinkSocket, NetnsError> {
     let target = open_namespace(path)?;
     HOME.with(|home| {
         let mut home = home.borrow_mut();
-        let own = match home.as_ref() {
-            Some(own) => own,
-            None => home.insert(open_namespace("/proc/thread-self/ns/net")?),
+        if home.is_none() {
+            // Without /proc the thread could not find its way back: a thread of its own.
+            match open_namespace("/proc/thread-self/ns/net") {
+                Ok(own) => *home = Some(own),
+                Err(_) => return in_namespace(path, NetlinkSocket::open),
+            }
+        }
+        let Some(own) = home.as_ref() else {
+            return in_namespace(path, NetlinkSocket::open);
         };
         enter(&target, path)?;
         let socket = NetlinkSocket::open();
