@@ -56,6 +56,25 @@ class Executor(Protocol):
     ) -> ExecOutput: ...
 
 
+class StdinGatedExecutor(Executor, Protocol):
+    """An executor that can start the plugin before its stdin may be given: ``before_stdin``
+    is called once the process exists and before it is sent a byte (a plugin can act on
+    nothing before it has read its configuration); if it raises, the plugin is killed unread
+    and the exception propagates. Executors say so with ``gates_stdin = True``."""
+
+    gates_stdin: bool
+
+    def execute(
+        self,
+        path: str,
+        *,
+        env: Mapping[str, str],
+        stdin: bytes,
+        timeout: float | None,
+        before_stdin: Callable[[], None] | None = None,
+    ) -> ExecOutput: ...
+
+
 def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
     """The first regular file named ``plugin_type`` in ``dirs`` (the ``CNI_PATH`` entries).
 
@@ -104,15 +123,27 @@ class ProcessExecutor:
     changes namespace.
     """
 
+    gates_stdin = True
+
     def __init__(self, host_netns: str | None = None) -> None:
         self.host_netns = host_netns
 
     def execute(
-        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+        self,
+        path: str,
+        *,
+        env: Mapping[str, str],
+        stdin: bytes,
+        timeout: float | None,
+        before_stdin: Callable[[], None] | None = None,
     ) -> ExecOutput:
+        """Runs the plugin; ``before_stdin`` (``StdinGatedExecutor``) runs between its start
+        and its first byte of stdin, and a failure there kills it unread."""
         deadline = None if timeout is None else time.monotonic() + timeout
         proc = self._spawn(path, env)
         try:
+            if before_stdin is not None:
+                before_stdin()
             drained = _drain(proc, path, stdin, deadline)
         except BaseException:
             _kill_group(proc)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from braid.cni.exec import ExecOutput, Executor
+from braid.cni.exec import ExecOutput, Executor, StdinGatedExecutor
 from braid.daemon.scheduler import Scheduler
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
@@ -119,12 +119,25 @@ class TimedExecutor:
     def __init__(self, inner: Executor, metrics: DaemonMetrics) -> None:
         self.inner = inner
         self.metrics = metrics
+        # Passes an ADD's stdin gate on when the executor it wraps takes one.
+        self.gates_stdin = bool(getattr(inner, "gates_stdin", False))
 
     def execute(
-        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+        self,
+        path: str,
+        *,
+        env: Mapping[str, str],
+        stdin: bytes,
+        timeout: float | None,
+        before_stdin: Callable[[], None] | None = None,
     ) -> ExecOutput:
         start = time.perf_counter()
         try:
-            return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+            if before_stdin is None:
+                return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+            gated = cast("StdinGatedExecutor", self.inner)
+            return gated.execute(
+                path, env=env, stdin=stdin, timeout=timeout, before_stdin=before_stdin
+            )
         finally:
             self.metrics.observe_phase("delegate", time.perf_counter() - start, Path(path).name)

@@ -114,7 +114,8 @@ def add(
         except CniError as exc:
             gate.settle()
             if not gate.passed:  # no delegate ran: nothing to roll back
-                ctx.records().remove(record.container_id)
+                with contextlib.suppress(CniError):  # the first error is the one to report
+                    ctx.records().remove(record.container_id)
                 raise
             _roll_back(ctx, runtime, record, request, exc)
             raise
@@ -153,7 +154,8 @@ class PlanGate:
             interfaces_free(netns, plan.attachments)
         except CniError:
             self.settle()
-            records.remove(record.container_id)
+            with contextlib.suppress(CniError):  # the collision is the error to report
+                records.remove(record.container_id)
             raise
 
     def __call__(self) -> None:

@@ -7,13 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from braid.cni import (
     Runtime,
     RuntimeRequest,
 )
-from braid.cni.exec import ExecOutput, Executor, ProcessExecutor
+from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, StdinGatedExecutor
 from braid.cni.locks import LockDirectory
 from braid.engine.record import (
     RECORD_KIND,
@@ -107,22 +107,42 @@ Gate = Callable[[], None]
 
 
 class GatedExecutor:
-    """Runs ``gate`` before the first plugin execution: the ADD's plan record is written on
-    another thread while the runtime prepares the first delegate, and no delegate starts
-    before it is on disk (``docs/adr/0002``). A gate that raised raises again at every
-    execution, so nothing runs after it failed."""
+    """Passes ``gate`` before the first plugin execution gets its stdin: the ADD's plan record
+    is written on another thread while the runtime prepares the first delegate, and no delegate
+    reads a byte of its configuration before the plan is on disk (``docs/adr/0002``). An
+    executor that can start the plugin first (``StdinGatedExecutor``, the real one) does so, so
+    the write also overlaps the plugin's start-up; with any other, the gate is passed before
+    the execution. A gate that raised raises again at every execution, so nothing runs after
+    it failed (a plugin started meanwhile is killed before it read anything)."""
 
     def __init__(self, inner: Executor, gate: Gate) -> None:
         self.inner = inner
         self.gate: Gate | None = gate
+        self.failed = False
 
     def execute(
         self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
     ) -> ExecOutput:
-        if self.gate is not None:
-            self.gate()
-            self.gate = None
+        if self.gate is None:
+            return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+        if self.failed:  # raises again, before any plugin starts
+            self._pass()
+        if getattr(self.inner, "gates_stdin", False):
+            gated = cast("StdinGatedExecutor", self.inner)
+            return gated.execute(
+                path, env=env, stdin=stdin, timeout=timeout, before_stdin=self._pass
+            )
+        self._pass()
         return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+
+    def _pass(self) -> None:
+        if self.gate is not None:
+            try:
+                self.gate()
+            except BaseException:
+                self.failed = True
+                raise
+            self.gate = None
 
 
 def pod_of(request: CniRequest) -> PodRef:

@@ -2,16 +2,16 @@
 
 One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
 ``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
-for DEL when the daemon is away. The first write (the whole plan) is durable: written to a
-temporary file, renamed over the record, then fsynced through the same descriptor, which on
-Linux's journaling filesystems (ext4, xfs, btrfs) commits the rename with the data in one
-flush (``docs/attachment-record.md``). An ADD rewrites it
-once more after its last attachment (every result and the network-status) with the same atomic
-rename but without the fsyncs, and a DEL or GC that fails rewrites it durably with the failed
-entries marked. There are no per-attachment progress writes: a DEL tears down every entry
-whatever its state and must tolerate attachments that were never made, so the durable plan
-alone is enough for a complete teardown after a crash; a lost final rewrite only costs the
-DEL its ``prevResult``s.
+for DEL when the daemon is away. The first write (the whole plan) is durable and runs on a
+thread of its own (``start_durable_write``): over one of the daemon's spare files with
+``fdatasync`` (``braid.engine.spares``), or through a temporary file renamed over the record and
+fsynced through the same descriptor, which on Linux's journaling filesystems (ext4, xfs, btrfs)
+commits the rename with the data in one flush. An ADD rewrites it once more after its last
+attachment (every result and the network-status) with an atomic rename but without a flush, and
+a DEL or GC that fails rewrites it durably with the failed entries marked. There are no
+per-attachment progress writes: a DEL tears down every entry whatever its state and must
+tolerate attachments that were never made, so the durable plan alone is enough for a complete
+teardown after a crash; a lost final rewrite only costs the DEL its ``prevResult``s.
 """
 
 from __future__ import annotations
@@ -221,8 +221,17 @@ class RecordStore:
         return decode_record(data, container_id=container_id)
 
     def remove(self, container_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        """Removes the record; none there (or no records directory) is fine."""
+        try:
             os.unlink(self._target(container_id))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as exc:
+            raise CniError(
+                IO_FAILURE,
+                f"cannot remove the attachment record of container {container_id}",
+                str(exc),
+            ) from exc
 
 
 class DurableWrite:

@@ -198,3 +198,51 @@ def test_bad_host_netns_is_a_clear_error(tmp_path, netns):
         ProcessExecutor(host_netns=netns).execute(str(plugin), env={}, stdin=b"", timeout=5)
     assert info.value.code == INVALID_ENVIRONMENT
     assert netns in info.value.msg
+
+
+def _gated_plugin(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A plugin that says it started (its pid) before reading stdin, and what it read after."""
+    started, read = tmp_path / "started", tmp_path / "read"
+    plugin = tmp_path / "p"
+    plugin.write_text(f'#!/bin/sh\necho $$ > {started}\ncat > {read}\necho "{{}}"\n')
+    plugin.chmod(0o755)
+    return plugin, started, read
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 10
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.005)
+
+
+def test_before_stdin_runs_while_the_plugin_waits_for_its_configuration(tmp_path):
+    plugin, started, read = _gated_plugin(tmp_path)
+    seen: list[bool] = []
+
+    def gate() -> None:
+        _wait_for(started)  # the plugin is running...
+        time.sleep(0.05)
+        seen.append(read.exists() and read.read_bytes() != b"")  # ...has not got its stdin
+
+    out = ProcessExecutor().execute(
+        str(plugin), env={}, stdin=b'{"conf": 1}', timeout=10, before_stdin=gate
+    )
+    assert seen == [False]
+    assert (out.returncode, out.stdout) == (0, b"{}\n")
+    assert read.read_bytes() == b'{"conf": 1}'
+
+
+def test_a_failing_before_stdin_kills_the_plugin_unread(tmp_path):
+    plugin, started, read = _gated_plugin(tmp_path)
+
+    def gate() -> None:
+        _wait_for(started)
+        raise CniError(5, "the plan is not on disk")
+
+    with pytest.raises(CniError, match="not on disk"):
+        ProcessExecutor().execute(
+            str(plugin), env={}, stdin=b'{"conf": 1}', timeout=10, before_stdin=gate
+        )
+    assert _gone(int(started.read_text()))
+    assert not read.exists() or read.read_bytes() == b"", "it never read its configuration"

@@ -159,3 +159,18 @@ def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any
         assert deleted == ["sp1"], "the DEL tore down from the recovered plan"
     finally:
         restarted.close()
+
+
+def test_a_plan_that_cannot_be_written_fails_the_add_before_any_plugin_reads(dirs: Any) -> None:
+    """The first plugin may start while the plan is written, but it gets no byte of its
+    configuration until the plan is on disk: when the write fails, it is killed unread, the
+    rollback runs nothing, and the ADD fails with code 5 (docs/adr/0002)."""
+    dirs.cni_dir.mkdir(parents=True, exist_ok=True)
+    (dirs.cni_dir / "records").write_text("a file where the records directory should be")
+    out, code = run_cni(add_env(dirs, "nodisk1"), dirs.stdin())
+    assert code == 1
+    error = json.loads(out)
+    assert error["code"] == 5, error
+    assert "nodisk1" in error["msg"]
+    assert dirs.calls("ADD") == [], "no plugin read its configuration"
+    assert dirs.calls("DEL") == []
