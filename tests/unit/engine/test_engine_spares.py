@@ -25,7 +25,7 @@ def wait_for(predicate, timeout: float = 5.0) -> None:
 def ready_pool(cni_dir: Path, keep: int = 4) -> SpareFiles:
     pools = SparePools(keep=keep)
     pool = pools.get(str(cni_dir))
-    wait_for(lambda: len(spare_files(cni_dir)) == keep)
+    wait_for(lambda: len(pool._ready) == keep)  # written, fsynced and handed to the pool
     return pool
 
 
@@ -115,7 +115,7 @@ def test_the_pool_refills_in_the_background_and_close_stops_its_thread(tmp_path:
     store = RecordStore(tmp_path, spares=pool)
     for n in range(3):  # below the low water mark (2)
         store.write(record(f"ctr{n}"), durable=True)
-    wait_for(lambda: len(spare_files(tmp_path)) == 4)
+    wait_for(lambda: len(pool._ready) == 4)
     assert pool.taken == 3
     for path in spare_files(tmp_path):
         assert path.read_bytes() == b" " * SPARE_SIZE
