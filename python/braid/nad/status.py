@@ -103,33 +103,81 @@ def _dns(result: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+_DEFAULT_DESTINATIONS = frozenset({"0.0.0.0/0", "::/0"})
+
+
+def _route_gateways(routes: Any, fallback: Any = None) -> list[str]:
+    """The gateways of the default routes (``0.0.0.0/0``, ``::/0``) in ``routes``; a route
+    without ``gw`` goes through ``fallback`` (a pre-0.3.0 block's ``gateway``), else none."""
+    found: list[str] = []
+    if not isinstance(routes, list):
+        return found
+    for route in routes:
+        if not isinstance(route, dict) or route.get("dst") not in _DEFAULT_DESTINATIONS:
+            continue
+        gateway = _address(route.get("gw")) or _address(fallback)
+        if gateway is not None and gateway not in found:
+            found.append(gateway)
+    return found
+
+
+def _gateways(result: dict[str, Any], legacy: bool) -> list[str]:
+    """What Multus reports as ``gateway``: the gateways of the result's default routes."""
+    if not legacy:
+        return _route_gateways(result.get("routes"))
+    found: list[str] = []
+    for key in ("ip4", "ip6"):
+        block = result.get(key)
+        if isinstance(block, dict):
+            found += _route_gateways(block.get("routes"), block.get("gateway"))
+    return found
+
+
+def _mtu(iface: dict[str, Any]) -> int | None:
+    value = iface.get("mtu")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
 def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]:
-    """One network-status map: name, interface, ips, mac, default, dns (empty ones left out).
-    A missing or null result gives the minimal map with the interface braid asked for."""
+    """One network-status map: name, interface, ips, mac, mtu, default, dns, gateway (empty
+    ones left out; ``mtu`` and ``gateway`` as Multus reports them: the sandbox interface's
+    ``mtu`` and the gateways of the result's default routes). A missing or null result gives
+    the minimal map with the interface braid asked for."""
     doc = _decode(result, attachment) if result is not None else None
     entry: dict[str, Any] = {"name": attachment.status_name}
     ips: list[str] = []
     mac = ""
+    mtu = None
+    gateways: list[str] = []
     if doc is None:
         entry["interface"] = attachment.ifname
     elif doc.get("cniVersion", "") in _LEGACY_VERSIONS and "interfaces" not in doc:
         entry["interface"] = attachment.ifname
         ips = _legacy_ips(doc)
+        gateways = _gateways(doc, legacy=True)
     else:
         index, iface = _sandbox_interface(doc)
         if isinstance(iface.get("name"), str) and iface["name"]:
             entry["interface"] = iface["name"]
             found_mac = iface.get("mac")
             mac = found_mac if isinstance(found_mac, str) else ""
+            mtu = _mtu(iface)
         ips = _modern_ips(doc, index)
+        gateways = _gateways(doc, legacy=False)
     if ips:
         entry["ips"] = ips
     if mac:
         entry["mac"] = mac
+    if mtu is not None:
+        entry["mtu"] = mtu
     entry["default"] = attachment.is_default
     dns = _dns(doc) if doc is not None else {}
     if dns:
         entry["dns"] = dns
+    if gateways:
+        entry["gateway"] = gateways
     return entry
 
 

@@ -45,6 +45,7 @@ def test_bridge_1_0_0_uses_the_sandbox_interface_and_its_ips() -> None:
             "domain": "cluster.local",
             "search": ["svc.cluster.local"],
         },
+        "gateway": ["10.10.0.1"],
     }
 
 
@@ -67,6 +68,7 @@ def test_pre_0_3_0_result_uses_ip4_ip6_and_cni_ifname() -> None:
         "ips": ["10.10.0.7", "fd00::7"],
         "default": False,
         "dns": {"nameservers": ["10.10.0.53"]},
+        "gateway": ["10.10.0.1"],  # its default route has no gw: ip4's gateway
     }
 
 
@@ -85,7 +87,30 @@ def test_ip_over_infiniband_hardware_address() -> None:
     assert entry["mac"] == "80:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22"
     assert entry["interface"] == "ib0"
     assert entry["ips"] == ["5.4.3.2"]
+    assert entry["mtu"] == 2044, "the sandbox interface's mtu (a 1.1.0 result), as Multus"
+
+
+def test_gateway_lists_the_default_routes_gateways_and_mtu_only_a_positive_number() -> None:
+    doc = {
+        "cniVersion": "1.1.0",
+        "interfaces": [{"name": "net1", "sandbox": "/run/netns/p", "mtu": "9000"}],
+        "ips": [{"address": "10.1.0.5/24", "interface": 0}],
+        "routes": [
+            {"dst": "10.9.0.0/16", "gw": "10.1.0.254"},
+            {"dst": "0.0.0.0/0", "gw": "10.1.0.1"},
+            {"dst": "::/0", "gw": "2001:db8::1"},
+            {"dst": "0.0.0.0/0", "gw": "10.1.0.1"},
+            {"dst": "0.0.0.0/0"},
+            "garbage",
+        ],
+    }
+    entry = status_entry(attachment("ns/n", "net1"), json.dumps(doc).encode())
+    assert entry["gateway"] == ["10.1.0.1", "2001:db8::1"]
     assert "mtu" not in entry
+    assert list(entry) == ["name", "interface", "ips", "default", "gateway"]
+    doc["interfaces"][0]["mtu"] = 1400
+    entry = status_entry(attachment("ns/n", "net1"), json.dumps(doc).encode())
+    assert list(entry) == ["name", "interface", "ips", "mtu", "default", "gateway"]
 
 
 @pytest.mark.parametrize("data", [None, b"", b"  \n", b"null"])
