@@ -159,6 +159,10 @@ def test_cluster_network_holds_both_defaults_without_a_request(engine: EngineSet
     assert default_routes(engine.pod.name, "-4") == [(CLUSTER_V4[1], "eth0")]
     assert default_routes(engine.pod.name, "-6") == [(CLUSTER_V6[1], "eth0")]
     assert CLUSTER_BRIDGE in kernel.links(engine.host.name)
+    # host-local's default routes carry no gw: the status names what the pod routes through.
+    status = engine.record()["networkStatus"]
+    assert status[0]["gateway"] == [CLUSTER_V4[1], CLUSTER_V6[1]]
+    assert "gateway" not in status[1]
 
     engine.delete("dual")
     engine.assert_nothing_left()

@@ -103,33 +103,56 @@ def _dns(result: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-_DEFAULT_DESTINATIONS = frozenset({"0.0.0.0/0", "::/0"})
+_DEFAULT_DESTINATIONS = {"0.0.0.0/0": 4, "::/0": 6}
 
 
-def _route_gateways(routes: Any, fallback: Any = None) -> list[str]:
-    """The gateways of the default routes (``0.0.0.0/0``, ``::/0``) in ``routes``; a route
-    without ``gw`` goes through ``fallback`` (a pre-0.3.0 block's ``gateway``), else none."""
+def _family(address: str) -> int:
+    return 6 if ":" in address else 4
+
+
+def _route_gateways(routes: Any, fallback: dict[int, str]) -> list[str]:
+    """The gateways of the default routes (``0.0.0.0/0``, ``::/0``) in ``routes``. A default
+    route without ``gw`` goes through ``fallback``, the family's gateway from the result's IPs
+    (what the plugin itself routes through; Multus writes ``<nil>`` there)."""
     found: list[str] = []
     if not isinstance(routes, list):
         return found
     for route in routes:
-        if not isinstance(route, dict) or route.get("dst") not in _DEFAULT_DESTINATIONS:
+        dst = route.get("dst") if isinstance(route, dict) else None
+        family = _DEFAULT_DESTINATIONS.get(dst) if isinstance(dst, str) else None
+        if family is None:
             continue
-        gateway = _address(route.get("gw")) or _address(fallback)
+        gateway = _address(route.get("gw")) or fallback.get(family)
         if gateway is not None and gateway not in found:
             found.append(gateway)
     return found
 
 
-def _gateways(result: dict[str, Any], legacy: bool) -> list[str]:
+def _ip_gateways(ips: Any, sandbox: int | None) -> dict[int, str]:
+    """Per family, the first ``gateway`` among the IPs (those of the sandbox interface first)."""
+    found: dict[int, str] = {}
+    if not isinstance(ips, list):
+        return found
+    entries = [ip for ip in ips if isinstance(ip, dict)]
+    ordered = [ip for ip in entries if _index_of(ip) == sandbox] + entries
+    for ip in ordered:
+        gateway = _address(ip.get("gateway"))
+        if gateway is not None:
+            found.setdefault(_family(gateway), gateway)
+    return found
+
+
+def _gateways(result: dict[str, Any], sandbox: int | None, *, legacy: bool) -> list[str]:
     """What Multus reports as ``gateway``: the gateways of the result's default routes."""
     if not legacy:
-        return _route_gateways(result.get("routes"))
+        return _route_gateways(result.get("routes"), _ip_gateways(result.get("ips"), sandbox))
     found: list[str] = []
     for key in ("ip4", "ip6"):
         block = result.get(key)
         if isinstance(block, dict):
-            found += _route_gateways(block.get("routes"), block.get("gateway"))
+            gateway = _address(block.get("gateway"))
+            fallback = {} if gateway is None else {_family(gateway): gateway}
+            found += [g for g in _route_gateways(block.get("routes"), fallback) if g not in found]
     return found
 
 
@@ -143,7 +166,8 @@ def _mtu(iface: dict[str, Any]) -> int | None:
 def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]:
     """One network-status map: name, interface, ips, mac, mtu, default, dns, gateway (empty
     ones left out; ``mtu`` and ``gateway`` as Multus reports them: the sandbox interface's
-    ``mtu`` and the gateways of the result's default routes). A missing or null result gives
+    ``mtu`` and the gateways of the result's default routes, a route without ``gw`` through
+    its family's IP gateway). A missing or null result gives
     the minimal map with the interface braid asked for."""
     doc = _decode(result, attachment) if result is not None else None
     entry: dict[str, Any] = {"name": attachment.status_name}
@@ -156,7 +180,7 @@ def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]
     elif doc.get("cniVersion", "") in _LEGACY_VERSIONS and "interfaces" not in doc:
         entry["interface"] = attachment.ifname
         ips = _legacy_ips(doc)
-        gateways = _gateways(doc, legacy=True)
+        gateways = _gateways(doc, None, legacy=True)
     else:
         index, iface = _sandbox_interface(doc)
         if isinstance(iface.get("name"), str) and iface["name"]:
@@ -165,7 +189,7 @@ def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]
             mac = found_mac if isinstance(found_mac, str) else ""
             mtu = _mtu(iface)
         ips = _modern_ips(doc, index)
-        gateways = _gateways(doc, legacy=False)
+        gateways = _gateways(doc, index, legacy=False)
     if ips:
         entry["ips"] = ips
     if mac:

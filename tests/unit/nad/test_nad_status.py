@@ -106,6 +106,14 @@ def test_gateway_lists_the_default_routes_gateways_and_mtu_only_a_positive_numbe
     }
     entry = status_entry(attachment("ns/n", "net1"), json.dumps(doc).encode())
     assert entry["gateway"] == ["10.1.0.1", "2001:db8::1"]
+    # A default route without gw goes through its family's IP gateway (host-local's routes).
+    plain = {**doc, "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}
+    plain["ips"] = [
+        {"address": "10.1.0.5/24", "gateway": "10.1.0.1", "interface": 0},
+        {"address": "2001:db8::5/64", "interface": 0},
+    ]
+    entry = status_entry(attachment("ns/n", "net1"), json.dumps(plain).encode())
+    assert entry["gateway"] == ["10.1.0.1"], "no IPv6 gateway to go through: none reported"
     assert "mtu" not in entry
     assert list(entry) == ["name", "interface", "ips", "default", "gateway"]
     doc["interfaces"][0]["mtu"] = 1400
