@@ -189,8 +189,11 @@ def test_sandbox_without_annotations_gets_the_default_network_only(
             "ips": [pod.ip],
             "mac": oracle.links(ns)["eth0"]["address"],
             "default": True,
+            # the gateway the pod's default route really goes through
+            "gateway": [gw for gw, dev in oracle.default_routes(ns) if dev == "eth0"],
         }
     ]
+    assert network_status[0]["gateway"] == ["10.88.20.1"]
     remove_sandbox(sandboxes, braid_daemon, node, pod)
 
 
