@@ -34,7 +34,7 @@ class RecordOnceExecutor:
     def execute(
         self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
     ) -> ExecOutput:
-        key = (Path(path).name, env["CNI_COMMAND"], env.get("CNI_IFNAME", ""))
+        key = (path.rpartition("/")[2], env["CNI_COMMAND"], env.get("CNI_IFNAME", ""))
         if key not in self.outputs:
             self.outputs[key] = self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
         return self.outputs[key]

@@ -1,11 +1,8 @@
 # Hand-written stub of the Rust extension; checked against the built module by mypy.stubtest.
 
-from typing import final
-
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
-    "PendingWrite",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
@@ -25,7 +22,7 @@ __all__ = [
     "result_version",
     "select_list_version",
     "set_default_route",
-    "start_durable_write",
+    "write_durable",
 ]
 
 CNI_VERSIONS: list[str]
@@ -64,11 +61,6 @@ def set_default_route(
 ) -> None: ...
 def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
 def list_links(*, netns: str) -> list[str]: ...
-
-@final
-class PendingWrite:
-    def wait(self) -> None: ...
-
-def start_durable_write(
+def write_durable(
     *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
-) -> PendingWrite: ...
+) -> None: ...

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -38,6 +39,18 @@ DEFAULT_CACHE_DIR = "/var/lib/cni"
 DEFAULT_PLUGIN_TIMEOUT = 60.0
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PreparedAdd:
+    """An ADD ready to run (``Runtime.prepare_add``): the request checked, every plugin found,
+    the version negotiated and the first plugin's stdin built. Nothing has been executed."""
+
+    net: NetworkList
+    req: RuntimeRequest
+    plan: ListPlan
+    call: PluginCall
+    first_stdin: bytes
 
 
 class Runtime:
@@ -80,13 +93,38 @@ class Runtime:
         """Attaches; returns the final result at the list's version and caches it."""
         validate_attachment(req, net.name)
         with self.locks.container(req.container_id):
-            plan = self._plan(net)
-            try:
-                final = self._add_all(net, plan, req)
-                self.results.store(net, req, final)
-            except CniError as exc:
-                self._roll_back(net, plan, req, exc)
-                raise
+            return self._run_add(self._prepare(net, req))
+
+    def prepare_add(self, net: NetworkList, req: RuntimeRequest) -> PreparedAdd:
+        """Everything an ADD does before its first plugin runs, done now (``add_prepared``
+        runs it): a caller with several lists to attach prepares them all while something
+        else it must wait for before the first execution is under way (braid's durable plan).
+        Plugin lookup and version negotiation may execute a plugin's VERSION (once per
+        binary). Errors are the ones ``add`` raises before executing anything."""
+        validate_attachment(req, net.name)
+        return self._prepare(net, req)
+
+    def add_prepared(self, prepared: PreparedAdd) -> bytes:
+        """Runs a prepared ADD (``prepare_add``): ``add`` from its first plugin execution on."""
+        with self.locks.container(prepared.req.container_id):
+            return self._run_add(prepared)
+
+    def _prepare(self, net: NetworkList, req: RuntimeRequest) -> PreparedAdd:
+        plan = self._plan(net)
+        prev = req.initial_prev_result
+        if prev is not None:
+            prev = _native.convert_result(data=prev, to_version=plan.version)
+        stdin = self._stdin(plan, 0, "ADD", req, prev)
+        return PreparedAdd(net=net, req=req, plan=plan, call=req.call("ADD"), first_stdin=stdin)
+
+    def _run_add(self, prepared: PreparedAdd) -> bytes:
+        net, plan, req = prepared.net, prepared.plan, prepared.req
+        try:
+            final = self._add_all(prepared)
+            self.results.store(net, req, final)
+        except CniError as exc:
+            self._roll_back(net, plan, req, exc)
+            raise
         return _native.convert_result(data=final, to_version=net.summary.effective_version)
 
     def delete(
@@ -196,16 +234,16 @@ class Runtime:
         stdin = self._stdin(plan, index, call.command, req, prev)
         return self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
 
-    def _add_all(self, net: NetworkList, plan: ListPlan, req: RuntimeRequest) -> bytes:
-        call = req.call("ADD")
-        prev = req.initial_prev_result
-        if prev is not None:
-            prev = _native.convert_result(data=prev, to_version=plan.version)
+    def _add_all(self, prepared: PreparedAdd) -> bytes:
+        plan, req, call = prepared.plan, prepared.req, prepared.call
+        stdin = prepared.first_stdin
+        prev: bytes | None = None
         for index in range(len(plan.paths)):
-            stdin = self._stdin(plan, index, "ADD", req, prev)
+            if index:
+                stdin = self._stdin(plan, index, "ADD", req, prev)
             prev = self.invoker.add(plan.paths[index], plan.types[index], call, stdin, plan.version)
         if prev is None:  # pragma: no cover - a list always has plugins
-            raise CniError(INCOMPATIBLE_VERSION, f'network "{net.name}" has no plugins')
+            raise CniError(INCOMPATIBLE_VERSION, f'network "{prepared.net.name}" has no plugins')
         return prev
 
     def _delete_all(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -140,4 +139,5 @@ class TimedExecutor:
                 path, env=env, stdin=stdin, timeout=timeout, before_stdin=before_stdin
             )
         finally:
-            self.metrics.observe_phase("delegate", time.perf_counter() - start, Path(path).name)
+            plugin = path.rpartition("/")[2]  # the plugin type (no Path: a call per delegate)
+            self.metrics.observe_phase("delegate", time.perf_counter() - start, plugin)

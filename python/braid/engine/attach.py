@@ -103,16 +103,13 @@ def add(
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
         gate = PlanGate(ctx, record, plan, request.netns)
-        # The first delegate waits at the gate; what comes before it (the runtime, the first
-        # plugin's lookup and stdin) is done while the disk flushes and the interfaces are
-        # listed.
+        # The plan is written at the gate, when the first delegate is about to get its stdin.
         runtime = ctx.runtime(request, gate=gate)
         try:
             _attach_all(runtime, record, plan, request.netns)
             for attachment in plan.attachments:
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
-            gate.settle()
             if not gate.passed:  # no delegate ran: nothing to roll back
                 with contextlib.suppress(CniError):  # the first error is the one to report
                     ctx.records().remove(record.container_id)
@@ -137,26 +134,21 @@ def add(
 
 class PlanGate:
     """What must hold before an ADD's first delegate runs: the pod's planned interface names
-    free (checked at once: a name already taken fails the ADD before any delegate runs, and
-    the plan is removed) and the plan durably on disk (``docs/adr/0002``), written on a thread
-    of its own meanwhile. Called by the runtime's executor before the first plugin execution
-    (``EngineContext.runtime(gate=...)``), it waits for that write; a failure is raised again
-    at every call. ``passed``: a delegate may have run since."""
+    free (checked at once: a name already taken fails the ADD before anything is written or
+    run) and the plan durably on disk (``docs/adr/0002``). Called by the runtime's executor
+    before the first plugin gets its stdin (``EngineContext.runtime(gate=...)``), it writes
+    the plan then, on the calling thread with the GIL released: the real executor has already
+    started the plugin, whose start-up overlaps the flush. A failure is raised again at every
+    call. ``passed``: a delegate may have run since."""
 
     def __init__(
         self, ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
     ) -> None:
-        records = ctx.records()
-        self.written = records.start_durable_write(record)
+        interfaces_free(netns, plan.attachments)
+        self.records = ctx.records()
+        self.record = record
         self.passed = False
         self.error: CniError | None = None
-        try:
-            interfaces_free(netns, plan.attachments)
-        except CniError:
-            self.settle()
-            with contextlib.suppress(CniError):  # the collision is the error to report
-                records.remove(record.container_id)
-            raise
 
     def __call__(self) -> None:
         if self.passed:
@@ -164,16 +156,11 @@ class PlanGate:
         if self.error is not None:
             raise self.error
         try:
-            self.written.wait()
+            self.records.write_durable(self.record)
         except CniError as exc:
             self.error = exc
             raise
         self.passed = True
-
-    def settle(self) -> None:
-        """Waits for the write, whatever its outcome (before the record is touched again)."""
-        with contextlib.suppress(CniError):
-            self.written.wait()
 
 
 def _set_status(record: AttachmentRecord) -> bytes:
@@ -229,12 +216,22 @@ def _publish(
 def _attach_all(
     runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
 ) -> None:
-    """Runs every attachment in plan order. Progress is kept in memory only (``entry.state``
-    and ``entry.result``): the durable plan already on disk lets a DEL after a crash tear down
-    every entry, and the one record write after the last attachment stores the results."""
-    for entry, attachment in zip(record.attachments, plan.attachments, strict=True):
+    """Runs every attachment in plan order. All of them are prepared before the first delegate
+    runs (plugin lookup, version negotiation, the first plugin's stdin), so a network whose
+    plugin cannot be found or agree on a version fails the ADD before anything was attached
+    (nothing to roll back). Progress is kept in memory
+    only (``entry.state`` and ``entry.result``): the durable plan already on disk lets a DEL
+    after a crash tear down every entry, and the one record write after the last attachment
+    stores the results."""
+    prepared = [
+        runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
+        for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
+    ]
+    for entry, attachment, ready in zip(
+        record.attachments, plan.attachments, prepared, strict=True
+    ):
         entry.state = "failed"  # until it succeeds: the rollback includes it
-        result = runtime.add(attachment.network_list(), runtime_request(record, entry))
+        result = runtime.add_prepared(ready)
         entry.result = msgspec.Raw(result)
         entry.state = "added"
         requests_honoured(attachment, result, netns)

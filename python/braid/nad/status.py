@@ -7,7 +7,9 @@ as plain IPs), though the spec's example shows prefixes.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +27,17 @@ def _address(text: Any) -> str | None:
     if not isinstance(text, str) or not text:
         return None
     bare = text.partition("/")[0]
+    try:
+        # A dotted quad inet_pton takes (four decimal parts, no leading zeros) is already
+        # canonical: the common case, without building an address object.
+        socket.inet_pton(socket.AF_INET, bare)
+    except (OSError, ValueError):
+        return _canonical(bare)
+    return bare
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical(bare: str) -> str:
     try:
         return str(ipaddress.ip_address(bare))
     except ValueError:
