@@ -97,6 +97,19 @@ def add(
 ) -> AddOutcome:
     """Attaches every network of the plan; returns the default network's result (given to
     ``answer`` first, before the record's final write, when there is one)."""
+    try:
+        return _add(ctx, request, capability_args, answer)
+    finally:
+        if ctx.spares is not None:
+            ctx.spares.replenish()  # the plan took a spare: refilled after the answer
+
+
+def _add(
+    ctx: EngineContext,
+    request: CniRequest,
+    capability_args: dict[str, Any],
+    answer: EarlyAnswer | None,
+) -> AddOutcome:
     wait_ready(ctx.config.readinessindicatorfile)
     with phase("store_lookup"):
         plan = plan_for(ctx, request, capability_args)

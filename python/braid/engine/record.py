@@ -160,6 +160,8 @@ class RecordStore:
         fsynced."""
         if durable:
             self.write_durable(record)
+            if self.spares is not None:
+                self.spares.replenish()
             return
         target = self._target(record.container_id)
         tmp = self._tmp(target)

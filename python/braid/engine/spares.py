@@ -102,17 +102,24 @@ class SpareFiles:
     # The pod's path -------------------------------------------------------------------------
 
     def take(self) -> str | None:
-        """A ready spare's path (now the caller's), or None when none is ready."""
+        """A ready spare's path (now the caller's), or None when none is ready. The pool is
+        not refilled from here (``replenish``): a refill thread woken in the middle of an
+        ADD would compete with it for the CPU."""
         with self._cond:
             spare = self._ready.pop() if self._ready else None
             if spare is None:
                 self.missed += 1
             else:
                 self.taken += 1
+            return spare
+
+    def replenish(self) -> None:
+        """Wakes the refill thread when the pool is below its low water mark: called once a
+        request has been answered."""
+        with self._cond:
             if len(self._ready) < self.low_water and not self._closed:
                 self._start()
                 self._cond.notify()
-            return spare
 
     # Off the pod's path ---------------------------------------------------------------------
 
@@ -161,11 +168,8 @@ class SpareFiles:
             _sync_directory(self.records)
 
     def prepare(self) -> None:
-        """Starts filling the pool in the background (a take would, when it runs low)."""
-        with self._cond:
-            if len(self._ready) < self.low_water and not self._closed:
-                self._start()
-                self._cond.notify()
+        """Starts filling the pool in the background."""
+        self.replenish()
 
     def close(self) -> None:
         """Stops the refill thread (spares stay on disk for the next daemon)."""
