@@ -9,6 +9,7 @@ per-round differences, printed at the end of the run and recorded in `docs/perfo
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
@@ -24,7 +25,7 @@ from thick_direct import DirectPod
 from thick_shim import ShimPod
 from thick_world import ThickNode, records_left, thick_node
 
-PAIRED_ROUNDS = 40
+PAIRED_ROUNDS = int(os.environ.get("BRAID_PAIRED_ROUNDS", "40"))
 VERSION_ROUNDS = 300
 EXTRA_NETWORKS = [0, 1, 2, 4]
 

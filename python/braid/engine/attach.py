@@ -115,8 +115,9 @@ def _add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
+        # The interface names are checked and the plan written at the gate, once the first
+        # delegate has been started and before it gets its stdin.
         gate = PlanGate(ctx, record, plan, request.netns)
-        # The plan is written at the gate, when the first delegate is about to get its stdin.
         runtime = ctx.runtime(request, gate=gate)
         try:
             _attach_all(runtime, record, plan, request.netns)
@@ -146,20 +147,22 @@ def _add(
 
 
 class PlanGate:
-    """What must hold before an ADD's first delegate runs: the pod's planned interface names
-    free (checked at once: a name already taken fails the ADD before anything is written or
+    """What must hold before an ADD's first delegate gets its stdin: the pod's planned
+    interface names free (a name already taken fails the ADD before anything is written or
     run) and the plan durably on disk (``docs/adr/0002``). Called by the runtime's executor
-    before the first plugin gets its stdin (``EngineContext.runtime(gate=...)``), it writes
-    the plan then, on the calling thread with the GIL released: the real executor has already
-    started the plugin, whose start-up overlaps the flush. A failure is raised again at every
-    call. ``passed``: a delegate may have run since."""
+    once the first plugin has been started and before it is sent a byte
+    (``EngineContext.runtime(gate=...)``): both run on the calling thread (the durable write
+    with the GIL released) while the plugin starts up, so with a real plugin they cost the ADD
+    next to nothing. A failure is raised again at every call. ``passed``: a delegate may have
+    run since."""
 
     def __init__(
         self, ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
     ) -> None:
-        interfaces_free(netns, plan.attachments)
         self.records = ctx.records()
         self.record = record
+        self.plan = plan
+        self.netns = netns
         self.passed = False
         self.error: CniError | None = None
 
@@ -169,6 +172,7 @@ class PlanGate:
         if self.error is not None:
             raise self.error
         try:
+            interfaces_free(self.netns, self.plan.attachments)
             self.records.write_durable(self.record)
         except CniError as exc:
             self.error = exc
