@@ -1,8 +1,11 @@
 # Hand-written stub of the Rust extension; checked against the built module by mypy.stubtest.
 
+from typing import Literal, final
+
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "PluginProcess",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
@@ -22,6 +25,7 @@ __all__ = [
     "result_version",
     "select_list_version",
     "set_default_route",
+    "spawn_plugin",
     "write_durable",
 ]
 
@@ -64,3 +68,16 @@ def list_links(*, netns: str) -> list[str]: ...
 def write_durable(
     *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
 ) -> None: ...
+
+@final
+class PluginProcess:
+    @property
+    def pid(self) -> int: ...
+    def communicate(
+        self, *, stdin: bytes, timeout: float | None, exit_grace: float, max_stdout: int
+    ) -> tuple[Literal["exited", "timeout", "overflow"], int, bytes, bytes]: ...
+    def kill(self) -> None: ...
+
+def spawn_plugin(
+    *, path: str, env: list[tuple[str, str]], netns_fd: int | None = None
+) -> PluginProcess: ...

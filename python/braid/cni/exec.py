@@ -1,26 +1,22 @@
 """Executing one plugin binary: the ``Executor`` seam, ``ProcessExecutor`` and plugin lookup.
 
 Reference §1.1 (transport, lookup, ``ETXTBSY``) and §7 "Timeouts / process handling": every
-plugin runs in its own session (so its whole process group can be killed), with ``close_fds``,
-stdout and stderr drained concurrently, and a deadline.
+plugin leads a process group of its own (so the whole group can be killed), inherits no
+descriptor but its three pipes (everything braid and Python open is close-on-exec), has stdout
+and stderr drained concurrently, and a deadline.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import errno
 import os
-import selectors
-import signal
 import stat
-import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import Protocol
 
+from braid import _native
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -32,11 +28,7 @@ from braid.errors import (
 )
 
 MAX_STDOUT_BYTES = 1 << 20
-ETXTBSY_RETRIES = 5
-ETXTBSY_DELAY_SECONDS = 0.05
 EXIT_GRACE_SECONDS = 0.2
-CLONE_NEWNET = 0x40000000
-_READ_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -116,7 +108,11 @@ def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
 
 
 class ProcessExecutor:
-    """Runs plugins as child processes, each in its own session and process group.
+    """Runs plugins as child processes, each leading a process group of its own (so the whole
+    group can be killed), through ``braid._native``: started with ``posix_spawn``, then its
+    stdin written and its stdout and stderr read together on the calling thread with the GIL
+    released, within the deadline; a plugin whose binary is being written (``ETXTBSY``) is
+    tried again a few times.
 
     ``host_netns``: a network namespace path the child enters (``setns`` in the forked child
     before ``exec``) so that host-side devices land there; no thread of this process ever
@@ -139,45 +135,45 @@ class ProcessExecutor:
     ) -> ExecOutput:
         """Runs the plugin; ``before_stdin`` (``StdinGatedExecutor``) runs between its start
         and its first byte of stdin, and a failure there kills it unread."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         proc = self._spawn(path, env)
         try:
             if before_stdin is not None:
                 before_stdin()
-            drained = _drain(proc, path, stdin, deadline)
+            outcome, code, stdout, stderr = proc.communicate(
+                stdin=stdin,
+                timeout=timeout,
+                exit_grace=EXIT_GRACE_SECONDS,
+                max_stdout=MAX_STDOUT_BYTES,
+            )
         except BaseException:
-            _kill_group(proc)
+            proc.kill()
             raise
-        finally:
-            _close_pipes(proc)
-        if drained is None:
-            _kill_group(proc)
+        if outcome == "timeout":
             raise PluginError(
                 PLUGIN_TIMEOUT,
                 f"plugin {path} did not finish within {timeout} s; its process group was killed",
-                plugin=Path(path).name,
+                plugin=_name(path),
             )
-        stdout, stderr = drained
-        return ExecOutput(returncode=proc.wait(), stdout=stdout, stderr=stderr)
+        if outcome == "overflow":
+            raise PluginError(
+                PLUGIN_FAILURE,
+                f"plugin {path} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
+                plugin=_name(path),
+            )
+        return ExecOutput(returncode=code, stdout=stdout, stderr=stderr)
 
-    def _spawn(self, path: str, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess:
         netns_fd = self._open_netns()
         try:
-            for attempt in range(ETXTBSY_RETRIES + 1):
-                try:
-                    return _popen(path, env, netns_fd)
-                except OSError as exc:
-                    if exc.errno == errno.ETXTBSY and attempt < ETXTBSY_RETRIES:
-                        time.sleep(ETXTBSY_DELAY_SECONDS)
-                        continue
-                    raise _spawn_error(path, exc) from exc
-                except subprocess.SubprocessError as exc:
-                    raise CniError(
-                        INVALID_ENVIRONMENT,
-                        f"cannot run plugin {path} in network namespace {self.host_netns}",
-                        str(exc),
-                    ) from exc
-            raise AssertionError("unreachable")  # pragma: no cover
+            return _native.spawn_plugin(path=path, env=list(env.items()), netns_fd=netns_fd)
+        except OSError as exc:
+            if netns_fd is not None and exc.errno not in _SPAWN_ERRNOS:
+                raise CniError(
+                    INVALID_ENVIRONMENT,
+                    f"cannot run plugin {path} in network namespace {self.host_netns}",
+                    str(exc),
+                ) from exc
+            raise _spawn_error(path, exc) from exc
         finally:
             if netns_fd is not None:
                 os.close(netns_fd)
@@ -194,30 +190,12 @@ class ProcessExecutor:
             ) from exc
 
 
-def _popen(path: str, env: Mapping[str, str], netns_fd: int | None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [path],
-        env=dict(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        close_fds=True,
-        start_new_session=True,
-        preexec_fn=None if netns_fd is None else _netns_entry(netns_fd),  # noqa: PLW1509
-    )
+# What a failed exec of the binary itself reports (the rest, with a host namespace, is setns).
+_SPAWN_ERRNOS = frozenset({errno.EACCES, errno.ENOENT, errno.ETXTBSY, errno.ENOEXEC})
 
 
-def _netns_entry(fd: int) -> Callable[[], None]:
-    """The child-side hook: ``setns(fd, CLONE_NEWNET)`` in the forked child, before exec."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    setns = libc.setns
-
-    def enter() -> None:
-        if setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-
-    return enter
+def _name(path: str) -> str:
+    return path.rpartition("/")[2]
 
 
 def _spawn_error(path: str, exc: OSError) -> CniError:
@@ -227,86 +205,3 @@ def _spawn_error(path: str, exc: OSError) -> CniError:
     if exc.errno == errno.ENOENT:
         return PluginError(PLUGIN_NOT_FOUND, f"plugin {path} disappeared", plugin=name)
     return PluginError(PLUGIN_FAILURE, f"cannot execute plugin {path}: {exc}", plugin=name)
-
-
-def _drain(
-    proc: subprocess.Popen[bytes], path: str, data: bytes, deadline: float | None
-) -> tuple[bytes, bytes] | None:
-    """Feeds stdin and reads stdout and stderr together; ``None`` when the deadline passes.
-
-    Once the plugin itself has exited, a descendant still holding the pipes is given
-    ``EXIT_GRACE_SECONDS`` of silence before reading stops (reference §7).
-    """
-    if proc.stdin is None or proc.stdout is None or proc.stderr is None:
-        raise ValueError("the plugin process must have stdin, stdout and stderr pipes")
-    out, err = bytearray(), bytearray()
-    pending = memoryview(data)
-    with selectors.DefaultSelector() as sel:
-        _register_stdin(sel, proc.stdin, pending)
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        while sel.get_map():
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                return None
-            exited = proc.poll() is not None
-            if exited:
-                wait = EXIT_GRACE_SECONDS if wait is None else min(wait, EXIT_GRACE_SECONDS)
-            events = sel.select(wait)
-            if not events and exited:
-                break
-            for key, _ in events:
-                if key.fileobj is proc.stdin:
-                    pending = _feed(sel, proc.stdin, pending)
-                else:
-                    _read(sel, key)
-            if len(out) > MAX_STDOUT_BYTES:
-                raise PluginError(
-                    PLUGIN_FAILURE,
-                    f"plugin {path} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
-                    plugin=Path(path).name,
-                )
-    return bytes(out), bytes(err)
-
-
-def _register_stdin(sel: selectors.BaseSelector, pipe: IO[bytes], pending: memoryview) -> None:
-    if pending:
-        os.set_blocking(pipe.fileno(), False)
-        sel.register(pipe, selectors.EVENT_WRITE)
-    else:
-        pipe.close()
-
-
-def _feed(sel: selectors.BaseSelector, pipe: IO[bytes], pending: memoryview) -> memoryview:
-    try:
-        written = os.write(pipe.fileno(), pending[:_READ_CHUNK])
-        pending = pending[written:]
-    except BlockingIOError:
-        return pending
-    except BrokenPipeError:  # the plugin stopped reading: its exit status will tell
-        pending = pending[:0]
-    if not pending:
-        sel.unregister(pipe)
-        pipe.close()
-    return pending
-
-
-def _read(sel: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
-    chunk = os.read(key.fd, _READ_CHUNK)
-    if chunk:
-        key.data.extend(chunk)
-    else:
-        sel.unregister(key.fileobj)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILLs the plugin's whole process group, then reaps the plugin."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()

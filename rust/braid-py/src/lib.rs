@@ -5,6 +5,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod durable;
+mod exec;
 mod netns;
 
 use braid_cni::{args, config, inject, result, version, CniError};
@@ -207,6 +208,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
     netns::register(m)?;
     durable::register(m)?;
+    exec::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     Ok(())

@@ -181,12 +181,13 @@ def test_stdin_env_and_streams(tmp_path):
     assert (out.returncode, out.stdout, out.stderr) == (3, data, b"bar\n")
 
 
-def test_plugin_runs_in_its_own_session(tmp_path):
+def test_plugin_leads_its_own_process_group(tmp_path):
     plugin = tmp_path / "p"
-    plugin.write_text("#!/bin/sh\nps -o sid= -p $$\n")
+    plugin.write_text("#!/bin/sh\necho $$ $(ps -o pgid= -p $$)\n")
     plugin.chmod(0o755)
     out = ProcessExecutor().execute(str(plugin), env=dict(os.environ), stdin=b"", timeout=10)
-    assert int(out.stdout) != os.getsid(0)
+    pid, pgid = (int(word) for word in out.stdout.split())
+    assert pgid == pid != os.getpgid(0)
 
 
 @pytest.mark.parametrize("netns", ["/nonexistent/netns", "/proc/self/ns/uts"])

@@ -1,0 +1,432 @@
+//! Executing one CNI plugin (reference §1.1, §7 "Timeouts / process handling") without a
+//! thread per pipe: the plugin is started in a process group of its own (`posix_spawn` when
+//! nothing has to run in the child first), then its stdin is written and its stdout and stderr
+//! read on the calling thread with `poll(2)`, its exit seen through a pidfd, within a deadline
+//! at which the whole group is killed.
+//!
+//! Starting and feeding are two steps ([`spawn`], then [`Plugin::communicate`]) so a caller
+//! can do what must precede the plugin's first byte of input (braid's durable plan) while the
+//! plugin starts up; a plugin can act on nothing before it has read its configuration.
+//!
+//! Once the plugin itself has exited, a descendant still holding its pipes is given
+//! [`Limits::exit_grace`] of silence before reading stops. Every descriptor this crate opens is
+//! close-on-exec, as are all of Rust's and Python's, so the plugin inherits nothing but its
+//! three pipes.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How often a plugin whose binary is being written (`ETXTBSY`) is tried again, and the pause.
+pub const ETXTBSY_RETRIES: u32 = 5;
+pub const ETXTBSY_DELAY: Duration = Duration::from_millis(50);
+/// The most written or read in one system call.
+const CHUNK: usize = 1 << 16;
+/// Without a pidfd (kernels before 5.3), how often the plugin's exit is checked.
+const EXIT_POLL: Duration = Duration::from_millis(5);
+
+/// What a finished plugin produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// The exit code, or minus the signal that killed it (as Python's `returncode`).
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why [`Plugin::communicate`] produced no [`Output`]; the plugin's group has been killed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The deadline passed first.
+    TimedOut,
+    /// Its stdout grew past [`Limits::max_stdout`].
+    StdoutTooLarge,
+    /// A system call on its pipes failed.
+    Io(io::Error),
+}
+
+/// The bounds of one execution.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// When to give up and kill the group; `None`: never.
+    pub deadline: Option<Instant>,
+    /// Silence allowed on the pipes once the plugin itself has exited.
+    pub exit_grace: Duration,
+    /// The most stdout accepted.
+    pub max_stdout: usize,
+}
+
+/// A started plugin, not yet sent a byte.
+#[derive(Debug)]
+pub struct Plugin {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+}
+
+/// Starts `path` with exactly `env`, in a process group of its own, its three standard streams
+/// piped; entering the network namespace `netns` first when given (then by fork, as `setns`
+/// must run in the child). A binary being written (`ETXTBSY`) is tried again a few times.
+/// `netns` is a descriptor of the namespace, open for as long as this call runs.
+pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io::Result<Plugin> {
+    let mut attempt = 0;
+    loop {
+        let mut command = Command::new(path);
+        command
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(fd) = netns {
+            enter_in_child(&mut command, fd);
+        }
+        match command.spawn() {
+            Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) && attempt < ETXTBSY_RETRIES => {
+                attempt += 1;
+                thread::sleep(ETXTBSY_DELAY);
+            }
+            Err(err) => return Err(err),
+            Ok(mut child) => {
+                return Ok(Plugin {
+                    stdin: child.stdin.take(),
+                    stdout: child.stdout.take(),
+                    stderr: child.stderr.take(),
+                    child,
+                })
+            }
+        }
+    }
+}
+
+fn enter_in_child(command: &mut Command, fd: RawFd) {
+    // SAFETY: the closure runs in the forked child before exec and only calls setns(2), which
+    // is async-signal-safe; the caller keeps `fd` open until `spawn` returns.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+    }
+}
+
+impl Plugin {
+    /// The plugin's process id (also its process group's).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes `stdin`, reads stdout and stderr until both close (or the grace after the
+    /// plugin's exit runs out) and reaps it. On a failure the group is killed and reaped.
+    pub fn communicate(mut self, stdin: &[u8], limits: Limits) -> Result<Output, Failure> {
+        let outcome = self.exchange(stdin, limits);
+        match outcome {
+            Ok((stdout, stderr)) => match self.reap(limits.deadline) {
+                Ok(Some(code)) => Ok(Output {
+                    code,
+                    stdout,
+                    stderr,
+                }),
+                Ok(None) => {
+                    self.kill();
+                    Err(Failure::TimedOut)
+                }
+                Err(err) => {
+                    self.kill();
+                    Err(Failure::Io(err))
+                }
+            },
+            Err(failure) => {
+                self.kill();
+                Err(failure)
+            }
+        }
+    }
+
+    /// SIGKILLs the plugin's whole group and reaps the plugin.
+    pub fn kill(&mut self) {
+        kill_group(self.child.id());
+        self.stdin = None;
+        let _ = self.child.wait();
+    }
+
+    fn exchange(&mut self, input: &[u8], limits: Limits) -> Result<(Vec<u8>, Vec<u8>), Failure> {
+        let pidfd = pidfd_open(self.child.id());
+        let mut pending = input;
+        if pending.is_empty() {
+            self.stdin = None;
+        }
+        for fd in [
+            self.stdin.as_ref().map(AsRawFd::as_raw_fd),
+            self.stdout.as_ref().map(AsRawFd::as_raw_fd),
+            self.stderr.as_ref().map(AsRawFd::as_raw_fd),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            set_nonblocking(fd).map_err(Failure::Io)?;
+        }
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut exited = false;
+        while self.stdin.is_some() || self.stdout.is_some() || self.stderr.is_some() {
+            let mut wait = match limits.deadline {
+                None => None,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(Failure::TimedOut);
+                    }
+                    Some(left)
+                }
+            };
+            if !exited && pidfd.is_none() {
+                exited = self.child.try_wait().map_err(Failure::Io)?.is_some();
+                if !exited {
+                    wait = Some(wait.map_or(EXIT_POLL, |w| w.min(EXIT_POLL)));
+                }
+            }
+            if exited {
+                wait = Some(wait.map_or(limits.exit_grace, |w| w.min(limits.exit_grace)));
+            }
+            let mut fds = Vec::with_capacity(4);
+            let slots = Slots::register(
+                &mut fds,
+                self.stdin.as_ref().map(AsFd::as_fd),
+                self.stdout.as_ref().map(AsFd::as_fd),
+                self.stderr.as_ref().map(AsFd::as_fd),
+                if exited {
+                    None
+                } else {
+                    pidfd.as_ref().map(AsFd::as_fd)
+                },
+            );
+            let ready = poll(&mut fds, wait).map_err(Failure::Io)?;
+            if ready == 0 {
+                if exited {
+                    break; // a descendant holds the pipes: stop reading (reference §7)
+                }
+                continue; // the deadline is checked at the top
+            }
+            if slots.stdin.is_some_and(|i| fds[i].revents != 0) {
+                pending = self.feed(pending)?;
+            }
+            if slots.stdout.is_some_and(|i| fds[i].revents != 0)
+                && drain(&mut self.stdout, &mut out)?
+            {
+                self.stdout = None;
+            }
+            if out.len() > limits.max_stdout {
+                return Err(Failure::StdoutTooLarge);
+            }
+            if slots.stderr.is_some_and(|i| fds[i].revents != 0)
+                && drain(&mut self.stderr, &mut err)?
+            {
+                self.stderr = None;
+            }
+            if slots.exit.is_some_and(|i| fds[i].revents != 0) {
+                exited = true;
+            }
+        }
+        Ok((out, err))
+    }
+
+    /// Writes what it can of `pending`; closes stdin once all is written or the plugin stopped
+    /// reading (its exit status will tell).
+    fn feed<'a>(&mut self, pending: &'a [u8]) -> Result<&'a [u8], Failure> {
+        let Some(pipe) = self.stdin.as_mut() else {
+            return Ok(pending);
+        };
+        let left = match pipe.write(&pending[..pending.len().min(CHUNK)]) {
+            Ok(written) => &pending[written..],
+            Err(err) if err.kind() == ErrorKind::WouldBlock => pending,
+            Err(err) if err.kind() == ErrorKind::BrokenPipe => &pending[pending.len()..],
+            Err(err) => return Err(Failure::Io(err)),
+        };
+        if left.is_empty() {
+            self.stdin = None;
+        }
+        Ok(left)
+    }
+
+    /// The exit code once the plugin has exited, waiting for it until `deadline`; `None` when
+    /// the deadline passed first.
+    fn reap(&mut self, deadline: Option<Instant>) -> io::Result<Option<i32>> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let code = status
+                    .code()
+                    .or_else(|| status.signal().map(|s| -s))
+                    .unwrap_or(-1);
+                return Ok(Some(code));
+            }
+            let pause = match deadline {
+                None => EXIT_POLL,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    left.min(EXIT_POLL)
+                }
+            };
+            match pidfd_open(self.child.id()) {
+                Some(pidfd) => {
+                    let mut fds = [pollfd(pidfd.as_fd(), libc::POLLIN)];
+                    poll(&mut fds, Some(pause))?;
+                }
+                None => thread::sleep(pause),
+            }
+        }
+    }
+}
+
+/// Which entries of the poll set are which stream.
+#[derive(Debug, Default)]
+struct Slots {
+    stdin: Option<usize>,
+    stdout: Option<usize>,
+    stderr: Option<usize>,
+    exit: Option<usize>,
+}
+
+impl Slots {
+    fn register(
+        fds: &mut Vec<libc::pollfd>,
+        stdin: Option<BorrowedFd<'_>>,
+        stdout: Option<BorrowedFd<'_>>,
+        stderr: Option<BorrowedFd<'_>>,
+        exit: Option<BorrowedFd<'_>>,
+    ) -> Self {
+        let mut add = |fd: Option<BorrowedFd<'_>>, events: libc::c_short| {
+            fd.map(|fd| {
+                fds.push(pollfd(fd, events));
+                fds.len() - 1
+            })
+        };
+        Self {
+            stdin: add(stdin, libc::POLLOUT),
+            stdout: add(stdout, libc::POLLIN),
+            stderr: add(stderr, libc::POLLIN),
+            exit: add(exit, libc::POLLIN),
+        }
+    }
+}
+
+/// Reads what is there; true once the pipe reached its end.
+fn drain<R: Read>(pipe: &mut Option<R>, into: &mut Vec<u8>) -> Result<bool, Failure> {
+    let Some(reader) = pipe.as_mut() else {
+        return Ok(true);
+    };
+    loop {
+        let start = into.len();
+        into.resize(start + CHUNK, 0);
+        let read = reader.read(&mut into[start..]);
+        into.truncate(start + *read.as_ref().unwrap_or(&0));
+        match read {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(err) if err.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(err) if err.kind() == ErrorKind::Interrupted => {}
+            Err(err) => return Err(Failure::Io(err)),
+        }
+    }
+}
+
+fn pollfd(fd: BorrowedFd<'_>, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    }
+}
+
+/// `poll(2)` over `fds` for at most `wait` (forever when `None`); EINTR counts as nothing
+/// ready.
+fn poll(fds: &mut [libc::pollfd], wait: Option<Duration>) -> io::Result<usize> {
+    let timeout = wait.map_or(-1, |w| {
+        // Rounded up: a timeout of less than a millisecond must not become a busy loop.
+        let millis = w.as_nanos().div_ceil(1_000_000);
+        libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX)
+    });
+    let count = libc::nfds_t::try_from(fds.len()).unwrap_or(0);
+    // SAFETY: `fds` is a valid, exclusively borrowed array of `count` pollfd structures.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout) };
+    if ready < 0 {
+        let err = io::Error::last_os_error();
+        return if err.kind() == ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(err)
+        };
+    }
+    Ok(usize::try_from(ready).unwrap_or(0))
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl(2) on a descriptor this process owns (one of the plugin's pipes), reading
+    // then setting its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A pidfd of the child `pid` (readable once it exits), or `None` where the kernel has none.
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = RawFd::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `fd` was just returned by pidfd_open and is owned by nobody else. The kernel
+    // makes pidfds close-on-exec.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Kills every process of the plugin's group (its delegated helpers too).
+pub fn kill_group(group: u32) {
+    let Ok(group) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal; the group id is the plugin's own (`process_group(0)`
+    // made it the group leader), so no unrelated process is targeted.
+    unsafe {
+        libc::killpg(group, libc::SIGKILL);
+    }
+}
+
+/// Runs `path` start to finish (`spawn`, then `communicate`).
+pub fn run(
+    path: &Path,
+    env: &[(String, String)],
+    stdin: &[u8],
+    limits: Limits,
+) -> Result<Output, RunFailure> {
+    let plugin = spawn(path, env, None).map_err(RunFailure::Spawn)?;
+    plugin.communicate(stdin, limits).map_err(RunFailure::Run)
+}
+
+/// Why [`run`] produced no [`Output`].
+#[derive(Debug)]
+pub enum RunFailure {
+    /// The plugin could not be started.
+    Spawn(io::Error),
+    /// It was started but failed as [`Failure`] says.
+    Run(Failure),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+use super::*;
+
+fn limits(seconds: u64) -> Limits {
+    Limits {
+        deadline: Some(Instant::now() + Duration::from_secs(seconds)),
+        exit_grace: Duration::from_millis(200),
+        max_stdout: 1 << 20,
+    }
+}
+
+fn env() -> Vec<(String, String)> {
+    vec![
+        ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ("ONLY".to_owned(), "this".to_owned()),
+    ]
+}
+
+fn sh(script: &str) -> (std::path::PathBuf, tempdir::Dir) {
+    let dir = tempdir::Dir::new();
+    let path = dir.0.join("plugin");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (path, dir)
+}
+
+mod tempdir {
+    pub struct Dir(pub std::path::PathBuf);
+    impl Dir {
+        pub fn new() -> Self {
+            use std::sync::atomic::{AtomicU32, Ordering};
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path =
+                std::env::temp_dir().join(format!("braid-exec-test-{}-{n}", std::process::id()));
+            std::fs::create_dir_all(&path).unwrap();
+            Self(path)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[test]
+fn stdin_in_stdout_and_stderr_out_exact_environment() {
+    let (path, _dir) = sh("cat; echo \"env=$ONLY\" >&2; env | grep -c . >&2; exit 3");
+    let out = run(&path, &env(), b"{\"a\":1}", limits(10)).unwrap();
+    assert_eq!(out.code, 3);
+    assert_eq!(out.stdout, b"{\"a\":1}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.starts_with("env=this\n"), "{stderr}");
+    // PATH, ONLY and PWD (which the shell adds itself): nothing of this process's environment.
+    let count: usize = stderr.lines().nth(1).unwrap().parse().unwrap();
+    assert!(count <= 3, "{stderr}");
+}
+
+#[test]
+fn large_input_and_output_both_ways_without_deadlock() {
+    // More than a pipe holds each way: the plugin writes before it has read everything.
+    let (path, _dir) = sh("head -c 300000 /dev/zero; cat >/dev/null; echo done >&2");
+    let input = vec![b'x'; 500_000];
+    let out = run(&path, &env(), &input, limits(10)).unwrap();
+    assert_eq!(out.code, 0);
+    assert_eq!(out.stdout.len(), 300_000);
+    assert_eq!(out.stderr, b"done\n");
+}
+
+#[test]
+fn a_plugin_that_never_reads_its_stdin_still_gets_its_output_collected() {
+    let (path, _dir) = sh("exec 0<&-; echo '{}'");
+    let out = run(&path, &env(), &vec![b'y'; 1 << 20], limits(10)).unwrap();
+    assert_eq!(out.code, 0);
+    assert_eq!(out.stdout, b"{}\n");
+}
+
+#[test]
+fn the_deadline_kills_the_whole_group() {
+    let dir = tempdir::Dir::new();
+    let marker = dir.0.join("child-pid");
+    let (path, _d2) = sh(&format!("sleep 30 & echo $! > {}; wait", marker.display()));
+    let started = Instant::now();
+    let failure = run(
+        &path,
+        &env(),
+        b"",
+        Limits {
+            deadline: Some(Instant::now() + Duration::from_millis(500)),
+            ..limits(1)
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(failure, RunFailure::Run(Failure::TimedOut)),
+        "{failure:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let child: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The backgrounded sleep was in the plugin's group: it is gone (or a zombie of init).
+    thread::sleep(Duration::from_millis(100));
+    let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+    assert!(
+        status.is_empty() || status.contains("State:\tZ"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_descendant_holding_the_pipes_gets_the_grace_period_not_the_deadline() {
+    let (path, _dir) = sh("(sleep 20 &) ; echo '{\"ok\":true}'");
+    let started = Instant::now();
+    let out = run(&path, &env(), b"", limits(30)).unwrap();
+    assert_eq!(out.code, 0);
+    assert_eq!(out.stdout, b"{\"ok\":true}\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn stdout_past_the_limit_is_refused() {
+    let (path, _dir) = sh("head -c 2000000 /dev/zero");
+    let failure = run(&path, &env(), b"", limits(10)).unwrap_err();
+    assert!(
+        matches!(failure, RunFailure::Run(Failure::StdoutTooLarge)),
+        "{failure:?}"
+    );
+}
+
+#[test]
+fn a_signal_is_a_negative_code() {
+    let (path, _dir) = sh("kill -TERM $$");
+    let out = run(&path, &env(), b"", limits(10)).unwrap();
+    assert_eq!(out.code, -libc::SIGTERM);
+}
+
+#[test]
+fn a_missing_or_unexecutable_binary_is_a_spawn_error() {
+    let failure = run(Path::new("/nonexistent/plugin"), &env(), b"", limits(1)).unwrap_err();
+    let RunFailure::Spawn(err) = failure else {
+        panic!("{failure:?}")
+    };
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    let dir = tempdir::Dir::new();
+    let path = dir.0.join("plain");
+    std::fs::write(&path, "#!/bin/sh\n").unwrap();
+    let failure = run(&path, &env(), b"", limits(1)).unwrap_err();
+    let RunFailure::Spawn(err) = failure else {
+        panic!("{failure:?}")
+    };
+    assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+}
+
+#[test]
+fn the_plugin_leads_its_own_process_group() {
+    let (path, _dir) = sh("ps -o pgid= -p $$ | tr -d ' '; echo $$");
+    let out = run(&path, &env(), b"", limits(10)).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), lines.next(), "{text}");
+}
+
+#[test]
+fn spawn_then_communicate_lets_the_caller_act_before_the_first_byte() {
+    let (path, _dir) = sh("cat");
+    let plugin = spawn(&path, &env(), None).unwrap();
+    assert!(plugin.id() > 0);
+    thread::sleep(Duration::from_millis(20)); // the caller's work, e.g. a durable write
+    let out = plugin.communicate(b"late", limits(10)).unwrap();
+    assert_eq!(out.stdout, b"late");
+}
+
+#[test]
+fn a_killed_plugin_is_reaped() {
+    let (path, _dir) = sh("sleep 30");
+    let mut plugin = spawn(&path, &env(), None).unwrap();
+    let pid = plugin.id();
+    plugin.kill();
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}

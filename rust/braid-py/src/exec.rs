@@ -1,0 +1,115 @@
+//! Plugin processes for `braid.cni.exec.ProcessExecutor` (`braid-exec`): started with
+//! `posix_spawn` in a process group of their own, then fed and drained on the calling thread
+//! with the GIL released, so a delegate's execution costs no Python per pipe event and lets
+//! the daemon's other threads run meanwhile.
+
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use braid_exec::{Failure, Limits, Plugin};
+use pyo3::exceptions::{PyOSError, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+fn os_error(err: &io::Error) -> PyErr {
+    match err.raw_os_error() {
+        Some(errno) => PyOSError::new_err((errno, err.to_string())),
+        None => PyOSError::new_err(err.to_string()),
+    }
+}
+
+/// A started plugin (`spawn_plugin`) that has not been sent a byte yet.
+#[pyclass(module = "braid._native")]
+#[derive(Debug)]
+pub struct PluginProcess {
+    plugin: Option<Plugin>,
+    pid: u32,
+}
+
+#[pymethods]
+impl PluginProcess {
+    /// The plugin's process id, which is also its process group's.
+    #[getter]
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Writes `stdin` and collects the output: `("exited", code, stdout, stderr)` (a code
+    /// below zero is the signal that killed it), or `("timeout" | "overflow", 0, b"", b"")`
+    /// once the group has been killed at the deadline or for a stdout over `max_stdout`.
+    #[pyo3(signature = (*, stdin, timeout, exit_grace, max_stdout))]
+    fn communicate(
+        &mut self,
+        py: Python<'_>,
+        stdin: &[u8],
+        timeout: Option<f64>,
+        exit_grace: f64,
+        max_stdout: usize,
+    ) -> PyResult<(&'static str, i32, Py<PyBytes>, Py<PyBytes>)> {
+        let plugin = self
+            .plugin
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("the plugin was already run or killed"))?;
+        let limits = Limits {
+            deadline: timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0))),
+            exit_grace: Duration::from_secs_f64(exit_grace.max(0.0)),
+            max_stdout,
+        };
+        let empty = || PyBytes::new(py, b"").unbind();
+        match py.detach(|| plugin.communicate(stdin, limits)) {
+            Ok(out) => Ok((
+                "exited",
+                out.code,
+                PyBytes::new(py, &out.stdout).unbind(),
+                PyBytes::new(py, &out.stderr).unbind(),
+            )),
+            Err(Failure::TimedOut) => Ok(("timeout", 0, empty(), empty())),
+            Err(Failure::StdoutTooLarge) => Ok(("overflow", 0, empty(), empty())),
+            Err(Failure::Io(err)) => Err(os_error(&err)),
+        }
+    }
+
+    /// SIGKILLs the plugin's group and reaps it (nothing when it already ran).
+    fn kill(&mut self, py: Python<'_>) {
+        if let Some(mut plugin) = self.plugin.take() {
+            py.detach(move || plugin.kill());
+        }
+    }
+}
+
+impl Drop for PluginProcess {
+    fn drop(&mut self) {
+        // A plugin never fed nor killed must not outlive its handle.
+        if let Some(mut plugin) = self.plugin.take() {
+            plugin.kill();
+        }
+    }
+}
+
+/// Starts the plugin at `path` with exactly `env` (entering the namespace open as `netns_fd`
+/// first, when given); an `OSError` with the `errno` of the failure otherwise (`ETXTBSY` is
+/// retried a few times first).
+#[pyfunction]
+#[pyo3(signature = (*, path, env, netns_fd=None))]
+fn spawn_plugin(
+    py: Python<'_>,
+    path: &str,
+    env: Vec<(String, String)>,
+    netns_fd: Option<i32>,
+) -> PyResult<PluginProcess> {
+    let plugin = py
+        .detach(|| braid_exec::spawn(Path::new(path), &env, netns_fd))
+        .map_err(|err| os_error(&err))?;
+    Ok(PluginProcess {
+        pid: plugin.id(),
+        plugin: Some(plugin),
+    })
+}
+
+/// Adds this module's functions to `_native`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PluginProcess>()?;
+    m.add_function(wrap_pyfunction!(spawn_plugin, m)?)?;
+    Ok(())
+}
