@@ -4,16 +4,20 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use braid_exec::{Failure, Limits, Output, RunFailure};
 
 use braid_cni::result::parse_error_object;
 use braid_cni::version::parse_version_output;
 use braid_cni::{codes, CniError};
 
-use crate::exec::{self, Failure, Output};
-
 const VERSION_STDIN: &[u8] = br#"{"cniVersion":"1.1.0"}"#;
 const UNKNOWN_VERSION_COMMAND: &str = "unknown CNI_COMMAND: VERSION";
+/// The most stdout accepted from a plugin.
+const MAX_STDOUT_BYTES: usize = 1 << 20;
+/// Silence allowed on a plugin's pipes once it has exited (a descendant may hold them).
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// The CNI variables of one call (`CNI_PATH` comes from [`Delegates`]).
 #[derive(Debug, Clone, Copy)]
@@ -139,9 +143,19 @@ impl Delegates {
         env: &[(&str, &str)],
         stdin: &[u8],
     ) -> Result<Output, CniError> {
-        match exec::run(path, env, stdin, self.timeout) {
+        // The shim's own environment with the call's variables over it (libcni's rule).
+        let mut full: Vec<(String, String)> = std::env::vars()
+            .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
+            .collect();
+        full.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let limits = Limits {
+            deadline: Some(Instant::now() + self.timeout),
+            exit_grace: EXIT_GRACE,
+            max_stdout: MAX_STDOUT_BYTES,
+        };
+        match braid_exec::run(path, &full, stdin, limits) {
             Ok(output) => Ok(output),
-            Err(Failure::TimedOut) => Err(CniError::new(
+            Err(RunFailure::Run(Failure::TimedOut)) => Err(CniError::new(
                 codes::PLUGIN_TIMEOUT,
                 format!(
                     "plugin {} did not finish within {} s; its process group was killed",
@@ -149,7 +163,14 @@ impl Delegates {
                     self.timeout.as_secs_f64()
                 ),
             )),
-            Err(Failure::Spawn(err)) => Err(CniError::new(
+            Err(RunFailure::Run(Failure::StdoutTooLarge)) => Err(CniError::new(
+                codes::PLUGIN_FAILURE,
+                format!(
+                    "plugin {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
+                    path.display()
+                ),
+            )),
+            Err(RunFailure::Spawn(err) | RunFailure::Run(Failure::Io(err))) => Err(CniError::new(
                 codes::PLUGIN_FAILURE,
                 format!(
                     "cannot run plugin {plugin_type:?} ({}): {err}",
@@ -172,13 +193,14 @@ fn judge(output: &Output, plugin_type: &str) -> Result<Vec<u8>, ExitFailure> {
     if !output.stderr.is_empty() {
         eprint!("{}", String::from_utf8_lossy(&output.stderr));
     }
-    if output.status.success() {
+    if output.code == 0 {
         return Ok(output.stdout.clone());
     }
-    let status = output.status.code().map_or_else(
-        || "a signal".to_owned(),
-        |code| format!("exit status {code}"),
-    );
+    let status = if output.code > 0 {
+        format!("exit status {}", output.code)
+    } else {
+        "a signal".to_owned()
+    };
     if output.stdout.trim_ascii().is_empty() {
         return Err(silent_failure(&output.stderr, &status, plugin_type));
     }

@@ -17,7 +17,6 @@
 mod cache;
 mod daemon;
 mod delegate;
-mod exec;
 mod lock;
 mod replay;
 mod settings;
