@@ -15,7 +15,7 @@ import pytest
 # With importlib mode the helper modules beside this file are importable only from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD
+from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD, THICK_STANDIN
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -39,6 +39,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if thick:
         terminalreporter.section("braid thick mode (shim + daemon) overhead (median, ms)")
         for line in thick:
+            terminalreporter.write_line(line)
+    standin = THICK_STANDIN.summary_lines()
+    if standin:
+        terminalreporter.section("braid thick mode overhead with stand-in delegates (median, ms)")
+        for line in standin:
             terminalreporter.write_line(line)
     if THICK_FIGURES:
         terminalreporter.section("braid thick mode: daemon memory and burst throughput")

@@ -40,5 +40,7 @@ class OverheadRecord:
 OVERHEAD = OverheadRecord()
 # Thick mode: the shim and the daemon against the same delegates run directly.
 THICK_OVERHEAD = OverheadRecord(measured="braid")
+# Thick mode end to end with stand-in delegates (test_bench_thick_standin.py).
+THICK_STANDIN = OverheadRecord(measured="braid")
 # Single figures of the thick-mode benchmarks (memory, throughput), printed as they are.
 THICK_FIGURES: dict[str, str] = {}

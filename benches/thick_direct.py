@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from python_stdin import build_stdin
-from thick_world import CLUSTER, CNI_BIN_DIR, World, cni_env, nad_name
+from thick_world import CLUSTER, World, cni_env, nad_name
 
 
-def run_plugin(plugin_type: str, env: dict[str, str], stdin: bytes) -> bytes:
+def run_plugin(bin_dir: str, plugin_type: str, env: dict[str, str], stdin: bytes) -> bytes:
     proc = subprocess.run(
-        [f"{CNI_BIN_DIR}/{plugin_type}"],
+        [f"{bin_dir}/{plugin_type}"],
         input=stdin,
         capture_output=True,
         env=env,
@@ -55,7 +55,7 @@ class DirectPod:
         return found
 
     def _call(self, command: str, ifname: str, network: dict[str, Any]) -> bytes:
-        env = cni_env(command, self.container_id, self.netns)
+        env = cni_env(command, self.container_id, self.netns, bin_dir=self.world.bin_dir)
         env["CNI_IFNAME"] = ifname
         stdin = build_stdin(
             network,
@@ -64,7 +64,7 @@ class DirectPod:
             cni_version=network["cniVersion"],
             prev_result=self.results.get(ifname),
         )
-        return run_plugin(network["plugins"][0]["type"], env, stdin)
+        return run_plugin(self.world.bin_dir, network["plugins"][0]["type"], env, stdin)
 
     def add(self) -> None:
         for ifname, _, network in self.networks():

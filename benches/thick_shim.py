@@ -37,7 +37,7 @@ class ShimPod:
     def add(self) -> dict[str, Any]:
         out = run_shim(
             self.shim,
-            cni_env("ADD", self.container_id, self.netns),
+            cni_env("ADD", self.container_id, self.netns, bin_dir=self.world.bin_dir),
             self.world.braid_conf(self.extra),
         )
         result: dict[str, Any] = json.loads(out)
@@ -48,7 +48,7 @@ class ShimPod:
     def delete(self) -> None:
         out = run_shim(
             self.shim,
-            cni_env("DEL", self.container_id, self.netns),
+            cni_env("DEL", self.container_id, self.netns, bin_dir=self.world.bin_dir),
             self.world.braid_conf(self.extra),
         )
         if out.strip():

@@ -86,6 +86,25 @@ class World:
     root: Path
     host_ns: str
     nad_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Where the delegates live, and a stand-in plugin type to use instead of bridge +
+    # host-local for every network (`thick_standin`), if any.
+    bin_dir: str = CNI_BIN_DIR
+    standin: str = ""
+
+    def delegate(self, index: int) -> dict[str, Any]:
+        """Network `index`'s plugin (0: the cluster network): a bridge with host-local, or
+        the stand-in."""
+        if self.standin:
+            return {"type": self.standin}
+        subnet = f"10.{240 + index}.0.0/16"
+        plugin: dict[str, Any] = {
+            "type": "bridge",
+            "bridge": f"bbr{index}",
+            "ipam": host_local(self.ipam_dir, subnet),
+        }
+        if index == 0:
+            plugin["isGateway"] = True
+        return plugin
 
     @property
     def socket_dir(self) -> Path:
@@ -100,13 +119,7 @@ class World:
         return self.root / "ipam"
 
     def cluster_list(self) -> dict[str, Any]:
-        plugin = {
-            "type": "bridge",
-            "bridge": "bbr0",
-            "isGateway": True,
-            "ipam": host_local(self.ipam_dir, "10.240.0.0/16"),
-        }
-        return {"cniVersion": "1.0.0", "name": CLUSTER, "plugins": [plugin]}
+        return {"cniVersion": "1.0.0", "name": CLUSTER, "plugins": [self.delegate(0)]}
 
     def write(self) -> None:
         for sub in ("net.d", "nads", "ipam", "cni"):
@@ -114,12 +127,7 @@ class World:
         (self.root / "net.d" / f"{CLUSTER}.conflist").write_text(json.dumps(self.cluster_list()))
         for index in range(1, NAD_COUNT + 1):
             name = nad_name(index)
-            config = {
-                "cniVersion": "1.0.0",
-                "type": "bridge",
-                "bridge": f"bbr{index}",
-                "ipam": host_local(self.ipam_dir, f"10.{240 + index}.0.0/16"),
-            }
+            config = {"cniVersion": "1.0.0", **self.delegate(index)}
             self.nad_configs[name] = config
             manifest = {
                 "apiVersion": "k8s.cni.cncf.io/v1",
@@ -145,7 +153,7 @@ class World:
             "confDir": str(self.root / "net.d"),
             "nadDir": str(self.nad_dir),
             "cniDir": str(self.root / "cni"),
-            "binDir": CNI_BIN_DIR,
+            "binDir": self.bin_dir,
             "daemonSocketDir": str(self.socket_dir),
             "runtimeConfig": {POD_ANNOTATIONS: {NETWORKS: names} if names else {}},
         }
@@ -165,7 +173,9 @@ def records_left(world: World, wait: float = 2.0) -> list[Path]:
         time.sleep(0.01)
 
 
-def cni_env(command: str, container_id: str, netns: str, pod: str = "web-0") -> dict[str, str]:
+def cni_env(
+    command: str, container_id: str, netns: str, pod: str = "web-0", bin_dir: str = CNI_BIN_DIR
+) -> dict[str, str]:
     """The six CNI variables kubelet's runtime sets (plus PATH for the plugins' helpers)."""
     return {
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -173,17 +183,23 @@ def cni_env(command: str, container_id: str, netns: str, pod: str = "web-0") -> 
         "CNI_CONTAINERID": container_id,
         "CNI_NETNS": netns,
         "CNI_IFNAME": "eth0",
-        "CNI_PATH": CNI_BIN_DIR,
+        "CNI_PATH": bin_dir,
         "CNI_ARGS": f"IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME={pod}",
     }
 
 
 @contextmanager
-def running_world(host_ns: str) -> Iterator[World]:
-    """A fresh world under /tmp (short: unix socket paths are limited), removed after."""
+def running_world(host_ns: str, *, standin: bool = False) -> Iterator[World]:
+    """A fresh world under /tmp (short: unix socket paths are limited), removed after; with
+    `standin`, every network's delegate is the stand-in plugin (`thick_standin`)."""
     root = Path(tempfile.mkdtemp(prefix="braidb-"))
     try:
         world = World(root=root, host_ns=host_ns)
+        if standin:
+            from thick_standin import STANDIN_TYPE, build_standin  # noqa: PLC0415 - a sibling
+
+            world.bin_dir = str(build_standin(root / "bin"))
+            world.standin = STANDIN_TYPE
         world.write()
         yield world
     finally:
@@ -266,9 +282,11 @@ class ThickNode:
 
 
 @contextmanager
-def thick_node(concurrency: int, *, replayed: bool = False) -> Iterator[ThickNode]:
+def thick_node(
+    concurrency: int, *, replayed: bool = False, standin: bool = False
+) -> Iterator[ThickNode]:
     """A private host and pod namespace, a running world and daemon, and this thread inside
-    the host namespace for the measurements (root only)."""
+    the host namespace for the measurements (root only); `standin` as in `running_world`."""
     from bench_namespaces import namespace  # noqa: PLC0415 - a sibling bench module
 
     if os.geteuid() != 0:
@@ -277,7 +295,7 @@ def thick_node(concurrency: int, *, replayed: bool = False) -> Iterator[ThickNod
     with (
         namespace("h", loopback_up=True) as host,
         namespace("p", loopback_up=False) as pod,
-        running_world(host) as world,
+        running_world(host, standin=standin) as world,
         daemon_of(world, concurrency, replayed=replayed),
         inside_netns(host),
     ):

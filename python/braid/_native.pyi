@@ -5,6 +5,7 @@ from typing import Literal, final
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "PendingWrite",
     "PluginProcess",
     "append_plugins",
     "build_cni_args",
@@ -26,7 +27,7 @@ __all__ = [
     "select_list_version",
     "set_default_route",
     "spawn_plugin",
-    "write_durable",
+    "start_durable_write",
 ]
 
 CNI_VERSIONS: list[str]
@@ -65,9 +66,14 @@ def set_default_route(
 ) -> None: ...
 def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
 def list_links(*, netns: str) -> list[str]: ...
-def write_durable(
+
+@final
+class PendingWrite:
+    def wait(self) -> None: ...
+
+def start_durable_write(
     *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
-) -> None: ...
+) -> PendingWrite: ...
 
 @final
 class PluginProcess:
