@@ -5,7 +5,6 @@ from typing import Literal, final
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
-    "PendingWrite",
     "PluginProcess",
     "append_plugins",
     "build_cni_args",
@@ -27,7 +26,7 @@ __all__ = [
     "select_list_version",
     "set_default_route",
     "spawn_plugin",
-    "start_durable_write",
+    "write_durable",
 ]
 
 CNI_VERSIONS: list[str]
@@ -66,14 +65,9 @@ def set_default_route(
 ) -> None: ...
 def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
 def list_links(*, netns: str) -> list[str]: ...
-
-@final
-class PendingWrite:
-    def wait(self) -> None: ...
-
-def start_durable_write(
+def write_durable(
     *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
-) -> PendingWrite: ...
+) -> None: ...
 
 @final
 class PluginProcess:

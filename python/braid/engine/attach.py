@@ -115,8 +115,8 @@ def _add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
-        # The plan's write starts here; the interface names are checked and the write waited
-        # for at the gate, once the first delegate has been started and before its stdin.
+        # The interface names are checked and the plan written at the gate, once the first
+        # delegate has been started and before it gets its stdin.
         gate = PlanGate(ctx, record, plan, request.netns)
         runtime = ctx.runtime(request, gate=gate)
         try:
@@ -125,7 +125,8 @@ def _add(
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
             if not gate.passed:  # no delegate ran: nothing to roll back
-                gate.abandon()
+                with contextlib.suppress(CniError):  # the first error is the one to report
+                    ctx.records().remove(record.container_id)
                 raise
             _roll_back(ctx, runtime, record, request, exc)
             raise
@@ -147,23 +148,21 @@ def _add(
 
 class PlanGate:
     """What must hold before an ADD's first delegate gets its stdin: the pod's planned
-    interface names free and the plan durably on disk (``docs/adr/0002``). The plan's write
-    starts at once, on a writer thread; the gate is called by the runtime's executor once the
-    first plugin has been started and before it is sent a byte
-    (``EngineContext.runtime(gate=...)``): it checks the interface names (a name already taken
-    fails the ADD: the plan is removed and the plugin killed unread) and waits for the write.
-    Everything the engine does meanwhile, the first plugin's start-up included, overlaps the
-    flush. A failure is raised again at every call. ``passed``: a delegate may have run
-    since."""
+    interface names free (a name already taken fails the ADD before anything is written or
+    run) and the plan durably on disk (``docs/adr/0002``). Called by the runtime's executor
+    once the first plugin has been started and before it is sent a byte
+    (``EngineContext.runtime(gate=...)``): both run on the calling thread (the durable write
+    with the GIL released) while the plugin starts up, so with a real plugin they cost the ADD
+    next to nothing. A failure is raised again at every call. ``passed``: a delegate may have
+    run since."""
 
     def __init__(
         self, ctx: EngineContext, record: AttachmentRecord, plan: AttachmentPlan, netns: str
     ) -> None:
         self.records = ctx.records()
-        self.container_id = record.container_id
+        self.record = record
         self.plan = plan
         self.netns = netns
-        self.written = self.records.start_durable_write(record)
         self.passed = False
         self.error: CniError | None = None
 
@@ -174,27 +173,11 @@ class PlanGate:
             raise self.error
         try:
             interfaces_free(self.netns, self.plan.attachments)
-        except CniError as exc:
-            self.error = exc
-            self.abandon()
-            raise
-        try:
-            self.written.wait()
+            self.records.write_durable(self.record)
         except CniError as exc:
             self.error = exc
             raise
         self.passed = True
-
-    def settle(self) -> None:
-        """Waits for the write, whatever its outcome (before the record is touched again)."""
-        with contextlib.suppress(CniError):
-            self.written.wait()
-
-    def abandon(self) -> None:
-        """The plan is not needed (no delegate ran): its write settled, the record removed."""
-        self.settle()
-        with contextlib.suppress(CniError):  # the error that stopped the ADD is the one to report
-            self.records.remove(self.container_id)
 
 
 def _set_status(record: AttachmentRecord) -> bytes:

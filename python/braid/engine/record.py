@@ -2,16 +2,16 @@
 
 One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
 ``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
-for DEL when the daemon is away. The first write (the whole plan) is durable and runs on a writer
-thread while the engine goes on (``start_durable_write``): over one of the daemon's spare files
-with ``fdatasync`` (``braid.engine.spares``), or through a temporary file renamed over the record
-and fsynced through the same descriptor, which on Linux's journaling filesystems (ext4, xfs, btrfs)
-commits the rename with the data in one flush. An ADD rewrites it once more after its last
-attachment (every result and the network-status) with an atomic rename but without a flush, and a
-DEL or GC that fails rewrites it durably with the failed entries marked. There are no per-
-attachment progress writes: a DEL tears down every entry whatever its state and must tolerate
-attachments that were never made, so the durable plan alone is enough for a complete teardown after
-a crash; a lost final rewrite only costs the DEL its ``prevResult``s.
+for DEL when the daemon is away. The first write (the whole plan) is durable
+(``write_durable``): over one of the daemon's spare files with ``fdatasync``
+(``braid.engine.spares``), or through a temporary file renamed over the record and fsynced
+through the same descriptor, which on Linux's journaling filesystems (ext4, xfs, btrfs) commits
+the rename with the data in one flush. An ADD rewrites it once more after its last
+attachment (every result and the network-status) with an atomic rename but without a flush, and
+a DEL or GC that fails rewrites it durably with the failed entries marked. There are no
+per-attachment progress writes: a DEL tears down every entry whatever its state and must
+tolerate attachments that were never made, so the durable plan alone is enough for a complete
+teardown after a crash; a lost final rewrite only costs the DEL its ``prevResult``s.
 """
 
 from __future__ import annotations
@@ -156,10 +156,10 @@ class RecordStore:
 
     def write(self, record: AttachmentRecord, *, durable: bool) -> None:
         """Atomically replaces the record. ``durable``: on disk before this returns (see
-        ``start_durable_write``). Not ``durable``: a temporary file renamed over the record, not
+        ``write_durable``). Not ``durable``: a temporary file renamed over the record, not
         fsynced."""
         if durable:
-            self.start_durable_write(record).wait()
+            self.write_durable(record)
             if self.spares is not None:
                 self.spares.replenish()
             return
@@ -180,14 +180,14 @@ class RecordStore:
         except OSError as exc:
             raise _write_failed(record.container_id, exc) from exc
 
-    def start_durable_write(self, record: AttachmentRecord) -> DurableWrite:
-        """Starts replacing the record durably on one of ``braid._native``'s writer threads,
-        so the caller can work meanwhile; ``wait()`` returns once it is on disk. Written over
-        a spare file and ``fdatasync``ed when the daemon has one ready
+    def write_durable(self, record: AttachmentRecord) -> None:
+        """Replaces the record durably (``braid._native``, the GIL released meanwhile):
+        written over a spare file and ``fdatasync``ed when the daemon has one ready
         (``braid.engine.spares``: no journal commit), else through a temporary file renamed
         over the record and fsynced after the rename, through the descriptor that wrote it:
         the data, the new inode and the rename reach the disk in the one journal commit that
-        fsync forces on ext4, xfs and btrfs (the directory needs no fsync of its own there)."""
+        fsync forces on ext4, xfs and btrfs (the directory needs no fsync of its own there).
+        Raises ``CniError`` (code 5) when it could not be written."""
         target = self._target(record.container_id)
         data = _encoder.encode(record)
         spare = None
@@ -195,14 +195,11 @@ class RecordStore:
             spare = self.spares.take()
         try:
             if spare is not None:
-                pending = _native.start_durable_write(data=data, target=target, spare=spare)
+                _native.write_durable(data=data, target=target, spare=spare)
             else:
-                pending = _native.start_durable_write(
-                    data=data, target=target, tmp=self._tmp(target)
-                )
+                _native.write_durable(data=data, target=target, tmp=self._tmp(target))
         except OSError as exc:
             raise _write_failed(record.container_id, exc) from exc
-        return DurableWrite(record.container_id, pending)
 
     def _tmp(self, target: str) -> str:
         return os.path.join(self._dir, f".{os.path.basename(target)}.{os.getpid()}.tmp")
@@ -234,22 +231,6 @@ class RecordStore:
                 f"cannot remove the attachment record of container {container_id}",
                 str(exc),
             ) from exc
-
-
-class DurableWrite:
-    """A durable record write under way (``RecordStore.start_durable_write``)."""
-
-    def __init__(self, container_id: str, pending: _native.PendingWrite) -> None:
-        self.container_id = container_id
-        self._pending = pending
-
-    def wait(self) -> None:
-        """Returns once the record is on disk; raises ``CniError`` (code 5, again at every
-        call) when it could not be written."""
-        try:
-            self._pending.wait()
-        except (OSError, RuntimeError) as exc:
-            raise _write_failed(self.container_id, exc) from exc
 
 
 def _write_failed(container_id: str, exc: Exception) -> CniError:
