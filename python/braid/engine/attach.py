@@ -130,6 +130,14 @@ def _add(
                 raise
             _roll_back(ctx, runtime, record, request, exc)
             raise
+        if answer is not None and ctx.publisher is None:
+            # Nothing outside the record waits for the status: the answer goes first, the
+            # status (from results already validated) and the record's rewrite follow.
+            default = _default_result(ctx, record)
+            answer(default)
+            status = _status_after_answer(record)
+            _rewrite_after_answer(ctx, record)
+            return AddOutcome(result=default, network_status=status, plan=plan)
         if answer is None:
             with phase("record_write"):
                 status = _set_status(record)
@@ -187,6 +195,20 @@ def _set_status(record: AttachmentRecord) -> bytes:
     )
     record.network_status = msgspec.Raw(status)
     return status
+
+
+def _status_after_answer(record: AttachmentRecord) -> bytes:
+    """``_set_status`` once the ADD has been answered: every result was validated when its
+    plugin returned, so this cannot fail; if it ever did, the record keeps no status."""
+    try:
+        return _set_status(record)
+    except CniError as exc:
+        log.error(
+            "container %s: no network-status for the attachment record: %s",
+            record.container_id,
+            exc,
+        )
+        return b"[]"
 
 
 def _default_result(ctx: EngineContext, record: AttachmentRecord) -> bytes:
