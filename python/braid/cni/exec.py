@@ -72,6 +72,11 @@ def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
 
     A type that could name anything outside those directories is refused (code 7).
     """
+    return locate_plugin(plugin_type, dirs)[0]
+
+
+def locate_plugin(plugin_type: str, dirs: Sequence[str]) -> tuple[str, os.stat_result]:
+    """``find_plugin`` with the ``stat`` of the file it found (for the version cache's key)."""
     if (
         not plugin_type
         or "/" in plugin_type
@@ -87,10 +92,10 @@ def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
     for directory in dirs:
         candidate = os.path.join(directory, plugin_type)  # noqa: PTH118 - per call, no Path
         try:
-            mode = os.stat(candidate).st_mode  # noqa: PTH116
+            found = os.stat(candidate)  # noqa: PTH116
         except OSError:
             continue
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(found.st_mode):
             continue
         if not os.access(candidate, os.X_OK):
             raise PluginError(
@@ -98,7 +103,7 @@ def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
                 f"plugin {candidate} is not executable; fix its permissions (chmod +x)",
                 plugin=plugin_type,
             )
-        return candidate
+        return candidate, found
     raise PluginError(
         PLUGIN_NOT_FOUND,
         f'failed to find plugin "{plugin_type}" in path {list(dirs)}',

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import msgspec
 
 from braid.cni.config import NetworkList
-from braid.cni.exec import find_plugin
+from braid.cni.exec import locate_plugin
 from braid.cni.invoke import PluginInvoker
 from braid.cni.versions import VersionCache, negotiate
 
@@ -50,10 +50,11 @@ def make_plan(
 ) -> ListPlan:
     """Finds every plugin and negotiates the version (VERSION asked once per binary)."""
     types = net.plugin_types
-    paths = [find_plugin(t, plugin_dirs) for t in types]
+    located = [locate_plugin(t, plugin_dirs) for t in types]
+    paths = [path for path, _ in located]
     supported = [
-        versions.supported(path, _asker(invoker, path, ptype))
-        for path, ptype in zip(paths, types, strict=True)
+        versions.supported(path, _asker(invoker, path, ptype), found=found)
+        for (path, found), ptype in zip(located, types, strict=True)
     ]
     summary = net.summary
     version = negotiate(summary.cni_version, summary.cni_versions, supported)

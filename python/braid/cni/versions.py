@@ -42,9 +42,12 @@ class VersionCache:
         self._lock = threading.Lock()
         self._known: dict[_BinaryKey, list[str]] = {}
 
-    def supported(self, path: str, ask: Callable[[], list[str]]) -> list[str]:
-        """The cached answer for the binary at ``path``, calling ``ask`` on a miss."""
-        key = _binary_key(path)
+    def supported(
+        self, path: str, ask: Callable[[], list[str]], *, found: os.stat_result | None = None
+    ) -> list[str]:
+        """The cached answer for the binary at ``path``, calling ``ask`` on a miss. ``found``:
+        the binary's ``stat``, when the caller just took it (``locate_plugin``)."""
+        key = _binary_key(path) if found is None else _key_of(path, found)
         with self._lock:
             known = self._known.get(key)
         if known is not None:
@@ -71,6 +74,10 @@ def _binary_key(path: str) -> _BinaryKey:
         st = os.stat(path)  # noqa: PTH116 - per plugin call, no Path
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot stat plugin {path}: {exc.strerror}") from exc
+    return _key_of(path, st)
+
+
+def _key_of(path: str, st: os.stat_result) -> _BinaryKey:
     return (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 

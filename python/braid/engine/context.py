@@ -154,15 +154,18 @@ def pod_of(request: CniRequest) -> PodRef:
     )
 
 
-def runtime_request(record: AttachmentRecord, entry: AttachmentEntry) -> RuntimeRequest:
+def runtime_request(
+    record: AttachmentRecord, entry: AttachmentEntry, *, netns: str | None = None
+) -> RuntimeRequest:
     """The runtime request of one attachment, rebuilt from the record alone (the auxiliary
-    chain's with the empty initial ``prevResult`` its ADD starts from)."""
+    chain's with the empty initial ``prevResult`` its ADD starts from); ``netns`` instead of
+    the record's when given (a DEL's own, possibly empty)."""
     initial = None
     if entry.auxiliary_chain:
         initial = empty_prev_result(entry.attachment().network_list())
     return RuntimeRequest(
         container_id=record.container_id,
-        netns=record.netns,
+        netns=record.netns if netns is None else netns,
         ifname=entry.ifname,
         cni_args=list(record.cni_args),
         capability_args=dict(entry.capability_args),

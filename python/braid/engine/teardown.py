@@ -9,7 +9,6 @@ silently skipping a delegate is not (Multus's IP leaks).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +35,7 @@ def tear_down(
     """DELs ``entries`` in reverse; returns every failure (each entry's state says which)."""
     errors: list[CniError] = []
     for entry in reversed(entries):
-        request = dataclasses.replace(runtime_request(record, entry), netns=netns)
+        request = runtime_request(record, entry, netns=netns)
         try:
             runtime.delete(
                 entry.attachment().network_list(), request, prev_result=entry.result_bytes()
