@@ -9,9 +9,10 @@
 //! plugin starts up; a plugin can act on nothing before it has read its configuration.
 //!
 //! Once the plugin itself has exited, a descendant still holding its pipes is given
-//! [`Limits::exit_grace`] of silence before reading stops. Every descriptor this crate opens is
-//! close-on-exec, as are all of Rust's and Python's, so the plugin inherits nothing but its
-//! three pipes.
+//! [`Limits::exit_grace`] of silence before reading stops. The plugin inherits nothing but its
+//! three pipes: every descriptor Rust and Python open is close-on-exec, and before each start
+//! every descriptor above 2 is marked close-on-exec too (`close_range(2)`), so one the process
+//! itself inherited without the flag does not reach the plugin either.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -74,6 +75,7 @@ pub struct Plugin {
 /// must run in the child). A binary being written (`ETXTBSY`) is tried again a few times.
 /// `netns` is a descriptor of the namespace, open for as long as this call runs.
 pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io::Result<Plugin> {
+    close_inherited_on_exec();
     let mut attempt = 0;
     loop {
         let mut command = Command::new(path);
@@ -383,6 +385,47 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Marks every descriptor above 2 close-on-exec (one `close_range(2)` call; on kernels before
+/// 5.11, each descriptor listed in `/proc/self/fd`). Descriptors opened by Rust or Python have
+/// the flag already; this catches those the process inherited without it.
+fn close_inherited_on_exec() {
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC closes nothing; it only sets the
+    // close-on-exec flag of the descriptors in the range.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3_u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if done == 0 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        if fd > 2 {
+            // SAFETY: fcntl(2) on a descriptor number: at worst EBADF for one the listing's own
+            // directory handle had, which is ignored.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+        }
+    }
 }
 
 /// A pidfd of the child `pid` (readable once it exits), or `None` where the kernel has none.

@@ -185,3 +185,29 @@ fn a_killed_plugin_is_reaped() {
     plugin.kill();
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
+
+#[test]
+fn the_plugin_inherits_only_its_three_pipes() {
+    // A descriptor without close-on-exec (F_DUPFD does not set it), as a process may inherit
+    // one from its parent; numbered high so no descriptor of the listing can be it.
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    // SAFETY: duplicating a descriptor this test owns; the copy is closed below.
+    #[allow(unsafe_code)]
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD, 900) };
+    assert!(fd >= 900);
+    let (path, _dir) = sh("ls /proc/self/fd");
+    let out = run(&path, &env(), b"", limits(10)).unwrap();
+    let fds: Vec<i32> = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(!fds.contains(&fd), "{fds:?} holds {fd}");
+    assert_eq!(&fds[..3], &[0, 1, 2]);
+    assert!(fds.len() <= 4, "{fds:?}"); // ls's own directory handle
+                                        // SAFETY: closing the duplicate made above.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::close(fd);
+    }
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -247,3 +248,20 @@ def test_a_failing_before_stdin_kills_the_plugin_unread(tmp_path):
         )
     assert _gone(int(started.read_text()))
     assert not read.exists() or read.read_bytes() == b"", "it never read its configuration"
+
+
+def test_the_plugin_inherits_only_its_three_pipes(tmp_path):
+    """Everything braid (and Python) opens is close-on-exec: a plugin sees fds 0-2 and nothing
+    else (the listing's own descriptor aside), even with files and sockets open here."""
+    plugin = tmp_path / "p"
+    plugin.write_text("#!/bin/sh\nexec ls /proc/self/fd\n")
+    plugin.chmod(0o755)
+    held = [plugin.open("rb"), socket.socket()]  # noqa: SIM115 - held open on purpose
+    try:
+        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10)
+    finally:
+        for thing in held:
+            thing.close()
+    fds = sorted(int(name) for name in out.stdout.split())
+    assert fds[:3] == [0, 1, 2]
+    assert len(fds) <= 4, fds  # ls's own directory descriptor
