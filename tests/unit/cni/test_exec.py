@@ -256,7 +256,7 @@ def test_the_plugin_inherits_only_its_three_pipes(tmp_path):
     plugin = tmp_path / "p"
     plugin.write_text("#!/bin/sh\nexec ls /proc/self/fd\n")
     plugin.chmod(0o755)
-    held = [plugin.open("rb"), socket.socket()]  # noqa: SIM115 - held open on purpose
+    held = [plugin.open("rb"), socket.socket()]
     try:
         out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10)
     finally:
