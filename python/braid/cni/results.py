@@ -12,6 +12,7 @@ the container (one ``unlink`` that finds nothing, in the common case).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Protocol
 
 import msgspec
@@ -118,6 +119,7 @@ class CallerResults:
 
     def __init__(self, cache: ResultCache) -> None:
         self.cache = cache  # only to remove what an earlier braid left
+        self._left: bool | None = None  # whether there is a results directory at all
 
     def store(self, net: NetworkList, req: RuntimeRequest, result: bytes) -> None:
         del net, req, result
@@ -135,7 +137,10 @@ class CallerResults:
         return _converted(given, version, fatal=fatal)
 
     def forget(self, net: NetworkList, req: RuntimeRequest) -> None:
-        self.cache.remove(net.name, req.container_id, req.ifname)
+        if self._left is None:  # looked at once per runtime, not once per delegate
+            self._left = os.path.isdir(self.cache.results)  # noqa: PTH112
+        if self._left:
+            self.cache.remove(net.name, req.container_id, req.ifname)
 
     def stale_attachments(self) -> list[CacheEntry]:
         return []
