@@ -8,7 +8,20 @@ median of the per-round differences.
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class Pod(Protocol):
+    """A pod of the thick-mode benchmarks, attached directly or through braid."""
+
+    extra: int
+
+    def add(self) -> object: ...
+
+    def delete(self) -> None: ...
 
 
 @dataclass
@@ -20,6 +33,21 @@ class OverheadRecord:
 
     def add(self, operation: str, side: str, seconds: float) -> None:
         self.samples.setdefault((operation, side), []).append(seconds)
+
+    def timed(self, operation: str, side: str, target: Callable[[], object]) -> None:
+        started = time.perf_counter()
+        target()
+        self.add(operation, side, time.perf_counter() - started)
+
+    def paired_round(self, direct: Pod, measured: Pod, *, measured_first: bool) -> None:
+        """One ADD and one DEL on each side, in the order given; `direct.extra` names them."""
+        sides = [("direct", direct), (self.measured, measured)]
+        if measured_first:
+            sides.reverse()
+        label = f"+{direct.extra} extra network(s)"
+        for side, pod in sides:
+            self.timed(f"ADD {label}", side, pod.add)
+            self.timed(f"DEL {label}", side, pod.delete)
 
     def summary_lines(self) -> list[str]:
         lines = []

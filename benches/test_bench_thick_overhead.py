@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -21,9 +19,9 @@ import pytest
 
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_OVERHEAD
-from thick_direct import DirectPod
+from thick_paired import paired_benchmark
 from thick_shim import ShimPod
-from thick_world import ThickNode, records_left, thick_node
+from thick_world import ThickNode, thick_node_or_fail
 
 PAIRED_ROUNDS = int(os.environ.get("BRAID_PAIRED_ROUNDS", "40"))
 VERSION_ROUNDS = 300
@@ -32,47 +30,15 @@ EXTRA_NETWORKS = [0, 1, 2, 4]
 
 @pytest.fixture(scope="module")
 def thick() -> Iterator[ThickNode]:
-    try:
-        with thick_node(default_concurrency()) as node:
-            yield node
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-
-
-def timed(operation: str, side: str, target: Callable[[], object]) -> None:
-    started = time.perf_counter()
-    target()
-    THICK_OVERHEAD.add(operation, side, time.perf_counter() - started)
-
-
-def paired_round(direct: DirectPod, braid: ShimPod, braid_first: bool) -> None:
-    sides = [("direct", direct.add, direct.delete), ("braid", braid.add, braid.delete)]
-    if braid_first:
-        sides.reverse()
-    label = f"+{direct.extra} extra network(s)"
-    for side, add, delete in sides:
-        timed(f"ADD {label}", side, add)
-        timed(f"DEL {label}", side, delete)
+    with thick_node_or_fail(default_concurrency()) as node:
+        yield node
 
 
 @pytest.mark.parametrize("extra", EXTRA_NETWORKS)
 def test_thick_paired_overhead(benchmark: Any, thick: ThickNode, extra: int) -> None:
     """ADD and DEL of one pod on both sides per round; the figures of docs/performance.md."""
     benchmark.group = f"thick paired rounds, {extra} extra network(s)"
-    suffix = uuid.uuid4().hex[:8]
-    direct = DirectPod(thick.world, extra, f"direct-{suffix}", thick.pod_ns)
-    braid = ShimPod(thick.world, thick.shim, extra, f"braid-{suffix}", thick.pod_ns)
-    paired_round(direct, braid, braid_first=False)  # warm-up: page cache, plugin versions
-    for key in [k for k in THICK_OVERHEAD.samples if k[0].endswith(f"+{extra} extra network(s)")]:
-        del THICK_OVERHEAD.samples[key]
-    rounds = iter(range(1 << 30))
-    benchmark.pedantic(
-        lambda: paired_round(direct, braid, braid_first=next(rounds) % 2 == 1),
-        rounds=PAIRED_ROUNDS,
-    )
-    assert records_left(thick.world) == []
-    if not benchmark.enabled:
-        THICK_OVERHEAD.samples.clear()
+    paired_benchmark(benchmark, THICK_OVERHEAD, thick, extra, PAIRED_ROUNDS)
 
 
 def test_thick_shim_version(benchmark: Any, thick: ThickNode) -> None:

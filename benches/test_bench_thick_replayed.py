@@ -21,7 +21,7 @@ import pytest
 
 from overhead_record import THICK_FIGURES
 from thick_shim import ShimPod
-from thick_world import ThickNode, records_left, thick_node
+from thick_world import ThickNode, records_left, thick_node_or_fail
 
 ROUNDS = 200
 EXTRA_NETWORKS = [0, 1, 2, 4]
@@ -29,11 +29,8 @@ EXTRA_NETWORKS = [0, 1, 2, 4]
 
 @pytest.fixture(scope="module")
 def replayed() -> Iterator[ThickNode]:
-    try:
-        with thick_node(4, replayed=True) as node:
-            yield node
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
+    with thick_node_or_fail(4, replayed=True) as node:
+        yield node
 
 
 def pod_of(replayed: ThickNode, extra: int) -> ShimPod:

@@ -300,3 +300,15 @@ def thick_node(
         inside_netns(host),
     ):
         yield ThickNode(world, shim, pod)
+
+
+@contextmanager
+def thick_node_or_fail(concurrency: int, **options: bool) -> Iterator[ThickNode]:
+    """`thick_node` for a pytest fixture: a world that cannot be made fails the benchmark."""
+    import pytest  # noqa: PLC0415 - only the benchmarks' fixtures need it
+
+    try:
+        with thick_node(concurrency, **options) as node:
+            yield node
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
