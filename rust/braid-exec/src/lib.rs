@@ -62,12 +62,25 @@ pub struct Limits {
 }
 
 /// A started plugin, not yet sent a byte.
+///
+/// Dropped before it was reaped (neither [`Plugin::communicate`] nor [`Plugin::kill`] ran to
+/// the end, e.g. on a panic), its group is killed and it is reaped: no plugin outlives its
+/// handle, and none is left a zombie.
 #[derive(Debug)]
 pub struct Plugin {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
+    reaped: bool,
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+        }
+    }
 }
 
 /// Starts `path` with exactly `env`, in a process group of its own, its three standard streams
@@ -101,6 +114,7 @@ pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io:
                     stdout: child.stdout.take(),
                     stderr: child.stderr.take(),
                     child,
+                    reaped: false,
                 })
             }
         }
@@ -156,9 +170,13 @@ impl Plugin {
 
     /// SIGKILLs the plugin's whole group and reaps the plugin.
     pub fn kill(&mut self) {
+        if self.reaped {
+            return;
+        }
         kill_group(self.child.id());
         self.stdin = None;
         let _ = self.child.wait();
+        self.reaped = true;
     }
 
     fn exchange(&mut self, input: &[u8], limits: Limits) -> Result<(Vec<u8>, Vec<u8>), Failure> {
@@ -264,6 +282,7 @@ impl Plugin {
     fn reap(&mut self, deadline: Option<Instant>) -> io::Result<Option<i32>> {
         loop {
             if let Some(status) = self.child.try_wait()? {
+                self.reaped = true;
                 let code = status
                     .code()
                     .or_else(|| status.signal().map(|s| -s))

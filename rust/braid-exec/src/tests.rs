@@ -211,3 +211,12 @@ fn the_plugin_inherits_only_its_three_pipes() {
         libc::close(fd);
     }
 }
+
+#[test]
+fn a_dropped_plugin_is_killed_and_reaped() {
+    let (path, _dir) = sh("sleep 30");
+    let plugin = spawn(&path, &env(), None).unwrap();
+    let pid = plugin.id();
+    drop(plugin);
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+}

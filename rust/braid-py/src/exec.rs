@@ -19,7 +19,8 @@ fn os_error(err: &io::Error) -> PyErr {
     }
 }
 
-/// A started plugin (`spawn_plugin`) that has not been sent a byte yet.
+/// A started plugin (`spawn_plugin`) that has not been sent a byte yet; dropped unused, it is
+/// killed and reaped (`braid_exec::Plugin`).
 #[pyclass(module = "braid._native")]
 #[derive(Debug)]
 pub struct PluginProcess {
@@ -74,15 +75,6 @@ impl PluginProcess {
     fn kill(&mut self, py: Python<'_>) {
         if let Some(mut plugin) = self.plugin.take() {
             py.detach(move || plugin.kill());
-        }
-    }
-}
-
-impl Drop for PluginProcess {
-    fn drop(&mut self) {
-        // A plugin never fed nor killed must not outlive its handle.
-        if let Some(mut plugin) = self.plugin.take() {
-            plugin.kill();
         }
     }
 }
