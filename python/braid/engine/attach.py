@@ -255,13 +255,12 @@ def _publish(
 def _attach_all(
     runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
 ) -> None:
-    """Runs every attachment in plan order. All of them are prepared before the first delegate
-    runs (plugin lookup, version negotiation, the first plugin's stdin), so a network whose
-    plugin cannot be found or agree on a version fails the ADD before anything was attached
-    (nothing to roll back). Progress is kept in memory
-    only (``entry.state`` and ``entry.result``): the durable plan already on disk lets a DEL
-    after a crash tear down every entry, and the one record write after the last attachment
-    stores the results."""
+    """Runs every attachment in plan order. All of them are prepared before the first delegate runs
+    (plugin lookup, version negotiation, the first plugin's stdin), so a network whose plugin
+    cannot be found or agree on a version fails the ADD before anything was attached (nothing to
+    roll back). Progress is kept in memory only (``entry.state`` and ``entry.result``): the
+    durable plan already on disk lets a DEL after a crash tear down every entry, and the one
+    record write after the last attachment stores the results."""
     prepared = [
         runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
