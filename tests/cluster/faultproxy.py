@@ -238,7 +238,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self._stream(response, entry, drop)
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException, AttributeError):
+            # AttributeError: the upstream was closed under a stream being read (the proxy
+            # cutting its open streams), and http.client's response has no file left.
             self.close_connection = True
         finally:
             with proxy.streams_lock:
