@@ -55,6 +55,24 @@ def test_failure_in_the_middle_rolls_back_and_stops(engine: EngineSetup) -> None
     assert not (engine.ipam_dir / "net-b").exists(), "an attachment after the failure ran"
 
 
+def test_a_network_whose_plugin_is_missing_fails_the_add_before_any_delegate(
+    engine: EngineSetup,
+) -> None:
+    """Every attachment is prepared (plugin found, version agreed) before the first delegate
+    runs: a NAD naming a plugin that is not installed fails the ADD with code 103 while nothing
+    was attached, not after the networks before it were attached and rolled back."""
+    engine.nad("net-ghost", {"cniVersion": "1.0.0", "type": "kghost"})
+
+    error, code = engine.run("ADD", {NETWORKS: "net-a,net-ghost"})
+
+    assert code == 1
+    assert error["code"] == 103
+    assert "kghost" in error["msg"]
+    engine.assert_nothing_left()
+    for network in (CLUSTER, "net-a"):
+        assert not (engine.ipam_dir / network).exists(), f"a delegate of {network} ran"
+
+
 def test_del_without_netns_releases_everything_it_can(engine: EngineSetup) -> None:
     engine.add("net-a,net-b")
     assert len(engine.leases("net-b")) == 1
