@@ -252,6 +252,9 @@ impl Plugin {
             {
                 self.stderr = None;
             }
+            // Stderr is only copied to the caller's: the first `max_stdout` bytes are kept and
+            // the rest is read and dropped, so a chatty plugin never blocks nor fills memory.
+            err.truncate(limits.max_stdout);
             if slots.exit.is_some_and(|i| fds[i].revents != 0) {
                 exited = true;
             }

@@ -220,3 +220,12 @@ fn a_dropped_plugin_is_killed_and_reaped() {
     drop(plugin);
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
 }
+
+#[test]
+fn stderr_past_the_limit_is_cut_and_the_plugin_still_finishes() {
+    let (path, _dir) = sh("head -c 3000000 /dev/zero >&2; echo '{}'");
+    let out = run(&path, &env(), b"", limits(10)).unwrap();
+    assert_eq!(out.code, 0);
+    assert_eq!(out.stdout, b"{}\n");
+    assert_eq!(out.stderr.len(), 1 << 20);
+}
