@@ -2,8 +2,8 @@
 
 Reference §1.1 (transport, lookup, ``ETXTBSY``) and §7 "Timeouts / process handling": every
 plugin leads a process group of its own (so the whole group can be killed), inherits no
-descriptor but its three pipes (everything braid and Python open is close-on-exec), has stdout
-and stderr drained concurrently, and a deadline.
+descriptor but its three pipes (every other one is marked close-on-exec before the start), has
+stdout and stderr drained concurrently, and a deadline.
 """
 
 from __future__ import annotations

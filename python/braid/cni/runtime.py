@@ -97,10 +97,10 @@ class Runtime:
 
     def prepare_add(self, net: NetworkList, req: RuntimeRequest) -> PreparedAdd:
         """Everything an ADD does before its first plugin runs, done now (``add_prepared``
-        runs it): a caller with several lists to attach prepares them all while something
-        else it must wait for before the first execution is under way (braid's durable plan).
-        Plugin lookup and version negotiation may execute a plugin's VERSION (once per
-        binary). Errors are the ones ``add`` raises before executing anything."""
+        runs it): a caller with several lists to attach prepares them all first, so that a
+        list that cannot run fails before any was attached (braid's engine). Plugin lookup and
+        version negotiation may execute a plugin's VERSION (once per binary). Errors are the
+        ones ``add`` raises before executing anything."""
         validate_attachment(req, net.name)
         return self._prepare(net, req)
 

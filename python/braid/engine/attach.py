@@ -130,28 +130,38 @@ def _add(
                 raise
             _roll_back(ctx, runtime, record, request, exc)
             raise
-        if answer is not None and ctx.publisher is None:
-            # Nothing outside the record waits for the status: the answer goes first, the
-            # status (from results already validated) and the record's rewrite follow.
-            default = _default_result(ctx, record)
-            answer(default)
-            status = _status_after_answer(record)
-            _rewrite_after_answer(ctx, record)
-            return AddOutcome(result=default, network_status=status, plan=plan)
-        if answer is None:
-            with phase("record_write"):
-                status = _set_status(record)
-                # The record's one rewrite: every result and the status (atomic, not fsynced).
-                ctx.records().write(record, durable=False)
-        else:
-            status = _set_status(record)
-        # The publisher times its own work (the daemon's measures the real PATCH).
-        _publish(ctx, runtime, record, request, status)
-        default = _default_result(ctx, record)
-        if answer is not None:
-            answer(default)
-            _rewrite_after_answer(ctx, record)
+        default, status = _finish(ctx, runtime, record, request, answer)
     return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _finish(
+    ctx: EngineContext,
+    runtime: Runtime,
+    record: AttachmentRecord,
+    request: CniRequest,
+    answer: EarlyAnswer | None,
+) -> tuple[bytes, bytes]:
+    """After the last attachment: the network-status, its publication, the answer and the
+    record's one rewrite (every result and the status; atomic, not fsynced), each as early as
+    its reader needs it. Returns the default network's result and the status."""
+    if answer is None:  # braid-thin prints after this returns: the record first
+        with phase("record_write"):
+            status = _set_status(record)
+            ctx.records().write(record, durable=False)
+        _publish(ctx, runtime, record, request, status)
+        return _default_result(ctx, record), status
+    # A publisher's refusal fails the ADD, so it gets the status before the answer; without
+    # one, only the rewrite after the answer needs it (from results already validated).
+    publishing = ctx.publisher is not None
+    status = _set_status(record) if publishing else b""
+    if publishing:
+        _publish(ctx, runtime, record, request, status)  # times its own work
+    default = _default_result(ctx, record)
+    answer(default)
+    if not publishing:
+        status = _status_after_answer(record)
+    _rewrite_after_answer(ctx, record)
+    return default, status
 
 
 class PlanGate:

@@ -11,8 +11,10 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+
+use crate::exec::os_error;
 
 fn rename_into(from: &str, target: &str) -> io::Result<()> {
     match fs::rename(from, target) {
@@ -90,10 +92,7 @@ fn write_durable(
             ))
         }
     };
-    written.map_err(|err| match err.raw_os_error() {
-        Some(errno) => PyOSError::new_err((errno, err.to_string())),
-        None => PyOSError::new_err(err.to_string()),
-    })
+    written.map_err(|err| os_error(&err))
 }
 
 /// Adds this module's functions to `_native`.

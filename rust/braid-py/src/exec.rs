@@ -12,7 +12,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-fn os_error(err: &io::Error) -> PyErr {
+/// An `io::Error` as Python's `OSError`, with its errno when it has one.
+pub fn os_error(err: &io::Error) -> PyErr {
     match err.raw_os_error() {
         Some(errno) => PyOSError::new_err((errno, err.to_string())),
         None => PyOSError::new_err(err.to_string()),
