@@ -210,7 +210,9 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
     assert list((engine.cni_dir / "records").glob("*")) == []
     assert list((engine.cni_dir / "results").glob("*")) == []
 
-    bound = daemon.concurrency
+    # Each request in a slot runs one delegate and may hold the next one started ahead,
+    # unread (braid.cni.exec.StartsAhead): never more than two delegates per slot.
+    bound = 2 * daemon.concurrency
     assert 0 < adds.peak_children <= bound, adds.peak_children
     assert dels.peak_children <= bound, dels.peak_children
     peak_mib = max(adds.peak_rss_kib, dels.peak_rss_kib) / 1024

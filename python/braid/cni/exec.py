@@ -11,7 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -48,11 +49,17 @@ class Executor(Protocol):
     ) -> ExecOutput: ...
 
 
+# One plugin execution known before it happens: the binary and its whole environment.
+Run = tuple[str, Mapping[str, str]]
+
+
 class StdinGatedExecutor(Executor, Protocol):
     """An executor that can start the plugin before its stdin may be given: ``before_stdin``
     is called once the process exists and before it is sent a byte (a plugin can act on
     nothing before it has read its configuration); if it raises, the plugin is killed unread
-    and the exception propagates. Executors say so with ``gates_stdin = True``."""
+    and the exception propagates. Such an executor also starts the next execution of
+    ``ahead`` while this one runs (``StartsAhead``). Executors say so with
+    ``gates_stdin = True``."""
 
     gates_stdin: bool
 
@@ -64,7 +71,60 @@ class StdinGatedExecutor(Executor, Protocol):
         stdin: bytes,
         timeout: float | None,
         before_stdin: Callable[[], None] | None = None,
+        ahead: StartsAhead | None = None,
     ) -> ExecOutput: ...
+
+
+class StartsAhead:
+    """The executions one request will make, in order (``expect``), so that each plugin is
+    started while the one before it runs: the next plugin's exec and start-up overlap the
+    current plugin's work, and it then waits, unread, on its stdin until its turn
+    (``ProcessExecutor.execute``). A plugin can act on nothing before it has read its
+    configuration, so one started ahead and never used is killed having done nothing.
+
+    An execution that is not the next one expected (a failure's rollback, a plan that went
+    another way) ends the expectations: the plugin held for it is killed and everything from
+    there is started as usual. ``close`` kills what is still held; the request's owner calls
+    it when the request ends, whatever happened. One request's, used by one thread."""
+
+    def __init__(self) -> None:
+        self._runs: deque[Run] = deque()
+        self._held: tuple[str, Mapping[str, str], _native.PluginProcess] | None = None
+
+    def expect(self, runs: Iterable[Run]) -> None:
+        self._runs.extend(runs)
+
+    def take(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess | None:
+        """The plugin started ahead for this execution, if it is the one expected."""
+        runs, held = self._runs, self._held
+        self._held = None
+        if runs and runs[0][0] == path and runs[0][1] == env:
+            runs.popleft()
+        else:
+            runs.clear()
+        if held is None:
+            return None
+        if held[0] == path and held[1] == env:
+            return held[2]
+        held[2].kill()
+        return None
+
+    def start_next(self, spawn: Callable[[str, Mapping[str, str]], _native.PluginProcess]) -> None:
+        """Starts the next expected execution's plugin (nothing when none is expected). One that
+        cannot start ends the expectations: its own turn starts it again and reports why."""
+        if self._held is not None or not self._runs:
+            return
+        path, env = self._runs[0]
+        try:
+            self._held = (path, env, spawn(path, env))
+        except (CniError, OSError):
+            self._runs.clear()
+
+    def close(self) -> None:
+        self._runs.clear()
+        held, self._held = self._held, None
+        if held is not None:
+            held[2].kill()
 
 
 def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
@@ -137,13 +197,20 @@ class ProcessExecutor:
         stdin: bytes,
         timeout: float | None,
         before_stdin: Callable[[], None] | None = None,
+        ahead: StartsAhead | None = None,
     ) -> ExecOutput:
         """Runs the plugin; ``before_stdin`` (``StdinGatedExecutor``) runs between its start
-        and its first byte of stdin, and a failure there kills it unread."""
-        proc = self._spawn(path, env)
+        and its first byte of stdin, and a failure there kills it unread. With ``ahead``, the
+        plugin may already be running (started during the previous execution), and the next
+        expected one is started before this one gets its stdin."""
+        proc = ahead.take(path, env) if ahead is not None else None
+        if proc is None:
+            proc = self._spawn(path, env)
         try:
             if before_stdin is not None:
                 before_stdin()
+            if ahead is not None:
+                ahead.start_next(self._spawn)
             outcome, code, stdout, stderr = proc.communicate(
                 stdin=stdin,
                 timeout=timeout,

@@ -20,8 +20,8 @@ import msgspec
 from braid import _native
 from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
-from braid.cni.exec import Executor, ProcessExecutor, find_plugin
-from braid.cni.invoke import PluginCall, PluginInvoker
+from braid.cni.exec import Executor, ProcessExecutor, Run, find_plugin
+from braid.cni.invoke import PluginCall, PluginInvoker, plugin_env
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import RuntimeRequest, request_from_entry, validate_attachment
@@ -126,6 +126,19 @@ class Runtime:
             self._roll_back(net, plan, req, exc)
             raise
         return _native.convert_result(data=final, to_version=net.summary.effective_version)
+
+    def add_runs(self, prepared: PreparedAdd) -> list[Run]:
+        """The plugin executions ``add_prepared`` will make if every plugin succeeds, in
+        order (for ``StartsAhead``)."""
+        env = plugin_env(prepared.call, self.plugin_dirs, self.invoker.environ)
+        return [(path, env) for path in prepared.plan.paths]
+
+    def delete_runs(self, net: NetworkList, req: RuntimeRequest) -> list[Run]:
+        """The plugin executions ``delete`` will make, in order (for ``StartsAhead``). Plugin
+        lookup and version negotiation happen here as in ``delete``, with its errors."""
+        plan = self._plan(net)
+        env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
+        return [(path, env) for path in reversed(plan.paths)]
 
     def delete(
         self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None

@@ -27,7 +27,7 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from braid.cni.exec import ExecOutput, Executor, StdinGatedExecutor
+from braid.cni.exec import ExecOutput, Executor, StartsAhead, StdinGatedExecutor
 from braid.daemon.scheduler import Scheduler
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
@@ -129,14 +129,20 @@ class TimedExecutor:
         stdin: bytes,
         timeout: float | None,
         before_stdin: Callable[[], None] | None = None,
+        ahead: StartsAhead | None = None,
     ) -> ExecOutput:
         start = time.perf_counter()
         try:
-            if before_stdin is None:
+            if before_stdin is None and ahead is None:
                 return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
             gated = cast("StdinGatedExecutor", self.inner)
             return gated.execute(
-                path, env=env, stdin=stdin, timeout=timeout, before_stdin=before_stdin
+                path,
+                env=env,
+                stdin=stdin,
+                timeout=timeout,
+                before_stdin=before_stdin,
+                ahead=ahead,
             )
         finally:
             plugin = path.rpartition("/")[2]  # the plugin type (no Path: a call per delegate)

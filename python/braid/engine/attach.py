@@ -25,6 +25,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
+from braid.cni.exec import StartsAhead
 from braid.engine.context import (
     EngineContext,
     NoStore,
@@ -118,9 +119,10 @@ def _add(
         # The interface names are checked and the plan written at the gate, once the first
         # delegate has been started and before it gets its stdin.
         gate = PlanGate(ctx, record, plan, request.netns)
-        runtime = ctx.runtime(request, gate=gate)
+        ahead = StartsAhead()
+        runtime = ctx.runtime(request, gate=gate, ahead=ahead)
         try:
-            _attach_all(runtime, record, plan, request.netns)
+            _attach_all(runtime, record, plan, request.netns, ahead)
             for attachment in plan.attachments:
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
@@ -128,8 +130,11 @@ def _add(
                 with contextlib.suppress(CniError):  # the first error is the one to report
                     ctx.records().remove(record.container_id)
                 raise
+            ahead.close()
             _roll_back(ctx, runtime, record, request, exc)
             raise
+        finally:
+            ahead.close()
         default, status = _finish(ctx, runtime, record, request, answer)
     return AddOutcome(result=default, network_status=status, plan=plan)
 
@@ -263,7 +268,11 @@ def _publish(
 
 
 def _attach_all(
-    runtime: Runtime, record: AttachmentRecord, plan: AttachmentPlan, netns: str
+    runtime: Runtime,
+    record: AttachmentRecord,
+    plan: AttachmentPlan,
+    netns: str,
+    ahead: StartsAhead,
 ) -> None:
     """Runs every attachment in plan order. All of them are prepared before the first delegate runs
     (plugin lookup, version negotiation, the first plugin's stdin), so a network whose plugin
@@ -275,6 +284,7 @@ def _attach_all(
         runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
     ]
+    ahead.expect(run for ready in prepared for run in runtime.add_runs(ready))
     for entry, attachment, ready in zip(
         record.attachments, plan.attachments, prepared, strict=True
     ):

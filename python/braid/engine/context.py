@@ -13,7 +13,13 @@ from braid.cni import (
     Runtime,
     RuntimeRequest,
 )
-from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, StdinGatedExecutor
+from braid.cni.exec import (
+    ExecOutput,
+    Executor,
+    ProcessExecutor,
+    StartsAhead,
+    StdinGatedExecutor,
+)
 from braid.cni.locks import LockDirectory
 from braid.engine.record import (
     RECORD_KIND,
@@ -80,19 +86,26 @@ class EngineContext:
     def _locks(self) -> LockDirectory:
         return LockDirectory(self.cni_dir / "engine")
 
-    def runtime(self, request: CniRequest, *, gate: Gate | None = None) -> Runtime:
+    def runtime(
+        self,
+        request: CniRequest,
+        *,
+        gate: Gate | None = None,
+        ahead: StartsAhead | None = None,
+    ) -> Runtime:
         """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
         engine's own locks (``locks()``: the container's stripe for ADD, DEL and CHECK, the GC
         lock for GC, held for the whole operation), so it takes no lock file of its own; and
         without a result cache: the attachment record holds every result and the engine hands
         it back as ``prev_result`` to DEL and CHECK. ``gate``: called before every plugin
         execution until it returns once (an ADD's durable plan); while it raises, nothing is
-        executed."""
+        executed. ``ahead``: the request's expected executions, each plugin started during the
+        one before (``StartsAhead``; the caller fills and closes it)."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
         executor = self.executor
-        if gate is not None:
-            executor = GatedExecutor(executor or ProcessExecutor(), gate)
+        if gate is not None or ahead is not None:
+            executor = RequestExecutor(executor or ProcessExecutor(), gate, ahead)
         return Runtime(
             unique,
             cache_dir=self.config.cni_dir,
@@ -106,31 +119,36 @@ class EngineContext:
 Gate = Callable[[], None]
 
 
-class GatedExecutor:
-    """Passes ``gate`` before the first plugin execution gets its stdin: the ADD's plan record
-    is written on another thread while the runtime prepares the first delegate, and no delegate
-    reads a byte of its configuration before the plan is on disk (``docs/adr/0002``). An
-    executor that can start the plugin first (``StdinGatedExecutor``, the real one) does so, so
-    the write also overlaps the plugin's start-up; with any other, the gate is passed before
-    the execution. A gate that raised raises again at every execution, so nothing runs after
-    it failed (a plugin started meanwhile is killed before it read anything)."""
+class RequestExecutor:
+    """One request's executor: passes ``gate`` before the first plugin execution gets its
+    stdin (an ADD's plan written durably, ``docs/adr/0002``; no delegate reads a byte of its
+    configuration before it is on disk) and starts plugins ``ahead``. An executor that can
+    start the plugin first (``StdinGatedExecutor``, the real one) does both, so the write
+    overlaps the plugin's start-up; with any other, the gate is passed before the execution
+    and nothing is started ahead. A gate that raised raises again at every execution, so
+    nothing runs after it failed (a plugin started meanwhile is killed before it read
+    anything)."""
 
-    def __init__(self, inner: Executor, gate: Gate) -> None:
+    def __init__(self, inner: Executor, gate: Gate | None, ahead: StartsAhead | None) -> None:
         self.inner = inner
-        self.gate: Gate | None = gate
+        self.gate = gate
+        self.ahead = ahead
         self.failed = False
 
     def execute(
         self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
     ) -> ExecOutput:
-        if self.gate is None:
-            return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
         if self.failed:  # raises again, before any plugin starts
             self._pass()
         if getattr(self.inner, "gates_stdin", False):
             gated = cast("StdinGatedExecutor", self.inner)
             return gated.execute(
-                path, env=env, stdin=stdin, timeout=timeout, before_stdin=self._pass
+                path,
+                env=env,
+                stdin=stdin,
+                timeout=timeout,
+                before_stdin=self._pass if self.gate is not None else None,
+                ahead=self.ahead,
             )
         self._pass()
         return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)

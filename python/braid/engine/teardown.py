@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from braid.cni import Runtime
+from braid.cni import NetworkList, Runtime, RuntimeRequest
+from braid.cni.exec import StartsAhead
 from braid.engine.context import (
     EngineContext,
     NoStore,
@@ -30,16 +31,25 @@ from braid.nad.store import pod_annotations
 
 
 def tear_down(
-    runtime: Runtime, record: AttachmentRecord, entries: list[AttachmentEntry], *, netns: str
+    runtime: Runtime,
+    record: AttachmentRecord,
+    entries: list[AttachmentEntry],
+    *,
+    netns: str,
+    ahead: StartsAhead | None = None,
 ) -> list[CniError]:
-    """DELs ``entries`` in reverse; returns every failure (each entry's state says which)."""
+    """DELs ``entries`` in reverse; returns every failure (each entry's state says which).
+    ``ahead`` (the runtime's, ``EngineContext.runtime``) is told every execution to come."""
     errors: list[CniError] = []
-    for entry in reversed(entries):
-        request = runtime_request(record, entry, netns=netns)
+    steps = [(entry, _network_of(entry)) for entry in reversed(entries)]
+    requests = [runtime_request(record, entry, netns=netns) for entry, _ in steps]
+    if ahead is not None:
+        _expect_deletes(runtime, steps, requests, ahead)
+    for (entry, network), request in zip(steps, requests, strict=True):
         try:
-            runtime.delete(
-                entry.attachment().network_list(), request, prev_result=entry.result_bytes()
-            )
+            if isinstance(network, CniError):
+                raise network
+            runtime.delete(network, request, prev_result=entry.result_bytes())
         except CniError as exc:
             entry.state = "failed"
             entry.error = str(exc)
@@ -47,6 +57,31 @@ def tear_down(
         else:
             entry.state = "deleted"
     return errors
+
+
+def _network_of(entry: AttachmentEntry) -> NetworkList | CniError:
+    """The entry's network list, or why it has none (its DEL's failure, in its turn)."""
+    try:
+        return entry.attachment().network_list()
+    except CniError as exc:
+        return exc
+
+
+def _expect_deletes(
+    runtime: Runtime,
+    steps: list[tuple[AttachmentEntry, NetworkList | CniError]],
+    requests: list[RuntimeRequest],
+    ahead: StartsAhead,
+) -> None:
+    """Every plugin execution the DELs will make, up to the first attachment whose plugins
+    cannot be planned (its own DEL reports why, in its turn)."""
+    for (_, network), request in zip(steps, requests, strict=True):
+        if isinstance(network, CniError):
+            return
+        try:
+            ahead.expect(runtime.delete_runs(network, request))
+        except CniError:
+            return
 
 
 def _fallback_record(
@@ -107,8 +142,14 @@ def delete(
             record = _fallback_record(ctx, request, capability_args)
             if corrupt is not None:
                 _merge_salvaged(record, corrupt.salvaged)
-        runtime = ctx.runtime(request)
-        errors = tear_down(runtime, record, record.attachments, netns=request.netns)
+        ahead = StartsAhead()
+        runtime = ctx.runtime(request, ahead=ahead)
+        try:
+            errors = tear_down(
+                runtime, record, record.attachments, netns=request.netns, ahead=ahead
+            )
+        finally:
+            ahead.close()
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
