@@ -55,6 +55,30 @@ def test_failure_in_the_middle_rolls_back_and_stops(engine: EngineSetup) -> None
     assert not (engine.ipam_dir / "net-b").exists(), "an attachment after the failure ran"
 
 
+def test_the_delegate_started_ahead_of_a_failure_is_killed_unread(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """While a delegate runs, the next one is already started, waiting on its stdin
+    (braid.cni.exec.StartsAhead): when the running one fails, the next is killed before it
+    read a byte, so it did nothing, and the rollback runs as before."""
+    failing = fakes.install_failing(engine.plugin_dir, delay=0.5)
+    log = tmp_path / "witness.log"
+    witness = fakes.install_witness(engine.plugin_dir, log)
+    engine.nad("net-fail", {"cniVersion": "1.0.0", "type": failing})
+    engine.nad("net-witness", {"cniVersion": "1.0.0", "type": witness})
+
+    error, code = engine.run("ADD", {NETWORKS: "net-a,net-fail,net-witness"})
+
+    assert (code, error["code"]) == (1, 999)
+    events = [line.split() for line in log.read_text().splitlines()]
+    started = [int(pid) for pid, event, command in events if (event, command) == ("started", "ADD")]
+    assert len(started) == 1, f"the witness was started ahead once: {events}"
+    assert [e for e in events if e[1] == "read"] == [], "it never read its configuration"
+    assert not Path(f"/proc/{started[0]}").exists(), "it was killed and reaped"
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")
+
+
 def test_a_network_whose_plugin_is_missing_fails_the_add_before_any_delegate(
     engine: EngineSetup,
 ) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from braid.cni import NetworkList, Runtime, RuntimeRequest
-from braid.cni.exec import StartsAhead
+from braid.cni.exec import Run, StartsAhead
 from braid.engine.context import (
     EngineContext,
     NoStore,
@@ -74,14 +74,17 @@ def _expect_deletes(
     ahead: StartsAhead,
 ) -> None:
     """Every plugin execution the DELs will make, up to the first attachment whose plugins
-    cannot be planned (its own DEL reports why, in its turn)."""
+    cannot be planned (its own DEL reports why, in its turn). All are planned before any is
+    expected: planning may execute a plugin's VERSION, which is no DEL of the sequence."""
+    runs: list[Run] = []
     for (_, network), request in zip(steps, requests, strict=True):
         if isinstance(network, CniError):
-            return
+            break
         try:
-            ahead.expect(runtime.delete_runs(network, request))
+            runs += runtime.delete_runs(network, request)
         except CniError:
-            return
+            break
+    ahead.expect(runs)
 
 
 def _fallback_record(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
+from braid.cni.exec import StartsAhead
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -265,3 +266,116 @@ def test_the_plugin_inherits_only_its_three_pipes(tmp_path):
     fds = sorted(int(name) for name in out.stdout.split())
     assert fds[:3] == [0, 1, 2]
     assert len(fds) <= 4, fds  # ls's own directory descriptor
+
+
+# --- StartsAhead: each plugin started while the one before it runs ---------------------------
+
+
+def _witness(tmp_path: Path, name: str = "w") -> Path:
+    """A plugin that logs "<pid> started <tag>" before reading stdin and "<pid> read <tag>"
+    after (tag: $TAG), then holds on for $HOLD seconds and prints {}."""
+    plugin = tmp_path / name
+    log = tmp_path / "log"
+    plugin.write_text(
+        "#!/bin/sh\n"
+        f'echo "$$ started $TAG" >> {log}\n'
+        "cat > /dev/null\n"
+        f'echo "$$ read $TAG" >> {log}\n'
+        'sleep "${HOLD:-0}"\n'
+        'echo "{}"\n'
+    )
+    plugin.chmod(0o755)
+    return plugin
+
+
+def _log(tmp_path: Path) -> list[tuple[int, str, str]]:
+    path = tmp_path / "log"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(int(pid), event, tag) for pid, event, tag in (line.split() for line in lines)]
+
+
+def _run_ahead(plugin: Path, env: dict[str, str], ahead: StartsAhead) -> bytes:
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, ahead=ahead)
+    assert out.returncode == 0, out
+    return out.stdout
+
+
+def test_the_next_plugin_is_started_while_one_runs_and_read_only_in_its_turn(tmp_path):
+    plugin = _witness(tmp_path)
+    first, second = {"TAG": "first", "HOLD": "0.5"}, {"TAG": "second"}
+    ahead = StartsAhead()
+    ahead.expect([(str(plugin), first), (str(plugin), second)])
+
+    _run_ahead(plugin, first, ahead)
+    # While the first held on, the second was started; it has not read its stdin yet.
+    during = [(e, t) for _, e, t in _log(tmp_path)]
+    assert ("started", "second") in during
+    assert ("read", "second") not in during
+    _run_ahead(plugin, second, ahead)
+
+    events = _log(tmp_path)
+    started = {t: pid for pid, e, t in events if e == "started"}
+    read = {t: pid for pid, e, t in events if e == "read"}
+    assert read == started, "each plugin read its stdin in the process started for it"
+    assert len(events) == 4
+    ahead.close()
+
+
+def test_an_unexpected_execution_kills_the_plugin_started_ahead_unread(tmp_path):
+    plugin = _witness(tmp_path)
+    ahead = StartsAhead()
+    ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
+    _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
+    held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
+    assert held, "b was started ahead"
+
+    _run_ahead(plugin, {"TAG": "other"}, ahead)  # not b: the plan went another way
+
+    assert _gone(held[0])
+    assert not [t for _, e, t in _log(tmp_path) if (e, t) == ("read", "b")], "b never read"
+    # Nothing more is started ahead once the order is broken.
+    _run_ahead(plugin, {"TAG": "b"}, ahead)
+    tags = [t for _, e, t in _log(tmp_path) if e == "started"]
+    assert sorted(tags[:2]) == ["a", "b"]  # the two may log their start in either order
+    assert tags[2:] == ["other", "b"]
+
+
+def test_same_binary_other_environment_is_not_the_expected_execution(tmp_path):
+    plugin = _witness(tmp_path)
+    ahead = StartsAhead()
+    ahead.expect([(str(plugin), {"TAG": "x", "HOLD": "0.3"}), (str(plugin), {"TAG": "y"})])
+    _run_ahead(plugin, {"TAG": "x", "HOLD": "0.3"}, ahead)
+
+    _run_ahead(plugin, {"TAG": "y", "EXTRA": "1"}, ahead)
+
+    events = _log(tmp_path)
+    held, fresh = [pid for pid, e, t in events if (e, t) == ("started", "y")]
+    assert [pid for pid, e, t in events if (e, t) == ("read", "y")] == [fresh]
+    assert _gone(held)
+
+
+def test_close_kills_the_plugin_held_ahead(tmp_path):
+    plugin = _witness(tmp_path)
+    ahead = StartsAhead()
+    ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
+    _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
+    held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
+    assert held
+
+    ahead.close()
+
+    assert _gone(held[0])
+    assert [(e, t) for _, e, t in _log(tmp_path)].count(("read", "b")) == 0
+
+
+def test_a_plugin_that_cannot_be_started_ahead_fails_in_its_own_turn(tmp_path):
+    plugin = _witness(tmp_path)
+    missing = tmp_path / "gone"
+    ahead = StartsAhead()
+    ahead.expect([(str(plugin), {"TAG": "a"}), (str(missing), {"TAG": "b"})])
+
+    _run_ahead(plugin, {"TAG": "a"}, ahead)  # starting the missing one ahead fails quietly
+
+    with pytest.raises(CniError) as info:
+        _run_ahead(missing, {"TAG": "b"}, ahead)
+    assert info.value.code == PLUGIN_NOT_FOUND

@@ -3,6 +3,7 @@ with the arguments it was added with, failures collected, and the record kept un
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -73,6 +74,24 @@ def test_del_replays_the_record_in_reverse(dirs: Any) -> None:
     assert net1["args"]["cni"]["ips"] == ["10.1.0.5/24"]
     assert net1["runtimeConfig"] == {"ips": ["10.1.0.5/24"]}
     assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
+
+
+def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
+    """braid.cni.exec.StartsAhead: the next DEL's plugin is already running while the current
+    one works (0.4 s here), and reads its configuration only once the current one is done."""
+    write_record(dirs)
+    dirs.behave("fakesec", "DEL", sleep=0.4)
+
+    assert run_cni(dirs.env("DEL"), dirs.stdin()) == (b"", 0)
+
+    calls = dirs.calls("DEL")
+    assert len(calls) == 3
+    for current, following in itertools.pairwise(calls):
+        if current["plugin"] != "fakesec":
+            continue
+        done = current["read"] + 0.4
+        assert following["started"] < done, "started while the one before still worked"
+        assert following["read"] >= done, "its stdin came only after the one before returned"
 
 
 def test_del_goes_on_past_failures_and_keeps_the_record(dirs: Any) -> None:

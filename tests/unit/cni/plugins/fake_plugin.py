@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+STARTED = time.time()  # before stdin is read: a plugin started ahead waits after this
 NAME = Path(sys.argv[0]).name
 STATE = Path(os.environ["FAKE_CNI_STATE"])
 ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
@@ -43,6 +44,7 @@ def default_stdout(command, conf):
 
 def main():
     raw = sys.stdin.buffer.read()
+    read = time.time()
     try:
         conf = json.loads(raw)
     except ValueError:
@@ -54,6 +56,8 @@ def main():
         "path_env": os.environ.get("PATH"),
         "stdin": conf,
         "pid": os.getpid(),
+        "started": STARTED,
+        "read": read,
     }
     with (STATE / "calls.jsonl").open("a") as log:
         log.write(json.dumps(record) + "\n")
