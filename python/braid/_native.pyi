@@ -5,6 +5,7 @@ from typing import Literal, final
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "DurableWrite",
     "PluginProcess",
     "append_plugins",
     "build_cni_args",
@@ -26,6 +27,7 @@ __all__ = [
     "select_list_version",
     "set_default_route",
     "spawn_plugin",
+    "start_durable_write",
     "write_durable",
 ]
 
@@ -70,12 +72,21 @@ def write_durable(
 ) -> None: ...
 
 @final
+class DurableWrite:
+    def wait(self) -> None: ...
+
+def start_durable_write(
+    *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None
+) -> DurableWrite: ...
+
+@final
 class PluginProcess:
     @property
     def pid(self) -> int: ...
     def communicate(
         self, *, stdin: bytes, timeout: float | None, exit_grace: float, max_stdout: int
     ) -> tuple[Literal["exited", "timeout", "overflow"], int, bytes, bytes]: ...
+    def feed(self, stdin: bytes) -> int: ...
     def kill(self) -> None: ...
 
 def spawn_plugin(

@@ -109,6 +109,10 @@ class StartsAhead:
         held[2].kill()
         return None
 
+    def next_to_start(self) -> bool:
+        """Whether an execution is expected whose plugin is not started yet."""
+        return self._held is None and bool(self._runs)
+
     def start_next(self, spawn: Callable[[str, Mapping[str, str]], _native.PluginProcess]) -> None:
         """Starts the next expected execution's plugin (nothing when none is expected). One that
         cannot start ends the expectations: its own turn starts it again and reports why."""
@@ -209,7 +213,11 @@ class ProcessExecutor:
         try:
             if before_stdin is not None:
                 before_stdin()
-            if ahead is not None:
+            if ahead is not None and ahead.next_to_start():
+                # This plugin gets its stdin first (all of it fits a pipe's buffer), so it
+                # works while the next one is being started.
+                taken = proc.feed(stdin)
+                stdin = stdin[taken:]
                 ahead.start_next(self._spawn)
             outcome, code, stdout, stderr = proc.communicate(
                 stdin=stdin,

@@ -116,8 +116,9 @@ def _add(
         plan = plan_for(ctx, request, capability_args)
     record = new_record(ctx, request, plan)
     with ctx.locks().container(request.container_id):
-        # The interface names are checked and the plan written at the gate, once the first
-        # delegate has been started and before it gets its stdin.
+        # The plan's durable write starts now, on a writer thread; the interface names are
+        # checked and the write awaited at the gate, once the first delegate has been started
+        # and before it gets its stdin.
         gate = PlanGate(ctx, record, plan, request.netns)
         ahead = StartsAhead()
         runtime = ctx.runtime(request, gate=gate, ahead=ahead)
@@ -127,6 +128,7 @@ def _add(
                 apply_default_routes(attachment, request.netns)
         except CniError as exc:
             if not gate.passed:  # no delegate ran: nothing to roll back
+                gate.settle()  # the plan's write is over before its record goes
                 with contextlib.suppress(CniError):  # the first error is the one to report
                     ctx.records().remove(record.container_id)
                 raise
@@ -135,6 +137,7 @@ def _add(
             raise
         finally:
             ahead.close()
+            gate.settle()  # no write of this container's record outlives its lock
         default, status = _finish(ctx, runtime, record, request, answer)
     return AddOutcome(result=default, network_status=status, plan=plan)
 
@@ -188,6 +191,7 @@ class PlanGate:
         self.netns = netns
         self.passed = False
         self.error: CniError | None = None
+        self.write = self.records.start_durable(record)
 
     def __call__(self) -> None:
         if self.passed:
@@ -196,11 +200,15 @@ class PlanGate:
             raise self.error
         try:
             interfaces_free(self.netns, self.plan.attachments)
-            self.records.write_durable(self.record)
+            self.write.wait()
         except CniError as exc:
             self.error = exc
             raise
         self.passed = True
+
+    def settle(self) -> None:
+        """Waits for the plan's write to end, whatever its outcome."""
+        self.write.settle()
 
 
 def _set_status(record: AttachmentRecord) -> bytes:

@@ -201,6 +201,20 @@ class RecordStore:
         except OSError as exc:
             raise _write_failed(record.container_id, exc) from exc
 
+    def start_durable(self, record: AttachmentRecord) -> PendingWrite:
+        """``write_durable`` on one of braid's writer threads: returns at once, the write under
+        way (the caller goes on with other work); ``PendingWrite.wait`` gives its outcome."""
+        target = self._target(record.container_id)
+        data = _encoder.encode(record)
+        spare = None
+        if self.spares is not None and len(data) <= SPARE_SIZE:
+            spare = self.spares.take()
+        if spare is not None:
+            write = _native.start_durable_write(data=data, target=target, spare=spare)
+        else:
+            write = _native.start_durable_write(data=data, target=target, tmp=self._tmp(target))
+        return PendingWrite(write, record.container_id)
+
     def _tmp(self, target: str) -> str:
         return os.path.join(self._dir, f".{os.path.basename(target)}.{os.getpid()}.tmp")
 
@@ -231,6 +245,27 @@ class RecordStore:
                 f"cannot remove the attachment record of container {container_id}",
                 str(exc),
             ) from exc
+
+
+class PendingWrite:
+    """A durable record write under way (``RecordStore.start_durable``)."""
+
+    def __init__(self, write: _native.DurableWrite, container_id: str) -> None:
+        self._write = write
+        self._container_id = container_id
+
+    def wait(self) -> None:
+        """Returns once the record is on disk; raises ``CniError`` (code 5) when it could not
+        be written. Every call gives the same outcome."""
+        try:
+            self._write.wait()
+        except OSError as exc:
+            raise _write_failed(self._container_id, exc) from exc
+
+    def settle(self) -> None:
+        """Waits for the write to end, whatever its outcome (before the record is removed)."""
+        with contextlib.suppress(CniError):
+            self.wait()
 
 
 def _write_failed(container_id: str, exc: Exception) -> CniError:

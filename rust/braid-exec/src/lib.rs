@@ -168,6 +168,30 @@ impl Plugin {
         }
     }
 
+    /// Writes what the pipe takes of `input` now, without waiting (all of it when it fits the
+    /// pipe's buffer, 64 KiB on Linux; stdin is then closed); returns how much was taken, so
+    /// that [`Plugin::communicate`] is given the rest. The plugin can start its work while the
+    /// caller does something else before collecting its output.
+    pub fn feed_now(&mut self, input: &[u8]) -> io::Result<usize> {
+        let Some(pipe) = self.stdin.as_ref() else {
+            return Ok(0);
+        };
+        set_nonblocking(pipe.as_raw_fd())?;
+        let mut left = input;
+        while self.stdin.is_some() {
+            let rest = match self.feed(left) {
+                Ok(rest) => rest,
+                Err(Failure::Io(err)) => return Err(err),
+                Err(_) => break,
+            };
+            if rest.len() == left.len() && !rest.is_empty() {
+                break; // the pipe is full
+            }
+            left = rest;
+        }
+        Ok(input.len() - left.len())
+    }
+
     /// SIGKILLs the plugin's whole group and reaps the plugin.
     pub fn kill(&mut self) {
         if self.reaped {

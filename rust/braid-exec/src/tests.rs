@@ -229,3 +229,44 @@ fn stderr_past_the_limit_is_cut_and_the_plugin_still_finishes() {
     assert_eq!(out.stdout, b"{}\n");
     assert_eq!(out.stderr.len(), 1 << 20);
 }
+
+#[test]
+fn fed_now_the_plugin_works_before_communicate_and_gets_all_its_input() {
+    let dir = tempdir::Dir::new();
+    let done = dir.0.join("done");
+    let (path, _script) = sh(&format!(
+        "cat > {}.tmp; mv {0}.tmp {0}; echo ok",
+        done.display()
+    ));
+    let mut plugin = spawn(&path, &env(), None).unwrap();
+    assert_eq!(
+        plugin.feed_now(b"small config").unwrap(),
+        12,
+        "it fits the pipe: all taken"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never saw the end of its stdin"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    let out = plugin.communicate(b"", limits(10)).unwrap();
+    assert_eq!((out.code, out.stdout), (0, b"ok\n".to_vec()));
+    assert_eq!(std::fs::read(&done).unwrap(), b"small config");
+}
+
+#[test]
+fn what_the_pipe_does_not_take_now_goes_through_communicate() {
+    let (path, _dir) = sh("sleep 0.2; cat");
+    let input: Vec<u8> = (0..400_000u32).map(|i| (i % 251) as u8).collect();
+    let mut plugin = spawn(&path, &env(), None).unwrap();
+    let taken = plugin.feed_now(&input).unwrap();
+    assert!(
+        0 < taken && taken < input.len(),
+        "a pipe holds less than 400 kB: {taken}"
+    );
+    let out = plugin.communicate(&input[taken..], limits(10)).unwrap();
+    assert_eq!(out.stdout, input);
+}

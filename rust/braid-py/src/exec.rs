@@ -72,6 +72,17 @@ impl PluginProcess {
         }
     }
 
+    /// Writes what the pipe takes of `stdin` now, without waiting (all of it when it fits the
+    /// pipe's buffer; stdin is then closed); returns how many bytes were taken:
+    /// `communicate` is given the rest.
+    fn feed(&mut self, stdin: &[u8]) -> PyResult<usize> {
+        let plugin = self
+            .plugin
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("the plugin was already run or killed"))?;
+        plugin.feed_now(stdin).map_err(|err| os_error(&err))
+    }
+
     /// SIGKILLs the plugin's group and reaps it (nothing when it already ran).
     fn kill(&mut self, py: Python<'_>) {
         if let Some(mut plugin) = self.plugin.take() {

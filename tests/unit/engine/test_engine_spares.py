@@ -50,14 +50,22 @@ record = AttachmentRecord(
     container_id="ctr1", netns="", kind=RECORD_KIND, version=RECORD_VERSION,
     pod_name="x" * {pad},
 )
-RecordStore({root!r}, spares=pool).write(record, durable=True)
+store = RecordStore({root!r}, spares=pool)
+{write}
 pools.close()
 """
 
+# The two ways a durable record is written: on the calling thread, or on a writer thread
+# (the ADD's plan: started early, awaited at the gate).
+WRITES = {
+    "here": "store.write(record, durable=True)",
+    "writer-thread": "store.start_durable(record).wait()",
+}
 
-def take_one(tmp_path: Path, *, ready: bool, pad: int = 0) -> list[str]:
+
+def take_one(tmp_path: Path, *, ready: bool, pad: int = 0, write: str = "here") -> list[str]:
     root = tmp_path / "cni"
-    script = TAKE_ONE.format(root=str(root), ready=ready, pad=pad)
+    script = TAKE_ONE.format(root=str(root), ready=ready, pad=pad, write=WRITES[write])
     calls = traced(script, tmp_path)
     # The refill thread's own writes name other spares: only the taken one and the record.
     spares = [c.split("<", 1)[1].split(">", 1)[0] for c in calls if c.startswith("pwrite64")]
@@ -67,9 +75,10 @@ def take_one(tmp_path: Path, *, ready: bool, pad: int = 0) -> list[str]:
     return [c for c in named if " = -1 " not in c]  # the first record's directory is made
 
 
-def test_a_durable_write_takes_a_spare_and_fdatasyncs_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_durable_write_takes_a_spare_and_fdatasyncs_it(tmp_path: Path, write: str) -> None:
     """pwrite over the spare, fdatasync (no journal commit), then the rename; no fsync."""
-    calls = take_one(tmp_path, ready=True)
+    calls = take_one(tmp_path, ready=True, write=write)
     target = f"{tmp_path}/cni/records/ctr1.json"
     assert [c.split("(", 1)[0] for c in calls] == ["pwrite64", "fdatasync", "rename"], calls
     spare = calls[0].split("<", 1)[1].split(">", 1)[0]
@@ -80,11 +89,12 @@ def test_a_durable_write_takes_a_spare_and_fdatasyncs_it(tmp_path: Path) -> None
     assert RecordStore(tmp_path / "cni").read("ctr1") is not None, "spaces are whitespace"
 
 
+@pytest.mark.parametrize("write", sorted(WRITES))
 @pytest.mark.parametrize(("ready", "pad"), [(False, 0), (True, SPARE_SIZE)], ids=["none", "big"])
 def test_without_a_ready_spare_or_for_a_large_record_the_write_is_fsynced(
-    tmp_path: Path, ready: bool, pad: int
+    tmp_path: Path, ready: bool, pad: int, write: str
 ) -> None:
-    calls = take_one(tmp_path, ready=ready, pad=pad)
+    calls = take_one(tmp_path, ready=ready, pad=pad, write=write)
     names = [c.split("(", 1)[0] for c in calls]
     assert "pwrite64" not in names, calls
     assert names[-2:] == ["rename", "fsync"], calls
@@ -108,6 +118,36 @@ def test_a_failed_spare_write_is_an_io_error_and_the_spare_is_dropped(tmp_path: 
         assert broken not in pool._ready, "a spare that failed is not used again"
     finally:
         pool.close()
+
+
+def test_a_plan_written_on_a_writer_thread_reports_its_failure_at_wait(tmp_path: Path) -> None:
+    pool = ready_pool(tmp_path)
+    try:
+        with pool._cond:
+            broken = pool._ready[-1]
+            Path(broken).unlink()
+            Path(broken).mkdir()
+        pending = RecordStore(tmp_path, spares=pool).start_durable(record("ctr1"))
+        for _ in range(2):  # every wait gives the same outcome
+            with pytest.raises(CniError) as failed:
+                pending.wait()
+            assert failed.value.code == IO_FAILURE
+            assert "ctr1" in failed.value.msg
+        pending.settle()  # ends quietly whatever the outcome
+        assert not (tmp_path / "records" / "ctr1.json").exists()
+    finally:
+        pool.close()
+
+
+def test_many_plans_in_flight_at_once_all_reach_the_disk(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    pending = [store.start_durable(record(f"ctr{i}")) for i in range(20)]
+    for write in pending:
+        write.wait()
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == sorted(
+        f"ctr{i}.json" for i in range(20)
+    )
+    assert all(store.read(f"ctr{i}") == record(f"ctr{i}") for i in range(20))
 
 
 def test_the_pool_refills_in_the_background_and_close_stops_its_thread(tmp_path: Path) -> None:
