@@ -7,6 +7,7 @@ __all__ = [
     "CNI_VERSIONS",
     "DurableWrite",
     "PluginProcess",
+    "StartingPlugin",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
@@ -28,6 +29,7 @@ __all__ = [
     "set_default_route",
     "spawn_plugin",
     "start_durable_write",
+    "start_plugin",
     "write_durable",
 ]
 
@@ -89,6 +91,11 @@ class PluginProcess:
     def feed(self, stdin: bytes) -> int: ...
     def kill(self) -> None: ...
 
+@final
+class StartingPlugin:
+    def process(self) -> PluginProcess: ...
+
+def start_plugin(*, path: str, env: list[tuple[str, str]]) -> StartingPlugin: ...
 def spawn_plugin(
     *, path: str, env: list[tuple[str, str]], netns_fd: int | None = None
 ) -> PluginProcess: ...

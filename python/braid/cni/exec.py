@@ -8,6 +8,7 @@ stdout and stderr drained concurrently, and a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -82,6 +83,10 @@ class StartsAhead:
     (``ProcessExecutor.execute``). A plugin can act on nothing before it has read its
     configuration, so one started ahead and never used is killed having done nothing.
 
+    ``start_early`` starts the request's likely first plugin before anything is expected (on
+    a helper thread, while the caller resolves what the request will run); it is used only if
+    it turns out to be exactly the first execution.
+
     An execution that is not the next one expected (a failure's rollback, a plan that went
     another way) ends the expectations: the plugin held for it is killed and everything from
     there is started as usual. ``close`` kills what is still held; the request's owner calls
@@ -89,10 +94,16 @@ class StartsAhead:
 
     def __init__(self) -> None:
         self._runs: deque[Run] = deque()
-        self._held: tuple[str, Mapping[str, str], _native.PluginProcess] | None = None
+        self._held: tuple[str, Mapping[str, str], _Started] | None = None
 
     def expect(self, runs: Iterable[Run]) -> None:
         self._runs.extend(runs)
+
+    def start_early(self, path: str, env: Mapping[str, str]) -> None:
+        """Starts ``path`` with ``env`` on a helper thread, before anything is expected (the
+        first expected execution takes it if it is that one)."""
+        if self._held is None:
+            self._held = (path, env, _native.start_plugin(path=path, env=list(env.items())))
 
     def take(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess | None:
         """The plugin started ahead for this execution, if it is the one expected."""
@@ -105,8 +116,11 @@ class StartsAhead:
         if held is None:
             return None
         if held[0] == path and held[1] == env:
-            return held[2]
-        held[2].kill()
+            try:
+                return _process(held[2])
+            except OSError:
+                return None  # its start failed: started again in its turn, which reports why
+        _discard(held[2])
         return None
 
     def next_to_start(self) -> bool:
@@ -128,7 +142,23 @@ class StartsAhead:
         self._runs.clear()
         held, self._held = self._held, None
         if held is not None:
-            held[2].kill()
+            _discard(held[2])
+
+
+# A plugin started ahead: running, or still being started on a helper thread.
+_Started = _native.PluginProcess | _native.StartingPlugin
+
+
+def _process(started: _Started) -> _native.PluginProcess:
+    if isinstance(started, _native.StartingPlugin):
+        return started.process()
+    return started
+
+
+def _discard(started: _Started) -> None:
+    """Kills a plugin started ahead that will not be used (a start that failed is nothing)."""
+    with contextlib.suppress(OSError):
+        _process(started).kill()
 
 
 def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
@@ -192,6 +222,12 @@ class ProcessExecutor:
 
     def __init__(self, host_netns: str | None = None) -> None:
         self.host_netns = host_netns
+
+    @property
+    def starts_early(self) -> bool:
+        """Whether ``StartsAhead.start_early`` may start this executor's plugins (they enter no
+        namespace first)."""
+        return self.host_netns is None
 
     def execute(
         self,

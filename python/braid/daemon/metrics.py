@@ -118,8 +118,9 @@ class TimedExecutor:
     def __init__(self, inner: Executor, metrics: DaemonMetrics) -> None:
         self.inner = inner
         self.metrics = metrics
-        # Passes an ADD's stdin gate on when the executor it wraps takes one.
+        # Passes an ADD's stdin gate and early starts on when the executor it wraps takes them.
         self.gates_stdin = bool(getattr(inner, "gates_stdin", False))
+        self.starts_early = bool(getattr(inner, "starts_early", False))
 
     def execute(
         self,

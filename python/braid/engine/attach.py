@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,34 +112,81 @@ def _add(
     answer: EarlyAnswer | None,
 ) -> AddOutcome:
     wait_ready(ctx.config.readinessindicatorfile)
-    with phase("store_lookup"):
-        plan = plan_for(ctx, request, capability_args)
-    record = new_record(ctx, request, plan)
-    with ctx.locks().container(request.container_id):
-        # The plan's durable write starts now, on a writer thread; the interface names are
-        # checked and the write awaited at the gate, once the first delegate has been started
-        # and before it gets its stdin.
-        gate = PlanGate(ctx, record, plan, request.netns)
-        ahead = StartsAhead()
-        runtime = ctx.runtime(request, gate=gate, ahead=ahead)
-        try:
-            _attach_all(runtime, record, plan, request.netns, ahead)
-            for attachment in plan.attachments:
-                apply_default_routes(attachment, request.netns)
-        except CniError as exc:
-            if not gate.passed:  # no delegate ran: nothing to roll back
-                gate.settle()  # the plan's write is over before its record goes
-                with contextlib.suppress(CniError):  # the first error is the one to report
-                    ctx.records().remove(record.container_id)
+    ahead = StartsAhead()
+    try:
+        FIRST_DELEGATES.start_early(ctx, request, ahead)
+        with phase("store_lookup"):
+            plan = plan_for(ctx, request, capability_args)
+        record = new_record(ctx, request, plan)
+        with ctx.locks().container(request.container_id):
+            # The plan's durable write starts now, on a helper thread; the interface names
+            # are checked and the write awaited at the gate, once the first delegate has been
+            # started and before it gets its stdin.
+            gate = PlanGate(ctx, record, plan, request.netns)
+            runtime = ctx.runtime(request, gate=gate, ahead=ahead)
+            try:
+                _attach_all(runtime, record, plan, request, ahead)
+                for attachment in plan.attachments:
+                    apply_default_routes(attachment, request.netns)
+            except CniError as exc:
+                if not gate.passed:  # no delegate ran: nothing to roll back
+                    gate.settle()  # the plan's write is over before its record goes
+                    with contextlib.suppress(CniError):  # the first error is the one to report
+                        ctx.records().remove(record.container_id)
+                    raise
+                ahead.close()
+                _roll_back(ctx, runtime, record, request, exc)
                 raise
-            ahead.close()
-            _roll_back(ctx, runtime, record, request, exc)
-            raise
-        finally:
-            ahead.close()
-            gate.settle()  # no write of this container's record outlives its lock
-        default, status = _finish(ctx, runtime, record, request, answer)
+            finally:
+                ahead.close()
+                gate.settle()  # no write of this container's record outlives its lock
+            default, status = _finish(ctx, runtime, record, request, answer)
+    finally:
+        ahead.close()
     return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+class FirstDelegates:
+    """What the first delegate of an ADD was, per braid configuration and plugin path, so the
+    next ADD under the same ones can start it early (``StartsAhead.start_early``): its binary
+    and environment, but for the four variables that name the container (filled from each
+    request). A guess that no longer holds (the default network changed) costs a plugin started
+    and killed unread. At most ``KEEP`` configurations are remembered."""
+
+    KEEP = 16
+    _PER_REQUEST = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS")
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[bytes, tuple[str, ...]], tuple[str, dict[str, str]]] = {}
+
+    def start_early(self, ctx: EngineContext, request: CniRequest, ahead: StartsAhead) -> None:
+        executor = ctx.executor
+        if executor is not None and not getattr(executor, "starts_early", False):
+            return  # a test's fake, or a host namespace to enter first
+        seen = self._seen.get((request.config, tuple(request.plugin_dirs)))
+        if seen is None:
+            return
+        path, template = seen
+        env = dict(template)
+        env.update(
+            CNI_CONTAINERID=request.container_id,
+            CNI_NETNS=request.netns,
+            CNI_IFNAME=request.ifname,
+            CNI_ARGS=_native.build_cni_args(pairs=list(request.cni_args)),
+        )
+        ahead.start_early(path, env)
+
+    def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
+        key = (request.config, tuple(request.plugin_dirs))
+        template = {k: v for k, v in env.items() if k not in self._PER_REQUEST}
+        if self._seen.get(key) == (path, template):
+            return
+        if len(self._seen) >= self.KEEP:
+            self._seen.clear()
+        self._seen[key] = (path, template)
+
+
+FIRST_DELEGATES = FirstDelegates()
 
 
 def _finish(
@@ -279,7 +326,7 @@ def _attach_all(
     runtime: Runtime,
     record: AttachmentRecord,
     plan: AttachmentPlan,
-    netns: str,
+    request: CniRequest,
     ahead: StartsAhead,
 ) -> None:
     """Runs every attachment in plan order. All of them are prepared before the first delegate runs
@@ -292,7 +339,10 @@ def _attach_all(
         runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
     ]
-    ahead.expect(run for ready in prepared for run in runtime.add_runs(ready))
+    runs = [run for ready in prepared for run in runtime.add_runs(ready)]
+    ahead.expect(runs)
+    if runs:
+        FIRST_DELEGATES.learn(request, *runs[0])
     for entry, attachment, ready in zip(
         record.attachments, plan.attachments, prepared, strict=True
     ):
@@ -300,7 +350,7 @@ def _attach_all(
         result = runtime.add_prepared(ready)
         entry.result = msgspec.Raw(result)
         entry.state = "added"
-        requests_honoured(attachment, result, netns)
+        requests_honoured(attachment, result, request.netns)
 
 
 def _roll_back(

@@ -10,13 +10,12 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
-use std::thread;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::exec::os_error;
+use crate::helpers::Pending;
 
 fn rename_into(from: &str, target: &str) -> io::Result<()> {
     match fs::rename(from, target) {
@@ -97,87 +96,31 @@ fn write_durable(
     written.map_err(|err| os_error(&err))
 }
 
-/// One write handed to the writer threads, and where its outcome goes.
-struct Job {
-    data: Vec<u8>,
-    target: String,
-    spare: Option<String>,
-    tmp: Option<String>,
-    outcome: Arc<Outcome>,
-}
-
-#[derive(Debug, Default)]
-struct Outcome {
-    result: Mutex<Option<io::Result<()>>>,
-    ready: Condvar,
-}
-
-/// How many writes may be in flight at once (one per writer thread).
-const WRITERS: usize = 4;
-
-fn writers() -> &'static Mutex<mpsc::Sender<Job>> {
-    static SENDER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
-    SENDER.get_or_init(|| {
-        let (sender, receiver) = mpsc::channel::<Job>();
-        let receiver = Arc::new(Mutex::new(receiver));
-        for index in 0..WRITERS {
-            let receiver = Arc::clone(&receiver);
-            let _ = thread::Builder::new()
-                .name(format!("braid-durable-{index}"))
-                .spawn(move || loop {
-                    let next = receiver.lock().map(|rx| rx.recv());
-                    let Ok(Ok(job)) = next else { return };
-                    let written = match (&job.spare, &job.tmp) {
-                        (Some(spare), _) => over_spare(spare, &job.data, &job.target),
-                        (None, Some(tmp)) => through_new_file(tmp, &job.data, &job.target),
-                        (None, None) => Err(io::Error::other("nowhere to write")),
-                    };
-                    if let Ok(mut slot) = job.outcome.result.lock() {
-                        *slot = Some(written);
-                    }
-                    job.outcome.ready.notify_all();
-                });
-        }
-        Mutex::new(sender)
-    })
-}
-
-/// A durable write under way on one of braid's writer threads (`start_durable_write`).
+/// A durable write under way on one of braid's helper threads (`start_durable_write`).
 #[pyclass(module = "braid._native")]
 #[derive(Debug)]
 pub struct DurableWrite {
-    outcome: Arc<Outcome>,
+    pending: Pending<io::Result<()>>,
 }
 
 #[pymethods]
 impl DurableWrite {
     /// Waits (the GIL released) for the write to end; raises its `OSError` if it failed.
-    /// Every call after the first gives the same outcome.
+    /// Every call gives the same outcome.
     fn wait(&self, py: Python<'_>) -> PyResult<()> {
-        let outcome = Arc::clone(&self.outcome);
-        let result = py.detach(move || {
-            let mut slot = outcome
-                .result
-                .lock()
-                .map_err(|_| io::Error::other("a writer thread panicked"))?;
-            while slot.is_none() {
-                slot = outcome
-                    .ready
-                    .wait(slot)
-                    .map_err(|_| io::Error::other("a writer thread panicked"))?;
-            }
-            match slot.as_ref() {
-                Some(Ok(())) => Ok(()),
-                Some(Err(err)) => Err(io::Error::new(err.kind(), err.to_string())),
-                None => Err(io::Error::other("no outcome")),
-            }
+        let outcome = py.detach(|| match self.pending.wait().as_deref() {
+            Some(Some(Ok(()))) => Ok(()),
+            Some(Some(Err(err))) => Err(io::Error::new(err.kind(), err.to_string())),
+            _ => Err(io::Error::other(
+                "the helper thread writing the record failed",
+            )),
         });
-        result.map_err(|err| os_error(&err))
+        outcome.map_err(|err| os_error(&err))
     }
 }
 
-/// `write_durable` on one of braid's writer threads (started once, kept): returns at once
-/// with the write under way; `DurableWrite.wait` gives its outcome.
+/// `write_durable` on one of braid's helper threads (`helpers`): returns at once with the
+/// write under way; `DurableWrite.wait` gives its outcome.
 #[pyfunction]
 #[pyo3(signature = (*, data, target, spare=None, tmp=None))]
 fn start_durable_write(
@@ -186,25 +129,25 @@ fn start_durable_write(
     spare: Option<&str>,
     tmp: Option<&str>,
 ) -> PyResult<DurableWrite> {
-    if spare.is_some() == tmp.is_some() {
-        return Err(PyRuntimeError::new_err(
-            "start_durable_write takes exactly one of spare and tmp",
-        ));
-    }
-    let outcome = Arc::new(Outcome::default());
-    let job = Job {
-        data: data.to_vec(),
-        target: target.to_owned(),
-        spare: spare.map(str::to_owned),
-        tmp: tmp.map(str::to_owned),
-        outcome: Arc::clone(&outcome),
+    let (data, target) = (data.to_vec(), target.to_owned());
+    let write: Box<dyn FnOnce() -> io::Result<()> + Send> = match (spare, tmp) {
+        (Some(spare), None) => {
+            let spare = spare.to_owned();
+            Box::new(move || over_spare(&spare, &data, &target))
+        }
+        (None, Some(tmp)) => {
+            let tmp = tmp.to_owned();
+            Box::new(move || through_new_file(&tmp, &data, &target))
+        }
+        _ => {
+            return Err(PyRuntimeError::new_err(
+                "start_durable_write takes exactly one of spare and tmp",
+            ))
+        }
     };
-    let sent = writers()
-        .lock()
-        .map_err(|_| PyRuntimeError::new_err("the writer threads are gone"))?
-        .send(job);
-    sent.map_err(|_| PyRuntimeError::new_err("the writer threads are gone"))?;
-    Ok(DurableWrite { outcome })
+    let pending = Pending::start(write)
+        .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
+    Ok(DurableWrite { pending })
 }
 
 /// Adds this module's functions to `_native`.

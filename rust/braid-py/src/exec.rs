@@ -12,6 +12,8 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::helpers::Pending;
+
 /// An `io::Error` as Python's `OSError`, with its errno when it has one.
 pub fn os_error(err: &io::Error) -> PyErr {
     match err.raw_os_error() {
@@ -111,9 +113,51 @@ fn spawn_plugin(
     })
 }
 
+/// A plugin being started on one of braid's helper threads (`start_plugin`).
+#[pyclass(module = "braid._native")]
+#[derive(Debug)]
+pub struct StartingPlugin {
+    pending: Pending<io::Result<Plugin>>,
+}
+
+#[pymethods]
+impl StartingPlugin {
+    /// The started plugin (waiting, the GIL released, for its start to end), or the `OSError`
+    /// of its start; once only. A plugin never taken is killed and reaped when this goes.
+    fn process(&self, py: Python<'_>) -> PyResult<PluginProcess> {
+        let started = py.detach(|| match self.pending.wait() {
+            Some(mut slot) => match slot.take() {
+                Some(started) => Ok(started),
+                None => Err(PyRuntimeError::new_err("the plugin was already taken")),
+            },
+            None => Err(PyRuntimeError::new_err(
+                "the helper thread starting it failed",
+            )),
+        })?;
+        let plugin = started.map_err(|err| os_error(&err))?;
+        Ok(PluginProcess {
+            pid: plugin.id(),
+            plugin: Some(plugin),
+        })
+    }
+}
+
+/// `spawn_plugin` (without a namespace to enter) on one of braid's helper threads: returns at
+/// once, the plugin's start under way while the caller goes on.
+#[pyfunction]
+#[pyo3(signature = (*, path, env))]
+fn start_plugin(path: &str, env: Vec<(String, String)>) -> PyResult<StartingPlugin> {
+    let path = path.to_owned();
+    let pending = Pending::start(move || braid_exec::spawn(Path::new(&path), &env, None))
+        .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
+    Ok(StartingPlugin { pending })
+}
+
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PluginProcess>()?;
     m.add_function(wrap_pyfunction!(spawn_plugin, m)?)?;
+    m.add_class::<StartingPlugin>()?;
+    m.add_function(wrap_pyfunction!(start_plugin, m)?)?;
     Ok(())
 }

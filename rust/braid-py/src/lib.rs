@@ -6,6 +6,7 @@
 
 mod durable;
 mod exec;
+mod helpers;
 mod netns;
 
 use braid_cni::{args, config, inject, result, version, CniError};

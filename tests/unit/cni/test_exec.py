@@ -379,3 +379,52 @@ def test_a_plugin_that_cannot_be_started_ahead_fails_in_its_own_turn(tmp_path):
     with pytest.raises(CniError) as info:
         _run_ahead(missing, {"TAG": "b"}, ahead)
     assert info.value.code == PLUGIN_NOT_FOUND
+
+
+def _wait_log(tmp_path: Path, event: tuple[str, str]) -> int:
+    deadline = time.monotonic() + 10
+    while True:
+        found = [pid for pid, e, t in _log(tmp_path) if (e, t) == event]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{event} never logged"
+        time.sleep(0.005)
+
+
+def test_a_plugin_started_early_is_the_one_its_execution_uses(tmp_path):
+    plugin = _witness(tmp_path)
+    ahead = StartsAhead()
+    ahead.start_early(str(plugin), {"TAG": "first"})
+    early = _wait_log(tmp_path, ("started", "first"))  # running before anything is expected
+    assert ("read", "first") not in [(e, t) for _, e, t in _log(tmp_path)]
+
+    ahead.expect([(str(plugin), {"TAG": "first"})])
+    _run_ahead(plugin, {"TAG": "first"}, ahead)
+
+    assert [pid for pid, e, _ in _log(tmp_path)] == [early, early], "one process, used"
+
+
+def test_a_plugin_started_early_for_another_execution_is_killed_unread(tmp_path):
+    plugin = _witness(tmp_path)
+    ahead = StartsAhead()
+    ahead.start_early(str(plugin), {"TAG": "guess"})
+    early = _wait_log(tmp_path, ("started", "guess"))
+
+    ahead.expect([(str(plugin), {"TAG": "actual"})])
+    _run_ahead(plugin, {"TAG": "actual"}, ahead)
+
+    assert _gone(early)
+    events = [(e, t) for _, e, t in _log(tmp_path)]
+    assert ("read", "guess") not in events
+    assert ("read", "actual") in events
+
+
+def test_a_plugin_started_early_that_cannot_start_is_started_in_its_turn(tmp_path):
+    plugin = tmp_path / "late"
+    ahead = StartsAhead()
+    ahead.start_early(str(plugin), {"TAG": "x"})  # not there yet: the early start fails
+    time.sleep(0.05)
+    _witness(tmp_path, "late")
+    ahead.expect([(str(plugin), {"TAG": "x"})])
+    _run_ahead(plugin, {"TAG": "x"}, ahead)
+    assert [(e, t) for _, e, t in _log(tmp_path)] == [("started", "x"), ("read", "x")]

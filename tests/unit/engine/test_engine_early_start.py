@@ -1,0 +1,139 @@
+"""The first delegate of an ADD started early (braid.engine.attach.FirstDelegates): learned
+from the last ADD under the same braid configuration and plugin path, started with the new
+request's container variables before the plan is resolved, and used only if it is exactly the
+first execution the plan makes."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from braid import _native
+from braid.cni import ProcessExecutor
+from braid.cni.exec import StartsAhead
+from braid.engine.attach import FirstDelegates
+from braid.engine.request import CniRequest
+
+CONFIG = b'{"cniVersion":"1.0.0","name":"braid","type":"braid"}'
+
+
+def witness(tmp_path: Path) -> Path:
+    """Logs "<pid> started <container>" before reading stdin, "<pid> read <container>" after."""
+    plugin = tmp_path / "first"
+    log = tmp_path / "log"
+    plugin.write_text(
+        "#!/bin/sh\n"
+        f'echo "$$ started $CNI_CONTAINERID" >> {log}\n'
+        "cat > /dev/null\n"
+        f'echo "$$ read $CNI_CONTAINERID" >> {log}\n'
+        'echo "{}"\n'
+    )
+    plugin.chmod(0o755)
+    return plugin
+
+
+def events(tmp_path: Path) -> list[tuple[int, str, str]]:
+    log = tmp_path / "log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(int(pid), event, ctr) for pid, event, ctr in (line.split() for line in lines)]
+
+
+def request(container_id: str, config: bytes = CONFIG) -> CniRequest:
+    return CniRequest(
+        command="ADD",
+        container_id=container_id,
+        netns=f"/run/netns/{container_id}",
+        ifname="eth0",
+        cni_args=[("K8S_POD_NAMESPACE", "default"), ("K8S_POD_NAME", container_id)],
+        plugin_dirs=["/opt/cni/bin"],
+        config=config,
+    )
+
+
+def first_env(req: CniRequest) -> dict[str, str]:
+    """The first delegate's environment as the runtime builds it for ``req``."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "CNI_COMMAND": "ADD",
+        "CNI_PATH": "/opt/cni/bin",
+        "CNI_CONTAINERID": req.container_id,
+        "CNI_NETNS": req.netns,
+        "CNI_IFNAME": req.ifname,
+        "CNI_ARGS": _native.build_cni_args(pairs=list(req.cni_args)),
+    }
+
+
+def context(executor: Any = None) -> Any:
+    return SimpleNamespace(executor=executor)
+
+
+def run(plugin: Path, env: dict[str, str], ahead: StartsAhead) -> None:
+    ahead.expect([(str(plugin), env)])
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, ahead=ahead)
+    assert out.returncode == 0
+    ahead.close()
+
+
+def wait_until(predicate: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_next_add_under_the_same_configuration_starts_its_first_delegate_early(
+    tmp_path: Path,
+) -> None:
+    plugin = witness(tmp_path)
+    firsts = FirstDelegates()
+    firsts.learn(request("c1"), str(plugin), first_env(request("c1")))
+
+    ahead = StartsAhead()
+    firsts.start_early(context(), request("c2"), ahead)
+    wait_until(lambda: events(tmp_path))
+    (early, event, ctr), *_ = events(tmp_path)
+    assert (event, ctr) == ("started", "c2"), "started with the new request's container"
+
+    run(plugin, first_env(request("c2")), ahead)
+
+    assert events(tmp_path) == [(early, "started", "c2"), (early, "read", "c2")]
+
+
+def test_nothing_is_started_early_for_another_configuration_or_a_fake_executor(
+    tmp_path: Path,
+) -> None:
+    plugin = witness(tmp_path)
+    firsts = FirstDelegates()
+    firsts.learn(request("c1"), str(plugin), first_env(request("c1")))
+    for ctx, req in [
+        (context(), request("c2", config=CONFIG + b" ")),  # another configuration
+        (context(executor=object()), request("c3")),  # an executor that cannot start early
+        (context(executor=ProcessExecutor(host_netns="/proc/1/ns/net")), request("c4")),
+    ]:
+        ahead = StartsAhead()
+        firsts.start_early(ctx, req, ahead)
+        ahead.close()
+    time.sleep(0.1)
+    assert events(tmp_path) == []
+
+
+def test_a_wrong_guess_is_killed_unread_and_the_actual_first_delegate_runs(
+    tmp_path: Path,
+) -> None:
+    plugin = witness(tmp_path)
+    firsts = FirstDelegates()
+    stale = first_env(request("c1")) | {"CNI_PATH": "/old/bin"}  # the path changed since
+    firsts.learn(request("c1"), str(plugin), stale)
+
+    ahead = StartsAhead()
+    firsts.start_early(context(), request("c2"), ahead)
+    wait_until(lambda: events(tmp_path))
+    run(plugin, first_env(request("c2")), ahead)
+
+    found = events(tmp_path)
+    guessed = found[0][0]
+    assert [e for e in found if e[0] == guessed] == [(guessed, "started", "c2")], "never read"
+    assert [e[1:] for e in found if e[0] != guessed] == [("started", "c2"), ("read", "c2")]
+    assert not Path(f"/proc/{guessed}").exists()
