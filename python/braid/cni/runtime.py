@@ -88,6 +88,7 @@ class Runtime:
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
         self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
         self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
+        self._planned: dict[int, tuple[NetworkList, ListPlan]] = {}  # by ``delete_runs``
 
     def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:
         """Attaches; returns the final result at the list's version and caches it."""
@@ -137,6 +138,7 @@ class Runtime:
         """The plugin executions ``delete`` will make, in order (for ``StartsAhead``). Plugin
         lookup and version negotiation happen here as in ``delete``, with its errors."""
         plan = self._plan(net)
+        self._planned[id(net)] = (net, plan)  # ``delete`` of this very list takes it
         env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
         return [(path, env) for path in reversed(plan.paths)]
 
@@ -284,7 +286,8 @@ class Runtime:
     def _delete_cached(
         self, net: NetworkList, req: RuntimeRequest, *, fallback: bytes | None = None
     ) -> None:
-        plan = self._plan(net)
+        planned = self._planned.pop(id(net), None)
+        plan = planned[1] if planned is not None and planned[0] is net else self._plan(net)
         prev = self.results.previous(net, req, plan.version, fatal=False, given=fallback)
         self._delete_all(net, plan, req, prev)
         self.results.forget(net, req)
