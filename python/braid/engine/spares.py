@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -39,9 +40,13 @@ log = logging.getLogger("braid.engine")
 SPARE_SIZE = 16 * 1024
 SPARE_SUFFIX = ".spare"
 FILL = b" " * SPARE_SIZE
-# A pool refills itself in the background once it is down to LOW_WATER spares.
+# A pool refills itself in the background once it is down to LOW_WATER spares, as soon as no
+# request has started for QUIET_SECONDS (its fsync commits the filesystem's journal, which
+# would hold up a delegate's own file work), or at once when only CRITICAL are left.
 KEEP = 16
 LOW_WATER = 8
+QUIET_SECONDS = 0.02
+CRITICAL = 2
 
 
 class _Header(msgspec.Struct, rename="camel"):
@@ -96,10 +101,15 @@ class SpareFiles:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._last_request = 0.0  # monotonic time of the last request's start (``touch``)
         self.taken = 0  # how many durable writes got a spare (tests, metrics)
         self.missed = 0  # ... and how many found none ready
 
     # The pod's path -------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        """A request starts: the refill waits for a quiet moment."""
+        self._last_request = time.monotonic()
 
     def take(self) -> str | None:
         """A ready spare's path (now the caller's), or None when none is ready. The pool is
@@ -192,6 +202,11 @@ class SpareFiles:
             with self._cond:
                 while not self._closed and len(self._ready) >= self.low_water:
                     self._cond.wait()
+                while not self._closed and len(self._ready) > CRITICAL:
+                    quiet = time.monotonic() - self._last_request
+                    if quiet >= QUIET_SECONDS:
+                        break
+                    self._cond.wait(QUIET_SECONDS - quiet)
                 if self._closed:
                     return
                 wanted = self.keep - len(self._ready)
@@ -241,8 +256,10 @@ class SparePools:
         self._lock = threading.Lock()
 
     def get(self, cni_dir: str) -> SpareFiles:
+        """The pool of ``cni_dir``, told that a request starts (``SpareFiles.touch``)."""
         pool = self._pools.get(cni_dir)
         if pool is not None:
+            pool.touch()
             return pool
         with self._lock:
             pool = self._pools.get(cni_dir)

@@ -164,6 +164,32 @@ def test_the_pool_refills_in_the_background_and_close_stops_its_thread(tmp_path:
     assert not pool._thread.is_alive()
 
 
+def test_the_refill_waits_for_a_quiet_moment_unless_the_pool_runs_low(tmp_path: Path) -> None:
+    """Its fsync commits the filesystem's journal, which would hold up the file work of the
+    delegates running meanwhile: while requests keep starting it waits, down to CRITICAL."""
+    pool = ready_pool(tmp_path, keep=8)  # low water 4
+    store = RecordStore(tmp_path, spares=pool)
+    busy_until = time.monotonic() + 0.5
+    for n in range(5):  # 3 left: below the low water mark, above CRITICAL
+        pool.touch()
+        store.write(record(f"ctr{n}"), durable=True)
+    while time.monotonic() < busy_until:  # a request starts every 5 ms
+        pool.touch()
+        assert len(pool._ready) == 3, "refilled while requests kept starting"
+        time.sleep(0.005)
+    wait_for(lambda: len(pool._ready) == 8)  # quiet now: refilled
+
+    for n in range(5, 11):  # 2 left: CRITICAL, refilled at once however busy
+        pool.touch()
+        store.write(record(f"ctr{n}"), durable=True)
+    deadline = time.monotonic() + 5
+    while len(pool._ready) < 8:
+        pool.touch()
+        assert time.monotonic() < deadline, "not refilled when the pool ran low"
+        time.sleep(0.005)
+    pool.close()
+
+
 def test_recovery_puts_back_a_plan_whose_rename_was_lost(tmp_path: Path) -> None:
     """A power failure after the fdatasync but before the rename reached the disk: the plan is
     in a spare. It is newer than a record under the container's name (a retried ADD)."""
