@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -218,8 +219,23 @@ def thread_netns() -> str:
     return str(Path("/proc/thread-self/ns/net").readlink())
 
 
+def settled_routes(path: str) -> None:
+    """Waits until the namespace's routes stop changing (the kernel adds IPv6 link-local and
+    multicast routes a moment after a link comes up)."""
+    deadline = time.monotonic() + 5
+    last = _native.list_routes(netns=path)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = _native.list_routes(netns=path)
+        if now == last:
+            return
+        last = now
+
+
 def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
     own = thread_netns()
+    for ns in (pair.pod, pair.peer):
+        settled_routes(ns.path)
     expected = {
         ns.path: (
             sorted(_native.list_links(netns=ns.path)),

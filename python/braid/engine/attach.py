@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
+from braid.engine.early import FIRST_DELEGATES
 from braid.engine.phases import phase
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
@@ -144,49 +145,6 @@ def _add(
     finally:
         ahead.close()
     return AddOutcome(result=default, network_status=status, plan=plan)
-
-
-class FirstDelegates:
-    """What the first delegate of an ADD was, per braid configuration and plugin path, so the
-    next ADD under the same ones can start it early (``StartsAhead.start_early``): its binary
-    and environment, but for the four variables that name the container (filled from each
-    request). A guess that no longer holds (the default network changed) costs a plugin started
-    and killed unread. At most ``KEEP`` configurations are remembered."""
-
-    KEEP = 16
-    _PER_REQUEST = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS")
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[bytes, tuple[str, ...]], tuple[str, dict[str, str]]] = {}
-
-    def start_early(self, ctx: EngineContext, request: CniRequest, ahead: StartsAhead) -> None:
-        executor = ctx.executor
-        if executor is not None and not getattr(executor, "starts_early", False):
-            return  # a test's fake, or a host namespace to enter first
-        seen = self._seen.get((request.config, tuple(request.plugin_dirs)))
-        if seen is None:
-            return
-        path, template = seen
-        env = dict(template)
-        env.update(
-            CNI_CONTAINERID=request.container_id,
-            CNI_NETNS=request.netns,
-            CNI_IFNAME=request.ifname,
-            CNI_ARGS=_native.build_cni_args(pairs=list(request.cni_args)),
-        )
-        ahead.start_early(path, env)
-
-    def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
-        key = (request.config, tuple(request.plugin_dirs))
-        template = {k: v for k, v in env.items() if k not in self._PER_REQUEST}
-        if self._seen.get(key) == (path, template):
-            return
-        if len(self._seen) >= self.KEEP:
-            self._seen.clear()
-        self._seen[key] = (path, template)
-
-
-FIRST_DELEGATES = FirstDelegates()
 
 
 def _finish(

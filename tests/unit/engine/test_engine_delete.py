@@ -7,6 +7,7 @@ import itertools
 import json
 from typing import Any
 
+from braid.cni import ProcessExecutor
 from braid.engine import run_cni
 
 CLUSTER_LIST = {"cniVersion": "1.0.0", "name": "kcluster", "plugins": [{"type": "fakenet"}]}
@@ -92,6 +93,29 @@ def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
         done = current["read"] + 0.4
         assert following["started"] < done, "started while the one before still worked"
         assert following["read"] >= done, "its stdin came only after the one before returned"
+
+
+def test_the_next_del_of_the_same_networks_starts_its_first_delegate_early(
+    dirs: Any, monkeypatch: Any
+) -> None:
+    """braid.engine.early: the second DEL's first delegate (net2's, learned from the first DEL)
+    is started before the record is read; only the two after it are spawned in the request."""
+    spawned: list[str] = []
+    real_spawn = ProcessExecutor._spawn
+
+    def counting(self: ProcessExecutor, path: str, env: Any) -> Any:
+        if env["CNI_COMMAND"] == "DEL":  # not the version queries
+            spawned.append(env["CNI_IFNAME"])
+        return real_spawn(self, path, env)
+
+    monkeypatch.setattr(ProcessExecutor, "_spawn", counting)
+    for container in ("ctr1", "ctr2"):
+        write_record(dirs, container)
+        assert run_cni(dirs.env("DEL", container), dirs.stdin()) == (b"", 0)
+
+    assert spawned == ["net2", "net1", "eth0", "net1", "eth0"]
+    second = [c for c in dirs.calls("DEL") if c["env"]["CNI_CONTAINERID"] == "ctr2"]
+    assert [c["env"]["CNI_IFNAME"] for c in second] == ["net2", "net1", "eth0"]
 
 
 def test_del_goes_on_past_failures_and_keeps_the_record(dirs: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from braid import _native
 from braid.cni import ProcessExecutor
 from braid.cni.exec import StartsAhead
-from braid.engine.attach import FirstDelegates
+from braid.engine.early import FirstDelegates
 from braid.engine.request import CniRequest
 
 CONFIG = b'{"cniVersion":"1.0.0","name":"braid","type":"braid"}'

@@ -1,0 +1,70 @@
+"""The first delegate of a request started early (``StartsAhead.start_early``), before braid
+has worked out what the request will run.
+
+An ADD's first delegate is the cluster default network's first plugin; a DEL's, the last
+attachment's last plugin. Both depend on braid's configuration, the plugin path and (for DEL)
+the pod's networks, which pods of one workload share: ``FirstDelegates`` remembers, per verb,
+configuration and plugin path, what the last such request's first execution was (its binary
+and whole environment but for the variables that name the container) and starts that for the
+next request, with its own container. The plugin is used only if it turns out to be exactly
+the first execution; otherwise it is killed having read nothing, and the guess is replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from braid import _native
+from braid.cni.exec import StartsAhead
+from braid.engine.context import EngineContext
+from braid.engine.request import CniRequest
+
+# What names the container: taken from each request, never from the last one.
+_PER_REQUEST = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_ARGS")
+
+Key = tuple[str, bytes, tuple[str, ...]]
+
+
+class FirstDelegates:
+    """The last first execution per (verb, braid configuration, plugin path); at most ``KEEP``
+    are remembered."""
+
+    KEEP = 32
+
+    def __init__(self) -> None:
+        self._seen: dict[Key, tuple[str, dict[str, str]]] = {}
+
+    @staticmethod
+    def _key(request: CniRequest) -> Key:
+        return (request.command, request.config, tuple(request.plugin_dirs))
+
+    def start_early(self, ctx: EngineContext, request: CniRequest, ahead: StartsAhead) -> None:
+        """Starts the remembered first delegate for ``request`` (nothing when none is known or
+        the executor cannot start plugins early: a test's fake, a namespace to enter)."""
+        executor = ctx.executor
+        if executor is not None and not getattr(executor, "starts_early", False):
+            return
+        seen = self._seen.get(self._key(request))
+        if seen is None:
+            return
+        path, template = seen
+        env = dict(template)
+        env.update(
+            CNI_CONTAINERID=request.container_id,
+            CNI_NETNS=request.netns,
+            CNI_ARGS=_native.build_cni_args(pairs=list(request.cni_args)),
+        )
+        ahead.start_early(path, env)
+
+    def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
+        """Remembers ``request``'s first execution."""
+        key = self._key(request)
+        template = {k: v for k, v in env.items() if k not in _PER_REQUEST}
+        if self._seen.get(key) == (path, template):
+            return
+        if len(self._seen) >= self.KEEP:
+            self._seen.clear()
+        self._seen[key] = (path, template)
+
+
+FIRST_DELEGATES = FirstDelegates()
