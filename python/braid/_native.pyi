@@ -6,7 +6,6 @@ __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
     "DurableWrite",
-    "LinkListing",
     "PluginProcess",
     "StartingPlugin",
     "append_plugins",
@@ -30,7 +29,6 @@ __all__ = [
     "set_default_route",
     "spawn_plugin",
     "start_durable_write",
-    "start_list_links",
     "start_plugin",
     "write_durable",
 ]
@@ -70,12 +68,6 @@ def set_default_route(
     *, netns: str, family: int, gateway: str, ifname: str | None = None
 ) -> None: ...
 def link_info(*, netns: str, ifname: str) -> tuple[int, str, int] | None: ...
-
-@final
-class LinkListing:
-    def names(self) -> list[str]: ...
-
-def start_list_links(*, netns: str) -> LinkListing: ...
 def list_links(*, netns: str) -> list[str]: ...
 def write_durable(
     *, data: bytes, target: str, spare: str | None = None, tmp: str | None = None

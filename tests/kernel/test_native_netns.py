@@ -282,20 +282,3 @@ def test_a_path_that_is_no_network_namespace_leaves_the_thread_at_home(
         assert thread_netns() == own
     assert "va" in _native.list_links(netns=pair.pod.path)
     assert thread_netns() == own
-
-
-def test_a_listing_on_a_helper_thread_gives_the_same_names_and_errors(
-    pair: Pair, tmp_path: Path
-) -> None:
-    """start_list_links: the ADD's interface check, listed while the engine goes on."""
-    listings = [_native.start_list_links(netns=pair.pod.path) for _ in range(8)]
-    for listing in listings:
-        assert listing.names() == _native.list_links(netns=pair.pod.path)
-        assert listing.names() == _native.list_links(netns=pair.pod.path)  # asked again
-    plain = tmp_path / "not-a-namespace"
-    plain.write_text("")
-    failing = _native.start_list_links(netns=str(plain))
-    with pytest.raises(CniError) as failed:
-        failing.names()
-    assert failed.value.code == 4
-    assert str(plain) in failed.value.msg

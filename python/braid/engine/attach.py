@@ -197,8 +197,6 @@ class PlanGate:
         self.passed = False
         self.error: CniError | None = None
         self.write = self.records.start_durable(record)
-        # The pod's interfaces are listed meanwhile too, on another helper thread.
-        self.listing = _native.start_list_links(netns=netns) if netns else None
 
     def __call__(self) -> None:
         if self.passed:
@@ -206,8 +204,7 @@ class PlanGate:
         if self.error is not None:
             raise self.error
         try:
-            listed = self.listing.names() if self.listing is not None else None
-            interfaces_free(self.netns, self.plan.attachments, listed)
+            interfaces_free(self.netns, self.plan.attachments)
             self.write.wait()
         except CniError as exc:
             self.error = exc

@@ -7,8 +7,6 @@ use braid_netns::NetnsError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::helpers::Pending;
-
 /// CNI code for a bad `CNI_NETNS` (invalid environment).
 const INVALID_ENVIRONMENT: u32 = 4;
 /// braid's code for an internal failure.
@@ -81,55 +79,11 @@ fn list_links(py: Python<'_>, netns: &str) -> PyResult<Vec<String>> {
         .map_err(|e| netns_err(py, netns, "listing interfaces", &e))
 }
 
-/// A listing of a namespace's interfaces under way on one of braid's helper threads
-/// (`start_list_links`).
-#[pyclass(module = "braid._native")]
-#[derive(Debug)]
-pub struct LinkListing {
-    netns: String,
-    pending: Pending<Result<Vec<String>, NetnsError>>,
-}
-
-#[pymethods]
-impl LinkListing {
-    /// `list_links`'s answer (waiting for it, the GIL released), or its error.
-    fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        py.detach(|| drop(self.pending.wait())); // the listing is over after this
-        match self.pending.wait().as_deref() {
-            Some(Some(Ok(names))) => Ok(names.clone()),
-            Some(Some(Err(err))) => Err(netns_err(py, &self.netns, "listing interfaces", err)),
-            _ => Err(super::to_py_err(
-                py,
-                CniError::new(INTERNAL, "the helper thread listing interfaces failed"),
-            )),
-        }
-    }
-}
-
-/// `list_links` on one of braid's helper threads: returns at once, the listing under way.
-#[pyfunction]
-#[pyo3(signature = (*, netns))]
-fn start_list_links(py: Python<'_>, netns: &str) -> PyResult<LinkListing> {
-    let path = netns.to_owned();
-    match Pending::start(move || braid_netns::list_links(&path)) {
-        Some(pending) => Ok(LinkListing {
-            netns: netns.to_owned(),
-            pending,
-        }),
-        None => Err(super::to_py_err(
-            py,
-            CniError::new(INTERNAL, "braid's helper threads are gone"),
-        )),
-    }
-}
-
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(list_routes, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_route, m)?)?;
     m.add_function(wrap_pyfunction!(link_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_links, m)?)?;
-    m.add_class::<LinkListing>()?;
-    m.add_function(wrap_pyfunction!(start_list_links, m)?)?;
     Ok(())
 }
