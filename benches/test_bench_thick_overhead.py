@@ -10,7 +10,6 @@ per-round differences, printed at the end of the run and recorded in `docs/perfo
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_OVERHEAD
+from runtime_exec import execute
 from thick_paired import paired_benchmark
 from thick_shim import ShimPod
 from thick_world import ThickNode, thick_node_or_fail
@@ -53,5 +53,5 @@ def test_thick_spawn_floor(benchmark: Any, thick: ThickNode) -> None:
     """`/bin/true` started the same way: the part of VERSION any executable costs here."""
     benchmark.group = "thick shim VERSION"
     del thick
-    run = partial(subprocess.run, ["/bin/true"], input=b"{}", capture_output=True, check=True)
+    run = partial(execute, "/bin/true", {}, b"{}")
     benchmark.pedantic(run, rounds=VERSION_ROUNDS, warmup_rounds=5)

@@ -4,34 +4,27 @@ the delegate's configuration with `name` and `cniVersion` set, `prevResult` on D
 same CNI environment, interface names `eth0`, `net1`, `net2`, ...
 
 The calling thread must already be in the host namespace (`thick_world.inside_netns`), so each
-plugin is a plain fork+exec of its own, exactly like the shim that stands in its place.
+plugin is a plain process start of its own (`runtime_exec`), exactly like the shim that stands
+in its place.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
 from python_stdin import build_stdin
+from runtime_exec import execute
 from thick_world import CLUSTER, World, cni_env, nad_name
 
 
 def run_plugin(bin_dir: str, plugin_type: str, env: dict[str, str], stdin: bytes) -> bytes:
-    proc = subprocess.run(
-        [f"{bin_dir}/{plugin_type}"],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        check=False,
-        close_fds=True,
-        start_new_session=True,
-    )
-    if proc.returncode != 0:
+    code, stdout, stderr = execute(f"{bin_dir}/{plugin_type}", env, stdin)
+    if code != 0:
         cmd = env["CNI_COMMAND"]
-        raise RuntimeError(f"{plugin_type} {cmd} failed: {proc.stdout!r} {proc.stderr!r}")
-    return proc.stdout
+        raise RuntimeError(f"{plugin_type} {cmd} failed: {stdout!r} {stderr!r}")
+    return stdout
 
 
 @dataclass

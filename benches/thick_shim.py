@@ -5,23 +5,22 @@ CNI plugin (CNI environment, braid's configuration on stdin), forwarding to the 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime_exec import execute
 from thick_world import World, cni_env
 
 
 def run_shim(shim: Path, env: dict[str, str], stdin: bytes) -> bytes:
-    """One shim execution that must succeed; returns its stdout."""
-    proc = subprocess.run(
-        [str(shim)], input=stdin, capture_output=True, env=env, check=False, close_fds=True
-    )
-    if proc.returncode != 0:
+    """One shim execution that must succeed (`runtime_exec`, as for the direct side); returns
+    its stdout."""
+    code, stdout, _ = execute(str(shim), env, stdin)
+    if code != 0:
         cmd = env["CNI_COMMAND"]
-        raise RuntimeError(f"braid {cmd} failed ({proc.returncode}): {proc.stdout!r}")
-    return proc.stdout
+        raise RuntimeError(f"braid {cmd} failed ({code}): {stdout!r}")
+    return stdout
 
 
 @dataclass
