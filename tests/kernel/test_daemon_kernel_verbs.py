@@ -164,3 +164,36 @@ def test_metrics_probes_and_logs(engine: EngineSetup, daemon: Daemon) -> None:
     for line in answered:
         assert line["containerId"] == engine.container_id
         assert line["pod"] == "default/web-0"
+
+
+def test_a_first_delegate_started_early_for_an_add_that_fails_is_killed_unread(
+    engine: EngineSetup, daemon: Daemon
+) -> None:
+    """braid.engine.early: after one ADD and DEL, the next ADD's first delegate (bridge, the
+    cluster network's) is started before the plan is resolved. An ADD whose plan then fails
+    (its NAD was deleted meanwhile; the same braid configuration, so the early start happens)
+    must leave that plugin killed, having done nothing; the ADD and DEL after it leave nothing
+    behind."""
+    stdin = conf(engine, "net-a")
+    assert call(daemon, engine, "ADD", stdin)[1] == 0
+    assert call(daemon, engine, "DEL", stdin)[1] == 0
+    engine.assert_nothing_left()
+    nad = next(engine.nad_dir.glob("*net-a*"))
+    saved = nad.read_bytes()
+    nad.unlink()
+
+    error, code = call(daemon, engine, "ADD", stdin)
+
+    assert code == 1
+    assert "net-a" in error["msg"]
+    assert "not found" in error["msg"]
+    deadline = time.monotonic() + 5
+    while daemon.children():
+        assert time.monotonic() < deadline, "a delegate started early outlived its ADD"
+        time.sleep(0.01)
+    engine.assert_nothing_left()
+    assert engine.leases(CLUSTER) == set(), "the early plugin must not have attached anything"
+    nad.write_bytes(saved)
+    assert call(daemon, engine, "ADD", stdin)[1] == 0
+    assert call(daemon, engine, "DEL", stdin)[1] == 0
+    engine.assert_nothing_left()
