@@ -6,9 +6,11 @@ family (same metric twice, multipath too); the "pod" side is where braid works.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +22,8 @@ import kernel_netns  # the tier's own module; conftest puts it on the path
 import pytest
 
 from braid import _native
+from braid.cni import ProcessExecutor
+from braid.cni.exec import StartsAhead
 from braid.errors import CniError
 
 PROTOCOLS = {"kernel": 2, "boot": 3, "static": 4, "ra": 9}
@@ -282,3 +286,42 @@ def test_a_path_that_is_no_network_namespace_leaves_the_thread_at_home(
         assert thread_netns() == own
     assert "va" in _native.list_links(netns=pair.pod.path)
     assert thread_netns() == own
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def test_a_plugin_started_early_runs_in_the_callers_network_namespace(
+    pair: Pair, tmp_path: Path
+) -> None:
+    """A plugin inherits the namespace of the thread that starts it. braid's helper threads
+    stay where they were made; a caller whose own thread is in another namespace (`setns`)
+    gets its plugin started by itself, in its namespace, never by a helper elsewhere."""
+    plugin = tmp_path / "where"
+    plugin.write_text("#!/bin/sh\ncat >/dev/null\nreadlink /proc/self/ns/net\n")
+    plugin.chmod(0o755)
+    home = thread_netns()
+    warm = StartsAhead()  # the helper threads are made here, in this thread's namespace
+    warm.start_early(str(plugin), {})
+    warm.close()
+    seen: list[str] = []
+
+    def inside() -> None:
+        fd = os.open(pair.pod.path, os.O_RDONLY)
+        try:  # os.setns is Python 3.12's; this thread only, which ends in the namespace
+            libc = ctypes.CDLL(None, use_errno=True)
+            assert libc.setns(fd, CLONE_NEWNET) == 0, os.strerror(ctypes.get_errno())
+        finally:
+            os.close(fd)
+        ahead = StartsAhead()
+        ahead.start_early(str(plugin), {})
+        ahead.expect([(str(plugin), {})])
+        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10, ahead=ahead)
+        ahead.close()
+        seen.extend([thread_netns(), out.stdout.decode().strip()])
+
+    worker = threading.Thread(target=inside)
+    worker.start()
+    worker.join()
+    assert seen[0] != home
+    assert seen[1] == seen[0], "the plugin ran in the caller's namespace"

@@ -142,14 +142,33 @@ impl StartingPlugin {
     }
 }
 
+/// `EXDEV` (Linux): what a helper in another network namespace than its caller answers.
+const EXDEV: i32 = 18;
+
+/// The network namespace of the calling thread (its inode), `None` when it cannot be told.
+fn thread_netns() -> Option<u64> {
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .ok()
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+}
+
 /// `spawn_plugin` (without a namespace to enter) on one of braid's helper threads: returns at
-/// once, the plugin's start under way while the caller goes on.
+/// once, the plugin's start under way while the caller goes on. A plugin inherits the network
+/// namespace of the thread that starts it: when the helper is not in the caller's (a caller
+/// that moved its own thread elsewhere with `setns`), the start fails (`EXDEV`) and the caller
+/// starts the plugin itself.
 #[pyfunction]
 #[pyo3(signature = (*, path, env))]
 fn start_plugin(path: &str, env: Vec<(String, String)>) -> PyResult<StartingPlugin> {
     let path = path.to_owned();
-    let pending = Pending::start(move || braid_exec::spawn(Path::new(&path), &env, None))
-        .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
+    let callers = thread_netns();
+    let pending = Pending::start(move || {
+        if callers.is_none() || thread_netns() != callers {
+            return Err(io::Error::from_raw_os_error(EXDEV));
+        }
+        braid_exec::spawn(Path::new(&path), &env, None)
+    })
+    .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
     Ok(StartingPlugin { pending })
 }
 
