@@ -6,8 +6,10 @@ attachment's last plugin. Both depend on braid's configuration, the plugin path 
 the pod's networks, which pods of one workload share: ``FirstDelegates`` remembers, per verb,
 configuration and plugin path, what the last such request's first execution was (its binary
 and whole environment but for the variables that name the container) and starts that for the
-next request, with its own container. The plugin is used only if it turns out to be exactly
-the first execution; otherwise it is killed having read nothing, and the guess is replaced.
+next request, with its own container, once two requests in a row agreed on it (so a node whose
+pods alternate between sets of networks does not start a plugin for nothing on every DEL). The
+plugin is used only if it turns out to be exactly the first execution; otherwise it is killed
+having read nothing, and the guess waits for two requests to agree again.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class FirstDelegates:
     KEEP = 32
 
     def __init__(self) -> None:
-        self._seen: dict[Key, tuple[str, dict[str, str]]] = {}
+        # (binary, environment template, whether the request before agreed on it)
+        self._seen: dict[Key, tuple[str, dict[str, str], bool]] = {}
 
     @staticmethod
     def _key(request: CniRequest) -> Key:
@@ -45,9 +48,9 @@ class FirstDelegates:
         if executor is not None and not getattr(executor, "starts_early", False):
             return
         seen = self._seen.get(self._key(request))
-        if seen is None:
+        if seen is None or not seen[2]:
             return
-        path, template = seen
+        path, template, _ = seen
         env = dict(template)
         env.update(
             CNI_CONTAINERID=request.container_id,
@@ -60,11 +63,13 @@ class FirstDelegates:
         """Remembers ``request``'s first execution."""
         key = self._key(request)
         template = {k: v for k, v in env.items() if k not in _PER_REQUEST}
-        if self._seen.get(key) == (path, template):
+        held = self._seen.get(key)
+        agreed = held is not None and held[0] == path and held[1] == template
+        if agreed and held is not None and held[2]:
             return
         if len(self._seen) >= self.KEEP:
             self._seen.clear()
-        self._seen[key] = (path, template)
+        self._seen[key] = (path, template, agreed)
 
 
 FIRST_DELEGATES = FirstDelegates()

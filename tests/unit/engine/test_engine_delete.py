@@ -95,11 +95,11 @@ def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
         assert following["read"] >= done, "its stdin came only after the one before returned"
 
 
-def test_the_next_del_of_the_same_networks_starts_its_first_delegate_early(
+def test_a_del_of_the_same_networks_as_the_two_before_starts_its_first_delegate_early(
     dirs: Any, monkeypatch: Any
 ) -> None:
-    """braid.engine.early: the second DEL's first delegate (net2's, learned from the first DEL)
-    is started before the record is read; only the two after it are spawned in the request."""
+    """braid.engine.early: once two DELs agreed on their first delegate (net2's), the next DEL
+    starts it before the record is read; only the two after it are spawned in the request."""
     spawned: list[str] = []
     real_spawn = ProcessExecutor._spawn
 
@@ -109,12 +109,13 @@ def test_the_next_del_of_the_same_networks_starts_its_first_delegate_early(
         return real_spawn(self, path, env)
 
     monkeypatch.setattr(ProcessExecutor, "_spawn", counting)
-    for container in ("ctr1", "ctr2"):
+    for container in ("ctr1", "ctr2", "ctr3"):
         write_record(dirs, container)
         assert run_cni(dirs.env("DEL", container), dirs.stdin()) == (b"", 0)
 
-    assert spawned == ["net2", "net1", "eth0", "net1", "eth0"]
-    second = [c for c in dirs.calls("DEL") if c["env"]["CNI_CONTAINERID"] == "ctr2"]
+    # The third DEL's first delegate was started early: the two before agreed on it.
+    assert spawned == ["net2", "net1", "eth0", "net2", "net1", "eth0", "net1", "eth0"]
+    second = [c for c in dirs.calls("DEL") if c["env"]["CNI_CONTAINERID"] == "ctr3"]
     assert [c["env"]["CNI_IFNAME"] for c in second] == ["net2", "net1", "eth0"]
 
 

@@ -88,7 +88,8 @@ def test_the_next_add_under_the_same_configuration_starts_its_first_delegate_ear
 ) -> None:
     plugin = witness(tmp_path)
     firsts = FirstDelegates()
-    firsts.learn(request("c1"), str(plugin), first_env(request("c1")))
+    for seen in ("c0", "c1"):  # two requests in a row agree on their first delegate
+        firsts.learn(request(seen), str(plugin), first_env(request(seen)))
 
     ahead = StartsAhead()
     firsts.start_early(context(), request("c2"), ahead)
@@ -106,7 +107,8 @@ def test_nothing_is_started_early_for_another_configuration_or_a_fake_executor(
 ) -> None:
     plugin = witness(tmp_path)
     firsts = FirstDelegates()
-    firsts.learn(request("c1"), str(plugin), first_env(request("c1")))
+    for seen in ("c0", "c1"):
+        firsts.learn(request(seen), str(plugin), first_env(request(seen)))
     for ctx, req in [
         (context(), request("c2", config=CONFIG + b" ")),  # another configuration
         (context(executor=object()), request("c3")),  # an executor that cannot start early
@@ -125,6 +127,7 @@ def test_a_wrong_guess_is_killed_unread_and_the_actual_first_delegate_runs(
     plugin = witness(tmp_path)
     firsts = FirstDelegates()
     stale = first_env(request("c1")) | {"CNI_PATH": "/old/bin"}  # the path changed since
+    firsts.learn(request("c0"), str(plugin), stale)
     firsts.learn(request("c1"), str(plugin), stale)
 
     ahead = StartsAhead()
@@ -137,3 +140,24 @@ def test_a_wrong_guess_is_killed_unread_and_the_actual_first_delegate_runs(
     assert [e for e in found if e[0] == guessed] == [(guessed, "started", "c2")], "never read"
     assert [e[1:] for e in found if e[0] != guessed] == [("started", "c2"), ("read", "c2")]
     assert not Path(f"/proc/{guessed}").exists()
+
+
+def test_nothing_is_started_early_until_two_requests_in_a_row_agree(tmp_path: Path) -> None:
+    """Pods alternating between two sets of networks: no DEL guesses (each would be wrong)."""
+    plugin = witness(tmp_path)
+    firsts = FirstDelegates()
+    one = first_env(request("c0"))
+    other = one | {"CNI_IFNAME": "net2"}
+    for n, env in enumerate([one, other, one, other]):
+        firsts.learn(request(f"c{n}"), str(plugin), env)
+        ahead = StartsAhead()
+        firsts.start_early(context(), request(f"x{n}"), ahead)
+        ahead.close()
+    time.sleep(0.1)
+    assert events(tmp_path) == []
+
+    firsts.learn(request("c8"), str(plugin), other)  # twice in a row now
+    ahead = StartsAhead()
+    firsts.start_early(context(), request("c9"), ahead)
+    wait_until(lambda: events(tmp_path))
+    ahead.close()
