@@ -128,7 +128,9 @@ impl StartingPlugin {
         let started = py.detach(|| match self.pending.wait() {
             Some(mut slot) => match slot.take() {
                 Some(started) => Ok(started),
-                None => Err(PyRuntimeError::new_err("the plugin was already taken")),
+                None => Err(PyRuntimeError::new_err(
+                    "the plugin was already taken, or its start panicked",
+                )),
             },
             None => Err(PyRuntimeError::new_err(
                 "the helper thread starting it failed",

@@ -53,9 +53,11 @@ impl<T: Send + 'static> Pending<T> {
         });
         let filled = Arc::clone(&slot);
         let job: Job = Box::new(move || {
-            let value = make();
+            // A panic leaves the value out (the waiter gets `None`), never a waiter hanging
+            // nor a helper gone.
+            let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).ok();
             if let Ok(mut slot) = filled.value.lock() {
-                *slot = Some(value);
+                *slot = value;
             }
             if let Ok(mut done) = filled.done.lock() {
                 *done = true;
@@ -66,8 +68,8 @@ impl<T: Send + 'static> Pending<T> {
         Some(Self { slot })
     }
 
-    /// Waits until the value is made; then the guard holds it (`None` once taken). `None`
-    /// when a helper panicked.
+    /// Waits until the value is made; then the guard holds it (`None` once taken, or when
+    /// making it panicked). `None` when the slot's lock was poisoned.
     pub fn wait(&self) -> Option<MutexGuard<'_, Option<T>>> {
         let mut done = self.slot.done.lock().ok()?;
         while !*done {
@@ -75,5 +77,31 @@ impl<T: Send + 'static> Pending<T> {
         }
         drop(done);
         self.slot.value.lock().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[test]
+    fn a_value_made_on_a_helper_is_waited_for() {
+        let pending = Pending::start(|| 6 * 7).unwrap();
+        assert_eq!(*pending.wait().unwrap(), Some(42));
+    }
+
+    #[test]
+    fn a_panic_on_a_helper_is_no_value_and_the_helpers_go_on() {
+        let prior = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {})); // the panic is the point: not printed
+        let panicked = Pending::<u8>::start(|| panic!("on purpose")).unwrap();
+        assert_eq!(*panicked.wait().unwrap(), None);
+        std::panic::set_hook(prior);
+        let many: Vec<_> = (0..32u32)
+            .map(|n| Pending::start(move || n).unwrap())
+            .collect();
+        for (n, pending) in (0..32u32).zip(&many) {
+            assert_eq!(*pending.wait().unwrap(), Some(n));
+        }
     }
 }
