@@ -1,15 +1,17 @@
-"""The first delegate of a request started early (``StartsAhead.start_early``), before braid
-has worked out what the request will run.
+"""The first delegate of an ADD started early (``StartsAhead.start_early``), before braid has
+worked out what the request will run.
 
-An ADD's first delegate is the cluster default network's first plugin; a DEL's, the last
-attachment's last plugin. Both depend on braid's configuration, the plugin path and (for DEL)
-the pod's networks, which pods of one workload share: ``FirstDelegates`` remembers, per verb,
+An ADD's first delegate is the cluster default network's first plugin: it depends on braid's
+configuration and the plugin path, not on the pod. ``FirstDelegates`` remembers, per verb,
 configuration and plugin path, what the last such request's first execution was (its binary
 and whole environment but for the variables that name the container) and starts that for the
-next request, with its own container, once two requests in a row agreed on it (so a node whose
-pods alternate between sets of networks does not start a plugin for nothing on every DEL). The
-plugin is used only if it turns out to be exactly the first execution; otherwise it is killed
-having read nothing, and the guess waits for two requests to agree again.
+next request, with its own container, once two requests in a row agreed on it. The plugin is
+used only if it turns out to be exactly the first execution; otherwise it is killed having read
+nothing, and the guess waits for two requests to agree again.
+
+A DEL does not start early: its work before the first delegate is too short to hide a Go
+plugin's start-up, and the two competed for the CPUs (bridge DEL about 1.2 ms slower with it,
+``docs/performance.md``).
 """
 
 from __future__ import annotations
