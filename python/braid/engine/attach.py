@@ -113,38 +113,49 @@ def _add(
     answer: EarlyAnswer | None,
 ) -> AddOutcome:
     wait_ready(ctx.config.readinessindicatorfile)
-    ahead = StartsAhead()
+    ahead = StartsAhead()  # whatever happens, nothing it started outlives the ADD
     try:
         FIRST_DELEGATES.start_early(ctx, request, ahead)
         with phase("store_lookup"):
             plan = plan_for(ctx, request, capability_args)
         record = new_record(ctx, request, plan)
         with ctx.locks().container(request.container_id):
-            # The plan's durable write starts now, on a helper thread; the interface names
-            # are checked and the write awaited at the gate, once the first delegate has been
-            # started and before it gets its stdin.
-            gate = PlanGate(ctx, record, plan, request.netns)
-            runtime = ctx.runtime(request, gate=gate, ahead=ahead)
-            try:
-                _attach_all(runtime, record, plan, request, ahead)
-                for attachment in plan.attachments:
-                    apply_default_routes(attachment, request.netns)
-            except CniError as exc:
-                if not gate.passed:  # no delegate ran: nothing to roll back
-                    gate.settle()  # the plan's write is over before its record goes
-                    with contextlib.suppress(CniError):  # the first error is the one to report
-                        ctx.records().remove(record.container_id)
-                    raise
-                ahead.close()
-                _roll_back(ctx, runtime, record, request, exc)
-                raise
-            finally:
-                ahead.close()
-                gate.settle()  # no write of this container's record outlives its lock
-            default, status = _finish(ctx, runtime, record, request, answer)
+            default, status = _add_locked(ctx, request, plan, record, ahead=ahead, answer=answer)
     finally:
         ahead.close()
     return AddOutcome(result=default, network_status=status, plan=plan)
+
+
+def _add_locked(
+    ctx: EngineContext,
+    request: CniRequest,
+    plan: AttachmentPlan,
+    record: AttachmentRecord,
+    *,
+    ahead: StartsAhead,
+    answer: EarlyAnswer | None,
+) -> tuple[bytes, bytes]:
+    """The ADD under the container's lock. The plan's durable write starts now, on a helper
+    thread; the interface names are checked and the write awaited at the gate, once the first
+    delegate has been started and before it gets its stdin."""
+    gate = PlanGate(ctx, record, plan, request.netns)
+    runtime = ctx.runtime(request, gate=gate, ahead=ahead)
+    try:
+        _attach_all(runtime, record, plan, request, ahead)
+        for attachment in plan.attachments:
+            apply_default_routes(attachment, request.netns)
+    except CniError as exc:
+        if not gate.passed:  # no delegate ran: nothing to roll back
+            gate.settle()  # the plan's write is over before its record goes
+            with contextlib.suppress(CniError):  # the first error is the one to report
+                ctx.records().remove(record.container_id)
+            raise
+        ahead.close()  # a delegate started ahead is killed unread before the rollback
+        _roll_back(ctx, runtime, record, request, exc)
+        raise
+    finally:
+        gate.settle()  # no write of this container's record outlives its lock
+    return _finish(ctx, runtime, record, request, answer)
 
 
 def _finish(

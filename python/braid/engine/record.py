@@ -2,8 +2,8 @@
 
 One file per container, ``<cniDir>/records/<container id>.json``, versioned (``kind`` and
 ``version``) and documented in ``docs/attachment-record.md`` because the compiled shim replays it
-for DEL when the daemon is away. The first write (the whole plan) is durable
-(``write_durable``): over one of the daemon's spare files with ``fdatasync``
+for DEL when the daemon is away. The first write (the whole plan) is durable (an ADD's on a
+helper thread, ``start_durable``): over one of the daemon's spare files with ``fdatasync``
 (``braid.engine.spares``), or through a temporary file renamed over the record and fsynced
 through the same descriptor, which on Linux's journaling filesystems (ext4, xfs, btrfs) commits
 the rename with the data in one flush. An ADD rewrites it once more after its last
@@ -188,32 +188,28 @@ class RecordStore:
         the data, the new inode and the rename reach the disk in the one journal commit that
         fsync forces on ext4, xfs and btrfs (the directory needs no fsync of its own there).
         Raises ``CniError`` (code 5) when it could not be written."""
-        target = self._target(record.container_id)
-        data = _encoder.encode(record)
-        spare = None
-        if self.spares is not None and len(data) <= SPARE_SIZE:
-            spare = self.spares.take()
         try:
-            if spare is not None:
-                _native.write_durable(data=data, target=target, spare=spare)
-            else:
-                _native.write_durable(data=data, target=target, tmp=self._tmp(target))
+            _native.write_durable(**self._durable(record))
         except OSError as exc:
             raise _write_failed(record.container_id, exc) from exc
 
     def start_durable(self, record: AttachmentRecord) -> PendingWrite:
-        """``write_durable`` on one of braid's writer threads: returns at once, the write under
+        """``write_durable`` on one of braid's helper threads: returns at once, the write under
         way (the caller goes on with other work); ``PendingWrite.wait`` gives its outcome."""
+        write = _native.start_durable_write(**self._durable(record))
+        return PendingWrite(write, record.container_id)
+
+    def _durable(self, record: AttachmentRecord) -> dict[str, Any]:
+        """A durable write's arguments: the record's bytes and name, and a ready spare to write
+        over when there is one and the record fits, else the temporary file to go through."""
         target = self._target(record.container_id)
         data = _encoder.encode(record)
         spare = None
         if self.spares is not None and len(data) <= SPARE_SIZE:
             spare = self.spares.take()
         if spare is not None:
-            write = _native.start_durable_write(data=data, target=target, spare=spare)
-        else:
-            write = _native.start_durable_write(data=data, target=target, tmp=self._tmp(target))
-        return PendingWrite(write, record.container_id)
+            return {"data": data, "target": target, "spare": spare}
+        return {"data": data, "target": target, "tmp": self._tmp(target)}
 
     def _tmp(self, target: str) -> str:
         return os.path.join(self._dir, f".{os.path.basename(target)}.{os.getpid()}.tmp")

@@ -41,11 +41,13 @@ def tear_down(
     """DELs ``entries`` in reverse; returns every failure (each entry's state says which).
     ``ahead`` (the runtime's, ``EngineContext.runtime``) is told every execution to come."""
     errors: list[CniError] = []
-    steps = [(entry, _network_of(entry)) for entry in reversed(entries)]
-    requests = [runtime_request(record, entry, netns=netns) for entry, _ in steps]
+    steps = [
+        (entry, _network_of(entry), runtime_request(record, entry, netns=netns))
+        for entry in reversed(entries)
+    ]
     if ahead is not None:
-        _expect_deletes(runtime, steps, requests, ahead)
-    for (entry, network), request in zip(steps, requests, strict=True):
+        _expect_deletes(runtime, steps, ahead)
+    for entry, network, request in steps:
         try:
             if isinstance(network, CniError):
                 raise network
@@ -69,15 +71,14 @@ def _network_of(entry: AttachmentEntry) -> NetworkList | CniError:
 
 def _expect_deletes(
     runtime: Runtime,
-    steps: list[tuple[AttachmentEntry, NetworkList | CniError]],
-    requests: list[RuntimeRequest],
+    steps: list[tuple[AttachmentEntry, NetworkList | CniError, RuntimeRequest]],
     ahead: StartsAhead,
 ) -> None:
     """Every plugin execution the DELs will make, up to the first attachment whose plugins
     cannot be planned (its own DEL reports why, in its turn). All are planned before any is
     expected: planning may execute a plugin's VERSION, which is no DEL of the sequence."""
     runs: list[Run] = []
-    for (_, network), request in zip(steps, requests, strict=True):
+    for _, network, request in steps:
         if isinstance(network, CniError):
             break
         try:

@@ -1,10 +1,9 @@
-//! The durable plan (`write_durable`, `docs/attachment-record.md`): the record written over a
-//! spare file and `fdatasync`ed, then renamed to the record's name; without a spare, a
-//! temporary file renamed over the record and fsynced through the same descriptor. It runs on
-//! the calling thread with the GIL released: handing it to a thread of its own cost more here
-//! (the new thread's start and the caller's wake-up after it, about 0.1 ms each on a 2-vCPU
-//! VM) than the flush it overlapped (0.1 ms). A failure is the `OSError` of the step that
-//! failed.
+//! The durable plan (`docs/attachment-record.md`): the record written over a spare file and
+//! `fdatasync`ed, then renamed to the record's name; without a spare, a temporary file renamed
+//! over the record and fsynced through the same descriptor. `write_durable` does it on the
+//! calling thread with the GIL released; `start_durable_write` hands it to one of braid's
+//! helper threads (`helpers`), so an ADD prepares its delegates while the disk flushes. A
+//! failure is the `OSError` of the step that failed.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -72,6 +71,33 @@ fn through_new_file(tmp: &str, data: &[u8], target: &str) -> io::Result<()> {
     file.sync_all()
 }
 
+/// Where a durable write goes: over a spare (then `fdatasync`), or through a new temporary
+/// file (then `fsync`).
+enum Route {
+    Spare(String),
+    Fresh(String),
+}
+
+impl Route {
+    /// Exactly one of `spare` and `tmp`.
+    fn of(spare: Option<&str>, tmp: Option<&str>) -> PyResult<Self> {
+        match (spare, tmp) {
+            (Some(spare), None) => Ok(Self::Spare(spare.to_owned())),
+            (None, Some(tmp)) => Ok(Self::Fresh(tmp.to_owned())),
+            _ => Err(PyRuntimeError::new_err(
+                "a durable write takes exactly one of spare and tmp",
+            )),
+        }
+    }
+
+    fn write(&self, data: &[u8], target: &str) -> io::Result<()> {
+        match self {
+            Self::Spare(spare) => over_spare(spare, data, target),
+            Self::Fresh(tmp) => through_new_file(tmp, data, target),
+        }
+    }
+}
+
 /// Writes `data` durably to `target` on the calling thread, the GIL released: over `spare`
 /// when given (then `fdatasync`), else through the temporary file `tmp` (then `fsync`).
 /// Raises the `OSError` of the step that failed.
@@ -84,16 +110,9 @@ fn write_durable(
     spare: Option<&str>,
     tmp: Option<&str>,
 ) -> PyResult<()> {
-    let written = match (spare, tmp) {
-        (Some(spare), None) => py.detach(|| over_spare(spare, data, target)),
-        (None, Some(tmp)) => py.detach(|| through_new_file(tmp, data, target)),
-        _ => {
-            return Err(PyRuntimeError::new_err(
-                "write_durable takes exactly one of spare and tmp",
-            ))
-        }
-    };
-    written.map_err(|err| os_error(&err))
+    let route = Route::of(spare, tmp)?;
+    py.detach(|| route.write(data, target))
+        .map_err(|err| os_error(&err))
 }
 
 /// A durable write under way on one of braid's helper threads (`start_durable_write`).
@@ -129,23 +148,9 @@ fn start_durable_write(
     spare: Option<&str>,
     tmp: Option<&str>,
 ) -> PyResult<DurableWrite> {
+    let route = Route::of(spare, tmp)?;
     let (data, target) = (data.to_vec(), target.to_owned());
-    let write: Box<dyn FnOnce() -> io::Result<()> + Send> = match (spare, tmp) {
-        (Some(spare), None) => {
-            let spare = spare.to_owned();
-            Box::new(move || over_spare(&spare, &data, &target))
-        }
-        (None, Some(tmp)) => {
-            let tmp = tmp.to_owned();
-            Box::new(move || through_new_file(&tmp, &data, &target))
-        }
-        _ => {
-            return Err(PyRuntimeError::new_err(
-                "start_durable_write takes exactly one of spare and tmp",
-            ))
-        }
-    };
-    let pending = Pending::start(write)
+    let pending = Pending::start(move || route.write(&data, &target))
         .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
     Ok(DurableWrite { pending })
 }
