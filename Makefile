@@ -35,16 +35,17 @@ $(STAMPS)/venv: pyproject.toml
 
 build: shim native ## build the shim and the extension (release)
 
-shim: ## build the compiled `braid` executable (static-pie) at target/release/braid
+shim: ## build the compiled shim at target/release/: `braid` (the front) and `braid-full`
 	packaging/build-shim.sh
 
 native: venv ## build braid._native into the virtualenv
 	mkdir -p target/wheel-data/scripts
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
 
-wheel-stage: shim ## stage the shim for the wheel's scripts
+wheel-stage: shim ## stage the shim (braid, braid-full) for the wheel's scripts
 	mkdir -p target/wheel-data/scripts
 	install -m 0755 target/release/braid target/wheel-data/scripts/braid
+	install -m 0755 target/release/braid-full target/wheel-data/scripts/braid-full
 
 wheel: wheel-stage venv ## the abi3 wheel with braid._native and the braid shim, in dist/
 	$(VENV)/bin/maturin build --release --locked -o dist
@@ -67,6 +68,10 @@ lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warning
 	$(VENV)/bin/python -m mypy.stubtest braid._native --mypy-config-file pyproject.toml
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
+	# the braid front's binary, with the flags packaging/build-shim.sh builds it with
+	RUSTFLAGS="-C relocation-model=static -C target-feature=+crt-static -C panic=abort" \
+	  cargo clippy --locked -p braid-front --features bin --bins \
+	  --target $$(rustc -vV | sed -n 's/^host: //p') --target-dir target/front -- -D warnings
 
 test-rust: ## cargo test of every crate
 	cargo test --locked --workspace

@@ -85,6 +85,8 @@ def start_durable_write(
 class PluginProcess:
     @property
     def pid(self) -> int: ...
+    @property
+    def fed(self) -> int: ...
     def communicate(
         self, *, stdin: bytes, timeout: float | None, exit_grace: float, max_stdout: int
     ) -> tuple[Literal["exited", "timeout", "overflow"], int, bytes, bytes]: ...
@@ -97,5 +99,9 @@ class StartingPlugin:
 
 def start_plugin(*, path: str, env: list[tuple[str, str]]) -> StartingPlugin: ...
 def spawn_plugin(
-    *, path: str, env: list[tuple[str, str]], netns_fd: int | None = None
+    *,
+    path: str,
+    env: list[tuple[str, str]],
+    netns_fd: int | None = None,
+    stdin: bytes | None = None,
 ) -> PluginProcess: ...

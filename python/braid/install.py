@@ -30,6 +30,9 @@ from typing import Any
 
 BRAID_CONFLIST = "00-braid.conflist"
 SHIM_NAME = "braid"
+# The full shim the `braid` front hands every call it does not finish itself to; looked for
+# next to it (rust/braid-front).
+FULL_SHIM_NAME = "braid-full"
 NETWORK_NAME = "braid-cni-network"
 CONFIG_SUFFIXES = (".conf", ".conflist")
 
@@ -54,8 +57,16 @@ def write_atomically(target: Path, data: bytes, mode: int) -> bool:
 
 
 def install_shim(source: Path, bin_dir: Path) -> Path:
-    """Copies the shim into ``bin_dir`` atomically (0755)."""
+    """Copies the shim into ``bin_dir`` atomically (0755): ``braid-full`` from beside
+    ``source`` first, then ``braid`` itself, so a ``braid`` never runs without the full shim
+    it hands over to. A ``source`` without a ``braid-full`` beside it is the full shim itself
+    (a build for an architecture the front is not written for): it is installed under both
+    names."""
     bin_dir.mkdir(parents=True, exist_ok=True)
+    full = source.parent / FULL_SHIM_NAME
+    write_atomically(
+        bin_dir / FULL_SHIM_NAME, (full if full.is_file() else source).read_bytes(), 0o755
+    )
     target = bin_dir / SHIM_NAME
     write_atomically(target, source.read_bytes(), 0o755)
     return target
@@ -181,6 +192,7 @@ def uninstall(args: argparse.Namespace) -> int:
     (Path(args.cni_conf_dir) / BRAID_CONFLIST).unlink(missing_ok=True)
     if args.remove_binary:
         (Path(args.cni_bin_dir) / SHIM_NAME).unlink(missing_ok=True)
+        (Path(args.cni_bin_dir) / FULL_SHIM_NAME).unlink(missing_ok=True)
     _say("braid's configuration removed" + (" and the shim" if args.remove_binary else ""))
     return 0
 

@@ -9,8 +9,10 @@ namespace, so the machine's own interfaces are never touched.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +37,15 @@ def shim() -> Path:
     root = Path(__file__).resolve().parents[2]
     subprocess.run([str(root / "packaging" / "build-shim.sh")], cwd=root, check=True)
     return root / "target" / "release" / "braid"
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A short private directory (unix socket paths are limited to 107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="braid-shim-"))
+    path.chmod(0o700)
+    yield path
+    shutil.rmtree(path)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -54,7 +54,25 @@ def test_the_shim_is_replaced_while_the_old_one_runs(node: tuple[Path, Path]) ->
         assert running.wait(10) == 0
     assert subprocess.run([str(shim)], check=False).returncode == 0
     assert os.access(shim, os.X_OK)
-    assert sorted(p.name for p in bin_dir.iterdir()) == ["braid"], "a temp file was left"
+    names = sorted(p.name for p in bin_dir.iterdir())
+    assert names == ["braid", "braid-full"], "a temp file was left"
+
+
+def test_the_full_shim_beside_the_source_is_installed_with_it(
+    node: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bin_dir, conf_dir = node
+    built = tmp_path / "release"
+    built.mkdir()
+    (built / "braid").write_bytes(b"front")
+    (built / "braid-full").write_bytes(b"full")
+    assert install_shim(built / "braid", bin_dir) == bin_dir / "braid"
+    assert (bin_dir / "braid").read_bytes() == b"front"
+    assert (bin_dir / "braid-full").read_bytes() == b"full"
+    assert all(os.access(bin_dir / name, os.X_OK) for name in ("braid", "braid-full"))
+    base = ["--cni-bin-dir", str(bin_dir), "--cni-conf-dir", str(conf_dir)]
+    assert main([*base, "--uninstall", "--remove-binary"]) == 0
+    assert list(bin_dir.iterdir()) == [], "both executables are removed"
 
 
 def test_readers_never_see_a_half_written_shim(node: tuple[Path, Path]) -> None:

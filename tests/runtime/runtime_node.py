@@ -105,9 +105,11 @@ def create(root: Path) -> Node:
 
 
 def install_plugins(node: Node) -> None:
-    """The shim as `/opt/cni/bin/braid` and the reference plugins beside it (symlinks)."""
+    """The shim as `/opt/cni/bin/braid` (and `braid-full`, which it hands over to) and the
+    reference plugins beside it (symlinks)."""
     bin_dir = node.path("/opt/cni/bin")
     shutil.copy2(SHIM, bin_dir / "braid")
+    shutil.copy2(SHIM.parent / "braid-full", bin_dir / "braid-full")
     for plugin in REFERENCE_PLUGINS:
         (bin_dir / plugin).symlink_to(CNI_BIN_DIR / plugin)
 

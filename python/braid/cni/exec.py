@@ -245,7 +245,11 @@ class ProcessExecutor:
         expected one is started before this one gets its stdin."""
         proc = ahead.take(path, env) if ahead is not None else None
         if proc is None:
-            proc = self._spawn(path, env)
+            # Started in its turn with nothing to pass before its first byte: it starts with
+            # its stdin, so it reads it even while this thread waits for a CPU (a plugin's
+            # start-up can keep both busy for a millisecond, see docs/cni-runtime.md).
+            proc = self._spawn(path, env, stdin if before_stdin is None else None)
+            stdin = stdin[proc.fed :]
         try:
             if before_stdin is not None:
                 before_stdin()
@@ -278,10 +282,14 @@ class ProcessExecutor:
             )
         return ExecOutput(returncode=code, stdout=stdout, stderr=stderr)
 
-    def _spawn(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess:
+    def _spawn(
+        self, path: str, env: Mapping[str, str], stdin: bytes | None = None
+    ) -> _native.PluginProcess:
         netns_fd = self._open_netns()
         try:
-            return _native.spawn_plugin(path=path, env=list(env.items()), netns_fd=netns_fd)
+            return _native.spawn_plugin(
+                path=path, env=list(env.items()), netns_fd=netns_fd, stdin=stdin
+            )
         except OSError as exc:
             if netns_fd is not None and exc.errno not in _SPAWN_ERRNOS:
                 raise CniError(

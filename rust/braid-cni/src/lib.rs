@@ -8,11 +8,10 @@
 
 pub mod args;
 pub mod config;
-pub mod error;
 pub mod inject;
 pub mod record;
 pub mod result;
 pub mod version;
-pub mod wire;
 
+pub use braid_wire::{error, wire};
 pub use error::{codes, CniError, Result};

@@ -6,13 +6,7 @@ use serde_json::Value;
 
 use crate::error::{codes, CniError, Result};
 
-/// Every CNI version braid speaks, oldest first.
-pub const ALL: [&str; 7] = [
-    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
-];
-
-/// The newest version braid speaks (libcni's `version.Current()`).
-pub const CURRENT: &str = "1.1.0";
+pub use braid_wire::version::{ALL, CURRENT};
 
 /// A parsed `major.minor.patch` triple.
 type Triple = (u64, u64, u64);

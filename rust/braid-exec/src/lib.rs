@@ -22,6 +22,8 @@ use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The largest input [`spawn_fed`] gives at the start (a pipe is grown up to this for it).
+pub const MAX_FED: usize = 1 << 20;
 /// How often a plugin whose binary is being written (`ETXTBSY`) is tried again, and the pause.
 pub const ETXTBSY_RETRIES: u32 = 5;
 pub const ETXTBSY_DELAY: Duration = Duration::from_millis(50);
@@ -88,14 +90,87 @@ impl Drop for Plugin {
 /// must run in the child). A binary being written (`ETXTBSY`) is tried again a few times.
 /// `netns` is a descriptor of the namespace, open for as long as this call runs.
 pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io::Result<Plugin> {
+    start(path, env, netns, None)
+}
+
+/// Starts `path` as [`spawn`] does with its stdin already holding all of `input` and closed,
+/// when `input` fits a pipe's buffer (64 KiB, grown up to [`MAX_FED`] when needed); returns
+/// the plugin and how much of `input` it was given: all of it, or nothing (then
+/// [`Plugin::communicate`] writes it).
+///
+/// A plugin given its input this way reads its configuration as soon as it runs, whether or
+/// not the caller is on a CPU by then: a caller that had run for a while before the start
+/// waits for one behind the plugin's own start-up (a Go runtime's threads), measured at
+/// 1.3 ms in braid's daemon, and a plugin waiting on an empty stdin waits that long too.
+pub fn spawn_fed(
+    path: &Path,
+    env: &[(String, String)],
+    netns: Option<RawFd>,
+    input: &[u8],
+) -> io::Result<(Plugin, usize)> {
+    match filled_pipe(input)? {
+        Some(read_end) => Ok((start(path, env, netns, Some(&read_end))?, input.len())),
+        None => Ok((spawn(path, env, netns)?, 0)),
+    }
+}
+
+/// A pipe holding all of `input`, its write end closed: the read end, or `None` when `input`
+/// does not fit its buffer.
+fn filled_pipe(input: &[u8]) -> io::Result<Option<OwnedFd>> {
+    let mut ends = [0 as RawFd; 2];
+    // SAFETY: pipe2(2) writes two new descriptors into `ends`, owned from here on.
+    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and belong to nothing else.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+    if input.len() > MAX_FED || pipe_capacity(&write_end, input.len()) < input.len() {
+        return Ok(None);
+    }
+    // The pipe is empty and holds `input`: the write completes without blocking.
+    let mut writer = std::fs::File::from(write_end);
+    writer.write_all(input)?;
+    drop(writer);
+    Ok(Some(read_end))
+}
+
+/// The capacity of the pipe `fd`, grown towards `wanted` when smaller (growing can be refused:
+/// `/proc/sys/fs/pipe-max-size` for an unprivileged process).
+fn pipe_capacity(fd: &OwnedFd, wanted: usize) -> usize {
+    // SAFETY: fcntl(2) F_GETPIPE_SZ on a pipe this process owns.
+    let size = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) };
+    let size = usize::try_from(size).unwrap_or(0);
+    if size >= wanted {
+        return size;
+    }
+    let Ok(wanted) = libc::c_int::try_from(wanted) else {
+        return size;
+    };
+    // SAFETY: fcntl(2) F_SETPIPE_SZ on the same pipe, empty; it answers the new capacity.
+    let grown = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, wanted) };
+    usize::try_from(grown).unwrap_or(size)
+}
+
+/// [`spawn`], or [`spawn_fed`] when `stdin` is the read end of a filled pipe.
+fn start(
+    path: &Path,
+    env: &[(String, String)],
+    netns: Option<RawFd>,
+    stdin: Option<&OwnedFd>,
+) -> io::Result<Plugin> {
     close_inherited_on_exec();
     let mut attempt = 0;
     loop {
         let mut command = Command::new(path);
+        let input = match stdin {
+            Some(fd) => Stdio::from(fd.try_clone()?),
+            None => Stdio::piped(),
+        };
         command
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
+            .stdin(input)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);

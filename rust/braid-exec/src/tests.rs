@@ -270,3 +270,73 @@ fn what_the_pipe_does_not_take_now_goes_through_communicate() {
     let out = plugin.communicate(&input[taken..], limits(10)).unwrap();
     assert_eq!(out.stdout, input);
 }
+
+#[test]
+fn fed_at_the_start_the_plugin_reads_everything_without_the_caller() {
+    let dir = tempdir::Dir::new();
+    let done = dir.0.join("done");
+    let (path, _script) = sh(&format!(
+        "cat > {}.tmp; mv {0}.tmp {0}; echo ok",
+        done.display()
+    ));
+    let input: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let (plugin, given) = spawn_fed(&path, &env(), None, &input).unwrap();
+    assert_eq!(
+        given,
+        input.len(),
+        "grown past 64 KiB, the pipe holds it all"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never saw the end of its stdin"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    let out = plugin.communicate(b"", limits(10)).unwrap();
+    assert_eq!((out.code, out.stdout), (0, b"ok\n".to_vec()));
+    assert_eq!(std::fs::read(&done).unwrap(), input);
+}
+
+#[test]
+fn input_past_the_largest_fed_goes_through_communicate() {
+    let (path, _dir) = sh("cat");
+    let input: Vec<u8> = (0..=MAX_FED)
+        .map(|i| u8::try_from(i % 241).unwrap())
+        .collect();
+    let (plugin, given) = spawn_fed(&path, &env(), None, &input).unwrap();
+    assert_eq!(given, 0);
+    let limits = Limits {
+        max_stdout: 2 * MAX_FED,
+        ..limits(10)
+    };
+    let out = plugin.communicate(&input, limits).unwrap();
+    assert_eq!(out.stdout, input);
+}
+
+#[test]
+fn a_fed_plugin_inherits_only_its_three_streams_and_its_exact_environment() {
+    let (path, _dir) = sh("ls /proc/self/fd; echo; env; echo; cat");
+    let (plugin, given) = spawn_fed(&path, &env(), None, b"the config").unwrap();
+    assert_eq!(given, 10);
+    let out = plugin.communicate(b"", limits(10)).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut parts = text.split("\n\n");
+    let fds: Vec<&str> = parts.next().unwrap().lines().collect();
+    // ls's own directory descriptor is the fourth.
+    assert_eq!(fds.len(), 4, "{fds:?}");
+    let mut vars: Vec<&str> = parts.next().unwrap().lines().collect();
+    vars.retain(|line| {
+        !line.starts_with("PWD=") && !line.starts_with("SHLVL=") && !line.starts_with("_=")
+    });
+    vars.sort_unstable();
+    assert_eq!(vars, ["ONLY=this", "PATH=/usr/bin:/bin"]);
+    assert_eq!(parts.next().unwrap(), "the config");
+}
+
+#[test]
+fn a_fed_missing_binary_is_a_spawn_error() {
+    let err = spawn_fed(Path::new("/nonexistent/plugin"), &env(), None, b"{}").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+}

@@ -29,6 +29,7 @@ pub fn os_error(err: &io::Error) -> PyErr {
 pub struct PluginProcess {
     plugin: Option<Plugin>,
     pid: u32,
+    fed: usize,
 }
 
 #[pymethods]
@@ -37,6 +38,13 @@ impl PluginProcess {
     #[getter]
     fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// How many bytes of the `stdin` given to `spawn_plugin` the plugin had at its start (all
+    /// of them, or none: `communicate` is then given them).
+    #[getter]
+    fn fed(&self) -> usize {
+        self.fed
     }
 
     /// Writes `stdin` and collects the output: `("exited", code, stdout, stderr)` (a code
@@ -95,21 +103,28 @@ impl PluginProcess {
 
 /// Starts the plugin at `path` with exactly `env` (entering the namespace open as `netns_fd`
 /// first, when given); an `OSError` with the `errno` of the failure otherwise (`ETXTBSY` is
-/// retried a few times first).
+/// retried a few times first). With `stdin`, the plugin starts with all of it in its stdin
+/// when it fits a pipe (`fed` says whether it did; `braid_exec::spawn_fed`): for a plugin
+/// started in its turn, with nothing to do before its first byte.
 #[pyfunction]
-#[pyo3(signature = (*, path, env, netns_fd=None))]
+#[pyo3(signature = (*, path, env, netns_fd=None, stdin=None))]
 fn spawn_plugin(
     py: Python<'_>,
     path: &str,
     env: Vec<(String, String)>,
     netns_fd: Option<i32>,
+    stdin: Option<&[u8]>,
 ) -> PyResult<PluginProcess> {
-    let plugin = py
-        .detach(|| braid_exec::spawn(Path::new(path), &env, netns_fd))
+    let (plugin, fed) = py
+        .detach(|| match stdin {
+            Some(input) => braid_exec::spawn_fed(Path::new(path), &env, netns_fd, input),
+            None => braid_exec::spawn(Path::new(path), &env, netns_fd).map(|plugin| (plugin, 0)),
+        })
         .map_err(|err| os_error(&err))?;
     Ok(PluginProcess {
         pid: plugin.id(),
         plugin: Some(plugin),
+        fed,
     })
 }
 
@@ -140,6 +155,7 @@ impl StartingPlugin {
         Ok(PluginProcess {
             pid: plugin.id(),
             plugin: Some(plugin),
+            fed: 0,
         })
     }
 }

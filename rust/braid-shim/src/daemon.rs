@@ -9,8 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use braid_cni::wire::{
-    body_length, decode_cni_response, encode_request, frame, CniResponse, Request, HEADER_BYTES,
-    SOCKET_NAME,
+    body_length, decode_cni_response, encode_request, frame, not_protocol_one, talk_failed,
+    CniResponse, Request, HEADER_BYTES, SOCKET_NAME,
 };
 use braid_cni::{codes, CniError};
 use socket2::{Domain, SockAddr, Socket, Type};
@@ -86,20 +86,11 @@ pub fn exchange(mut stream: UnixStream, outgoing: &[u8]) -> Result<CniResponse, 
     stream
         .read_exact(&mut body)
         .map_err(|err| broken("its answer was cut short", &err))?;
-    decode_cni_response(&body).map_err(|err| {
-        CniError::new(
-            codes::TRY_AGAIN_LATER,
-            format!("the braid daemon's answer is not protocol 1: {}", err.msg),
-        )
-    })
+    decode_cni_response(&body).map_err(|err| not_protocol_one(&err))
 }
 
 fn broken(what: &str, err: &io::Error) -> CniError {
-    CniError::new(
-        codes::TRY_AGAIN_LATER,
-        format!("talking to the braid daemon failed: {what}"),
-    )
-    .with_details(err.to_string())
+    talk_failed(what, err.to_string())
 }
 
 /// Code 11 for a daemon that stayed unreachable: the socket, the wait, what to check.

@@ -33,16 +33,6 @@ use settings::Settings;
 /// What to print and the exit status, or an error with the version to render it at.
 type Outcome = Result<CniResponse, (CniError, String)>;
 
-fn version_json() -> Vec<u8> {
-    let obj = serde_json::json!({
-        "cniVersion": version::CURRENT,
-        "supportedVersions": version::ALL,
-    });
-    let mut out = serde_json::to_vec(&obj).unwrap_or_default();
-    out.push(b'\n');
-    out
-}
-
 fn success(stdout: Vec<u8>) -> CniResponse {
     CniResponse {
         exit_code: 0,
@@ -54,7 +44,7 @@ fn run() -> Outcome {
     let env = CniEnv::from_lookup(|name| std::env::var(name).ok());
     let unversioned = |err: CniError| (err, String::new());
     match env.command.as_str() {
-        "VERSION" => return Ok(success(version_json())),
+        "VERSION" => return Ok(success(braid_wire::version::version_output())),
         "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" => {}
         "" => {
             return Err(unversioned(CniError::new(

@@ -1,17 +1,12 @@
-//! What the shim reads of braid's configuration on stdin: a conf with `"type": "braid"`, or a
-//! conflist holding exactly one such plugin (then the list's `name` and `cniVersion` apply).
-//! Only the keys the shim needs are read; the daemon reads the rest.
+//! What the shim reads of braid's configuration on stdin (`braid_wire::settings`, shared with
+//! the `braid` front), with paths as paths, and stdin read whole.
 
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use braid_cni::{codes, CniError};
-use serde_json::{Map, Value};
-
-/// The largest stdin accepted; more is refused with code 6.
-pub const MAX_STDIN_BYTES: usize = 1 << 20;
-const BRAID_TYPES: [&str; 2] = ["braid", "braid-thin"];
+use braid_wire::settings::{stdin_too_large, MAX_STDIN_BYTES};
 
 /// The shim's view of braid's configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,108 +35,22 @@ pub fn read_stdin(mut input: impl Read) -> Result<Vec<u8>, CniError> {
         .read_to_end(&mut data)
         .map_err(|err| CniError::new(codes::IO_FAILURE, format!("cannot read stdin: {err}")))?;
     if data.len() > MAX_STDIN_BYTES {
-        return Err(CniError::decode(format!(
-            "stdin is larger than {MAX_STDIN_BYTES} bytes; refused"
-        )));
+        return Err(stdin_too_large());
     }
     Ok(data)
 }
 
 /// Parses braid's configuration from stdin.
 pub fn parse(stdin: &[u8]) -> Result<Settings, CniError> {
-    let top = match serde_json::from_slice::<Value>(stdin) {
-        Ok(Value::Object(top)) => top,
-        Ok(_) => return Err(CniError::decode("stdin is not a JSON object")),
-        Err(err) => {
-            return Err(
-                CniError::decode("stdin is not a JSON network configuration")
-                    .with_details(err.to_string()),
-            )
-        }
-    };
-    let (plugin, list_version) = braid_plugin(&top)?;
-    let text = |key: &str, default: &str| string_key(plugin, key, default);
-    let cni_version = match list_version {
-        Some(version) => string_value(version, "cniVersion", "")?,
-        None => text("cniVersion", "")?,
-    };
+    let read = braid_wire::settings::parse(stdin)?;
     Ok(Settings {
-        cni_version,
-        socket_dir: PathBuf::from(text("daemonSocketDir", "/run/braid")?),
-        cni_dir: PathBuf::from(text("cniDir", "/var/lib/cni/braid")?),
-        bin_dir: text("binDir", "/opt/cni/bin")?,
-        daemon_wait: seconds_key(plugin, "daemonWaitSeconds", 30.0, true)?,
-        plugin_timeout: seconds_key(plugin, "pluginTimeout", 60.0, false)?,
+        cni_version: read.cni_version,
+        socket_dir: PathBuf::from(read.socket_dir),
+        cni_dir: PathBuf::from(read.cni_dir),
+        bin_dir: read.bin_dir,
+        daemon_wait: read.daemon_wait,
+        plugin_timeout: read.plugin_timeout,
     })
-}
-
-type PluginView<'a> = (&'a Map<String, Value>, Option<&'a Value>);
-
-/// The plugin object to read, and the list's `cniVersion` when a list wraps it (it applies).
-fn braid_plugin(top: &Map<String, Value>) -> Result<PluginView<'_>, CniError> {
-    let Some(plugins) = top.get("plugins") else {
-        return Ok((top, None));
-    };
-    let plugins = plugins.as_array().ok_or_else(|| {
-        CniError::config("braid configuration: key `plugins` must be a list of objects")
-    })?;
-    let found: Vec<&Map<String, Value>> = plugins
-        .iter()
-        .filter_map(Value::as_object)
-        .filter(|p| {
-            p.get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|t| BRAID_TYPES.contains(&t))
-        })
-        .collect();
-    match found.as_slice() {
-        [plugin] => Ok((plugin, top.get("cniVersion"))),
-        _ => Err(CniError::config(format!(
-            "braid configuration list holds {} plugins of type braid; exactly one is needed",
-            found.len()
-        ))),
-    }
-}
-
-/// A string key; absent, null or empty means `default`.
-fn string_key(plugin: &Map<String, Value>, key: &str, default: &str) -> Result<String, CniError> {
-    match plugin.get(key) {
-        None => Ok(default.to_owned()),
-        Some(value) => string_value(value, key, default),
-    }
-}
-
-fn string_value(value: &Value, key: &str, default: &str) -> Result<String, CniError> {
-    match value {
-        Value::Null => Ok(default.to_owned()),
-        Value::String(text) if text.is_empty() => Ok(default.to_owned()),
-        Value::String(text) => Ok(text.clone()),
-        _ => Err(CniError::config(format!(
-            "braid configuration: key `{key}` must be a string"
-        ))),
-    }
-}
-
-fn seconds_key(
-    plugin: &Map<String, Value>,
-    key: &str,
-    default: f64,
-    zero_allowed: bool,
-) -> Result<Duration, CniError> {
-    let seconds = match plugin.get(key) {
-        None | Some(Value::Null) => default,
-        Some(value) => value.as_f64().ok_or_else(|| {
-            CniError::config(format!("braid configuration: key `{key}` must be a number"))
-        })?,
-    };
-    let valid = seconds.is_finite() && (seconds > 0.0 || (zero_allowed && seconds == 0.0));
-    if !valid {
-        return Err(CniError::config(format!(
-            "braid configuration: key `{key}` must be a positive number of seconds, not {seconds}"
-        )));
-    }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|err| CniError::config(format!("braid configuration: key `{key}`: {err}")))
 }
 
 #[cfg(test)]
@@ -149,26 +58,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_apply_to_a_bare_conf() {
-        let settings = parse(br#"{"cniVersion": "1.0.0", "name": "b", "type": "braid"}"#).unwrap();
-        assert_eq!(settings.cni_version, "1.0.0");
+    fn paths_become_paths() {
+        let settings = parse(br#"{"type": "braid", "cniDir": "/tmp/x"}"#).unwrap();
         assert_eq!(settings.socket_dir, PathBuf::from("/run/braid"));
-        assert_eq!(settings.cni_dir, PathBuf::from("/var/lib/cni/braid"));
-        assert_eq!(settings.bin_dir, "/opt/cni/bin");
-        assert_eq!(settings.daemon_wait, Duration::from_secs(30));
-        assert_eq!(settings.plugin_timeout, Duration::from_secs(60));
-    }
-
-    #[test]
-    fn a_list_lends_its_version_to_the_braid_plugin() {
-        let list = br#"{"cniVersion": "0.4.0", "name": "k", "plugins": [
-            {"type": "portmap"},
-            {"type": "braid-thin", "cniVersion": "1.1.0", "daemonWaitSeconds": 0.25,
-             "pluginTimeout": 5, "cniDir": "/tmp/x"}]}"#;
-        let settings = parse(list).unwrap();
-        assert_eq!(settings.cni_version, "0.4.0");
-        assert_eq!(settings.daemon_wait, Duration::from_millis(250));
-        assert_eq!(settings.plugin_timeout, Duration::from_secs(5));
         assert_eq!(settings.cni_dir, PathBuf::from("/tmp/x"));
     }
 
@@ -180,17 +72,5 @@ mod tests {
             codes::DECODE_FAILURE
         );
         assert_eq!(read_stdin(&data[1..]).unwrap().len(), MAX_STDIN_BYTES);
-    }
-
-    #[test]
-    fn wrong_kinds_are_code_7_naming_the_key() {
-        for conf in [
-            br#"{"type": "braid", "cniDir": 3}"#.as_slice(),
-            br#"{"type": "braid", "daemonWaitSeconds": -1}"#,
-            br#"{"type": "braid", "pluginTimeout": "1"}"#,
-            br#"{"plugins": [{"type": "braid"}, {"type": "braid"}]}"#,
-        ] {
-            assert_eq!(parse(conf).unwrap_err().code, codes::INVALID_CONFIG);
-        }
     }
 }

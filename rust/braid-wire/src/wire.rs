@@ -4,6 +4,11 @@
 //! A frame is a 4-byte big-endian length followed by that many bytes of one UTF-8 JSON object;
 //! frames larger than [`MAX_FRAME_BYTES`] are refused. Readers ignore unknown keys.
 
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -260,5 +265,23 @@ fn too_large(length: usize) -> CniError {
     CniError::new(
         codes::INVALID_ENVIRONMENT,
         format!("a protocol frame of {length} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes"),
+    )
+}
+
+/// The shim's code 11 when talking to the daemon failed at `what` (its own words: "sending
+/// the request failed", ...), with the system's `details`.
+pub fn talk_failed(what: &str, details: String) -> CniError {
+    CniError::new(
+        codes::TRY_AGAIN_LATER,
+        format!("talking to the braid daemon failed: {what}"),
+    )
+    .with_details(details)
+}
+
+/// The shim's code 11 for a daemon answer that [`decode_cni_response`] refused.
+pub fn not_protocol_one(err: &CniError) -> CniError {
+    CniError::new(
+        codes::TRY_AGAIN_LATER,
+        format!("the braid daemon's answer is not protocol 1: {}", err.msg),
     )
 }

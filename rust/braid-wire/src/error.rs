@@ -3,7 +3,9 @@
 //! Every failure in the pure core becomes a [`CniError`]; it is rendered as the CNI error JSON
 //! object in exactly one place, [`CniError::to_json`].
 
-use std::fmt;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
 
 /// Well-known CNI error codes (SPEC "Error codes") and braid's own (100 and up).
 pub mod codes {
@@ -47,7 +49,7 @@ pub struct CniError {
 }
 
 /// Result alias used throughout the core.
-pub type Result<T> = std::result::Result<T, CniError>;
+pub type Result<T> = core::result::Result<T, CniError>;
 
 impl CniError {
     /// A new error with `code` and `msg` and no details.
@@ -107,7 +109,7 @@ impl fmt::Display for CniError {
     }
 }
 
-impl std::error::Error for CniError {}
+impl core::error::Error for CniError {}
 
 #[cfg(test)]
 mod tests {

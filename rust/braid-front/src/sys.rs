@@ -1,0 +1,307 @@
+//! The few Linux system calls the front makes, issued directly (x86-64): there is no C library
+//! in the `braid` binary. Each returns the kernel's answer, a negative value being `-errno`.
+#![allow(unsafe_code)]
+// System call arguments and answers are machine words: descriptors, lengths and -errno pass
+// through the registers as the kernel defines them, so these casts are the ABI, not accidents.
+#![allow(
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_truncation
+)]
+
+use core::arch::asm;
+
+pub const STDIN: i32 = 0;
+pub const STDOUT: i32 = 1;
+pub const STDERR: i32 = 2;
+
+pub const EINTR: isize = 4;
+pub const EAGAIN: isize = 11;
+
+const SYS_READ: usize = 0;
+const SYS_WRITE: usize = 1;
+const SYS_CLOSE: usize = 3;
+const SYS_LSEEK: usize = 8;
+const SYS_MMAP: usize = 9;
+const SYS_RT_SIGACTION: usize = 13;
+const SYS_DUP2: usize = 33;
+const SYS_SOCKET: usize = 41;
+const SYS_CONNECT: usize = 42;
+const SYS_SENDTO: usize = 44;
+const SYS_SETSOCKOPT: usize = 54;
+const SYS_EXECVE: usize = 59;
+const SYS_READLINK: usize = 89;
+const SYS_EXIT_GROUP: usize = 231;
+const SYS_MEMFD_CREATE: usize = 319;
+
+/// A system call with up to six arguments.
+///
+/// # Safety
+/// The arguments must be what system call `number` expects: pointers valid for the lengths
+/// given, for the duration of the call.
+#[inline]
+unsafe fn syscall(number: usize, args: [usize; 6]) -> isize {
+    let ret: isize;
+    // SAFETY: the caller vouches for the arguments; the kernel clobbers rcx and r11 only.
+    unsafe {
+        asm!(
+            "syscall",
+            inlateout("rax") number as isize => ret,
+            in("rdi") args[0],
+            in("rsi") args[1],
+            in("rdx") args[2],
+            in("r10") args[3],
+            in("r8") args[4],
+            in("r9") args[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// `read(2)` into `buf`, retried on `EINTR`.
+pub fn read(fd: i32, buf: &mut [u8]) -> isize {
+    loop {
+        // SAFETY: `buf` is valid for writes of its length.
+        let ret = unsafe {
+            syscall(
+                SYS_READ,
+                [fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0],
+            )
+        };
+        if ret != -EINTR {
+            return ret;
+        }
+    }
+}
+
+/// `write(2)` of `buf`, retried on `EINTR`.
+pub fn write(fd: i32, buf: &[u8]) -> isize {
+    loop {
+        // SAFETY: `buf` is valid for reads of its length.
+        let ret = unsafe {
+            syscall(
+                SYS_WRITE,
+                [fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0],
+            )
+        };
+        if ret != -EINTR {
+            return ret;
+        }
+    }
+}
+
+/// `send(2)` without `SIGPIPE` (`MSG_NOSIGNAL`), retried on `EINTR`.
+pub fn send(fd: i32, buf: &[u8]) -> isize {
+    const MSG_NOSIGNAL: usize = 0x4000;
+    loop {
+        // SAFETY: `buf` is valid for reads of its length; no address is given.
+        let ret = unsafe {
+            syscall(
+                SYS_SENDTO,
+                [
+                    fd as usize,
+                    buf.as_ptr() as usize,
+                    buf.len(),
+                    MSG_NOSIGNAL,
+                    0,
+                    0,
+                ],
+            )
+        };
+        if ret != -EINTR {
+            return ret;
+        }
+    }
+}
+
+/// `close(2)`.
+pub fn close(fd: i32) {
+    // SAFETY: closing a descriptor takes no pointer.
+    unsafe { syscall(SYS_CLOSE, [fd as usize, 0, 0, 0, 0, 0]) };
+}
+
+/// `exit_group(2)`.
+pub fn exit(code: i32) -> ! {
+    loop {
+        // SAFETY: takes no pointer and does not return.
+        unsafe { syscall(SYS_EXIT_GROUP, [code as usize, 0, 0, 0, 0, 0]) };
+    }
+}
+
+/// Anonymous private read-write memory of `len` bytes; `None` when refused.
+pub fn map(len: usize) -> Option<*mut u8> {
+    const PROT_READ_WRITE: usize = 0x3;
+    const MAP_PRIVATE_ANONYMOUS: usize = 0x22;
+    // SAFETY: an anonymous mapping at an address the kernel picks touches no existing memory.
+    let ret = unsafe {
+        syscall(
+            SYS_MMAP,
+            [
+                0,
+                len,
+                PROT_READ_WRITE,
+                MAP_PRIVATE_ANONYMOUS,
+                usize::MAX,
+                0,
+            ],
+        )
+    };
+    if ret < 0 {
+        None
+    } else {
+        Some(ret as *mut u8)
+    }
+}
+
+/// Sets `SIGPIPE` to be ignored (as the Rust runtime does for the full shim): a closed stdout
+/// then gives `EPIPE`, not the end of the process.
+pub fn ignore_sigpipe() {
+    const SIGPIPE: usize = 13;
+    const SIG_IGN: usize = 1;
+    // The kernel's `struct sigaction`: handler, flags, restorer, mask.
+    let action: [usize; 4] = [SIG_IGN, 0, 0, 0];
+    // SAFETY: `action` is a valid kernel sigaction for the call; the old one is not asked for.
+    unsafe {
+        syscall(
+            SYS_RT_SIGACTION,
+            [SIGPIPE, action.as_ptr() as usize, 0, 8, 0, 0],
+        )
+    };
+}
+
+/// A connected unix stream socket to `path` (a NUL-terminated byte path), close-on-exec, or
+/// `-errno`; `connect` waits at most `timeout_ms` for a full listen backlog (`SO_SNDTIMEO`).
+pub fn connect_unix(path: &[u8], timeout_ms: u64) -> Result<i32, isize> {
+    const AF_UNIX: usize = 1;
+    const SOCK_STREAM_CLOEXEC: usize = 1 | 0o2_000_000;
+    const SOL_SOCKET: usize = 1;
+    const SO_SNDTIMEO: usize = 21;
+    let mut addr = [0_u8; 110];
+    if path.len() > addr.len() - 2 {
+        return Err(-36); // ENAMETOOLONG
+    }
+    addr[0] = AF_UNIX as u8;
+    addr[2..2 + path.len()].copy_from_slice(path);
+    // SAFETY: socket(2) takes no pointer.
+    let fd = unsafe { syscall(SYS_SOCKET, [AF_UNIX, SOCK_STREAM_CLOEXEC, 0, 0, 0, 0]) };
+    if fd < 0 {
+        return Err(fd);
+    }
+    let fd = fd as i32;
+    let timeval: [i64; 2] = [
+        (timeout_ms / 1000) as i64,
+        ((timeout_ms % 1000) * 1000) as i64,
+    ];
+    // SAFETY: `timeval` is a valid `struct timeval` of 16 bytes.
+    let set = unsafe {
+        syscall(
+            SYS_SETSOCKOPT,
+            [
+                fd as usize,
+                SOL_SOCKET,
+                SO_SNDTIMEO,
+                timeval.as_ptr() as usize,
+                16,
+                0,
+            ],
+        )
+    };
+    // SAFETY: `addr` is a `struct sockaddr_un` holding the NUL-terminated path.
+    let ret = if set < 0 {
+        set
+    } else {
+        unsafe {
+            syscall(
+                SYS_CONNECT,
+                [fd as usize, addr.as_ptr() as usize, 2 + path.len(), 0, 0, 0],
+            )
+        }
+    };
+    if ret < 0 {
+        close(fd);
+        return Err(ret);
+    }
+    Ok(fd)
+}
+
+/// A memory file (`memfd_create(2)`) holding `data`, positioned at its start, or `-errno`.
+pub fn memory_file(data: &[u8]) -> Result<i32, isize> {
+    const MFD_CLOEXEC: usize = 1;
+    let name = b"braid-stdin\0";
+    // SAFETY: `name` is NUL-terminated.
+    let fd = unsafe {
+        syscall(
+            SYS_MEMFD_CREATE,
+            [name.as_ptr() as usize, MFD_CLOEXEC, 0, 0, 0, 0],
+        )
+    };
+    if fd < 0 {
+        return Err(fd);
+    }
+    let fd = fd as i32;
+    let mut left = data;
+    while !left.is_empty() {
+        let wrote = write(fd, left);
+        if wrote <= 0 {
+            close(fd);
+            return Err(if wrote < 0 { wrote } else { -5 });
+        }
+        left = &left[wrote as usize..];
+    }
+    // SAFETY: lseek(2) takes no pointer.
+    let ret = unsafe { syscall(SYS_LSEEK, [fd as usize, 0, 0, 0, 0, 0]) };
+    if ret < 0 {
+        close(fd);
+        return Err(ret);
+    }
+    Ok(fd)
+}
+
+/// `dup2(2)`.
+pub fn dup2(from: i32, to: i32) -> isize {
+    // SAFETY: takes no pointer.
+    unsafe { syscall(SYS_DUP2, [from as usize, to as usize, 0, 0, 0, 0]) }
+}
+
+/// `readlink(2)` of a NUL-terminated `path` into `buf`: the length, or `-errno`.
+pub fn readlink(path: &[u8], buf: &mut [u8]) -> isize {
+    // SAFETY: `path` is NUL-terminated and `buf` valid for writes of its length.
+    unsafe {
+        syscall(
+            SYS_READLINK,
+            [
+                path.as_ptr() as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+                0,
+                0,
+                0,
+            ],
+        )
+    }
+}
+
+/// `execve(2)`: returns only on failure, with `-errno`.
+///
+/// # Safety
+/// `path` must be NUL-terminated; `argv` and `envp` must be the process's own NULL-terminated
+/// arrays of NUL-terminated strings (from its initial stack).
+pub unsafe fn execve(path: &[u8], argv: *const *const u8, envp: *const *const u8) -> isize {
+    // SAFETY: as the caller vouches.
+    unsafe {
+        syscall(
+            SYS_EXECVE,
+            [
+                path.as_ptr() as usize,
+                argv as usize,
+                envp as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    }
+}
