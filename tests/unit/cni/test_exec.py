@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from braid import _native
 from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
 from braid.cni.exec import StartsAhead
 from braid.errors import (
@@ -428,3 +429,34 @@ def test_a_plugin_started_early_that_cannot_start_is_started_in_its_turn(tmp_pat
     ahead.expect([(str(plugin), {"TAG": "x"})])
     _run_ahead(plugin, {"TAG": "x"}, ahead)
     assert [(e, t) for _, e, t in _log(tmp_path)] == [("started", "x"), ("read", "x")]
+
+
+def test_a_plugin_started_in_its_turn_starts_with_its_whole_stdin(tmp_path, monkeypatch):
+    """Nothing to pass before its first byte: the plugin is started with its configuration
+    already in its stdin (it reads it even while the engine's thread waits for a CPU). With a
+    gate before its first byte, it starts without and gets it after the gate."""
+    given: list[tuple[bytes | None, int]] = []
+    real_spawn = _native.spawn_plugin
+
+    def spy(**kwargs):
+        proc = real_spawn(**kwargs)
+        given.append((kwargs.get("stdin"), proc.fed))
+        return proc
+
+    monkeypatch.setattr(_native, "spawn_plugin", spy)
+    plugin = tmp_path / "echo"
+    plugin.write_text("#!/bin/sh\ncat\n")
+    plugin.chmod(0o755)
+    env = {"CNI_COMMAND": "ADD", "PATH": "/usr/bin:/bin"}
+
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b'{"n":1}', timeout=10)
+    assert (out.returncode, out.stdout) == (0, b'{"n":1}')
+    assert given == [(b'{"n":1}', 7)]
+
+    given.clear()
+    gate: list[str] = []
+    out = ProcessExecutor().execute(
+        str(plugin), env=env, stdin=b'{"n":2}', timeout=10, before_stdin=lambda: gate.append("x")
+    )
+    assert (out.returncode, out.stdout, gate) == (0, b'{"n":2}', ["x"])
+    assert given == [(None, 0)]

@@ -101,10 +101,10 @@ def test_a_del_starts_no_delegate_early_only_ahead(dirs: Any, monkeypatch: Any) 
     spawned: list[str] = []
     real_spawn = ProcessExecutor._spawn
 
-    def counting(self: ProcessExecutor, path: str, env: Any) -> Any:
+    def counting(self: ProcessExecutor, path: str, env: Any, stdin: bytes | None = None) -> Any:
         if env["CNI_COMMAND"] == "DEL":  # not the version queries
             spawned.append(env["CNI_IFNAME"])
-        return real_spawn(self, path, env)
+        return real_spawn(self, path, env, stdin)
 
     monkeypatch.setattr(ProcessExecutor, "_spawn", counting)
     for container in ("ctr1", "ctr2", "ctr3"):
