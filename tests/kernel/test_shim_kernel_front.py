@@ -186,3 +186,27 @@ def test_the_front_leaves_no_descriptor_to_the_full_shim_but_its_three(
     assert got == stdin
     # ls's own directory descriptor is the fourth.
     assert len(fds.split()) == 4, fds
+
+
+def test_a_socket_dir_with_a_nul_byte_reaches_no_daemon(
+    shim: Path, full: Path, socket_dir: Path
+) -> None:
+    # Cut at its NUL byte, the path names a listening socket: neither executable may use it;
+    # both refuse the configuration (code 7).
+    cut = f"{socket_dir}/braid.sock\u0000x"
+    stdin = conf(socket_dir, daemonSocketDir=cut, daemonWaitSeconds=0)
+    with FakeDaemon(socket_dir / "braid.sock", [response(0, b"{}")]) as daemon:
+        front = run_shim(shim, CNI_ENV, stdin)
+        same_answer(front, run_shim(full, CNI_ENV, stdin))
+    assert daemon.requests == []
+    assert front.error()["code"] == 7
+    assert "daemonSocketDir" in str(front.error()["msg"])
+
+
+def test_a_socket_path_too_long_for_the_kernel_is_left_to_the_full_shim(
+    shim: Path, full: Path, socket_dir: Path
+) -> None:
+    stdin = conf(socket_dir, daemonSocketDir="/" + "x" * 200, daemonWaitSeconds=0)
+    front = run_shim(shim, CNI_ENV, stdin)
+    same_answer(front, run_shim(full, CNI_ENV, stdin))
+    assert front.error()["code"] == 11

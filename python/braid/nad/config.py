@@ -148,7 +148,23 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
     return tuple(found)
 
 
+_PATH_KEYS = (
+    ("confDir", "conf_dir"),
+    ("cniDir", "cni_dir"),
+    ("binDir", "bin_dir"),
+    ("daemonSocketDir", "daemon_socket_dir"),
+    ("nadDir", "nad_dir"),
+    ("podDir", "pod_dir"),
+    ("kubeconfig", "kubeconfig"),
+    ("readinessindicatorfile", "readinessindicatorfile"),
+    ("logFile", "log_file"),
+)
+
+
 def _check_values(config: BraidConfig) -> None:
+    for key, attribute in _PATH_KEYS:
+        if "\0" in getattr(config, attribute):
+            raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
     if config.status_write_policy not in ("background", "fail"):
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:

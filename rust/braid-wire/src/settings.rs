@@ -58,11 +58,20 @@ pub fn parse(stdin: &[u8]) -> Result<Settings, CniError> {
         Some(version) => string_value(version, "cniVersion", "")?,
         None => text("cniVersion", "")?,
     };
+    let path = |key: &str, default: &str| {
+        let value = text(key, default)?;
+        if value.contains('\0') {
+            return Err(CniError::config(format!(
+                "braid configuration: key `{key}` must be a path without NUL bytes"
+            )));
+        }
+        Ok(value)
+    };
     Ok(Settings {
         cni_version,
-        socket_dir: text("daemonSocketDir", "/run/braid")?,
-        cni_dir: text("cniDir", "/var/lib/cni/braid")?,
-        bin_dir: text("binDir", "/opt/cni/bin")?,
+        socket_dir: path("daemonSocketDir", "/run/braid")?,
+        cni_dir: path("cniDir", "/var/lib/cni/braid")?,
+        bin_dir: path("binDir", "/opt/cni/bin")?,
         daemon_wait: seconds_key(plugin, "daemonWaitSeconds", 30.0, true)?,
         plugin_timeout: seconds_key(plugin, "pluginTimeout", 60.0, false)?,
     })
@@ -172,6 +181,8 @@ mod tests {
             br#"{"type": "braid", "daemonWaitSeconds": -1}"#,
             br#"{"type": "braid", "pluginTimeout": "1"}"#,
             br#"{"plugins": [{"type": "braid"}, {"type": "braid"}]}"#,
+            br#"{"type": "braid", "daemonSocketDir": "/run/braid\u0000/x"}"#,
+            br#"{"type": "braid", "cniDir": "/var\u0000"}"#,
         ] {
             assert_eq!(parse(conf).unwrap_err().code, codes::INVALID_CONFIG);
         }

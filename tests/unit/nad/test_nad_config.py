@@ -177,3 +177,12 @@ def test_malformed_configuration_is_code_7(data: bytes, needle: str) -> None:
     with pytest.raises(CniError, match=needle) as err:
         load_braid_config(data)
     assert err.value.code == 7
+
+
+@pytest.mark.parametrize("key", ["cniDir", "confDir", "binDir", "daemonSocketDir", "nadDir"])
+def test_a_path_with_a_nul_byte_is_code_7_naming_the_key(key: str) -> None:
+    # Cut at the NUL, the path would name another file; Python would refuse it with a
+    # ValueError deep in the engine.
+    with pytest.raises(CniError, match=f"`{key}` must be a path without NUL bytes") as err:
+        load({"type": "braid", key: "/var/lib/x\u0000y"})
+    assert err.value.code == 7
