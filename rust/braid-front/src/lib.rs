@@ -138,10 +138,6 @@ pub fn run(process: Process) -> ! {
     })) else {
         hand_over(process, Some(&stdin), &version)
     };
-    if settings.socket_dir.contains('\0') {
-        // Not a path the kernel can take: braid-full reports it as it does for any socket.
-        hand_over(process, Some(&stdin), &version)
-    }
     let mut socket = Vec::with_capacity(settings.socket_dir.len() + SOCKET_NAME.len() + 2);
     socket.extend_from_slice(settings.socket_dir.as_bytes());
     if !socket.ends_with(b"/") {
