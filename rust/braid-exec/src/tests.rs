@@ -15,6 +15,18 @@ fn env() -> Vec<(String, String)> {
     ]
 }
 
+/// Waits (up to 10 s) for the file a plugin writes once it has read all of its stdin.
+fn wait_for(done: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin never saw the end of its stdin"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn sh(script: &str) -> (std::path::PathBuf, tempdir::Dir) {
     let dir = tempdir::Dir::new();
     let path = dir.0.join("plugin");
@@ -244,14 +256,7 @@ fn fed_now_the_plugin_works_before_communicate_and_gets_all_its_input() {
         12,
         "it fits the pipe: all taken"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the plugin never saw the end of its stdin"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(&done);
     let out = plugin.communicate(b"", limits(10)).unwrap();
     assert_eq!((out.code, out.stdout), (0, b"ok\n".to_vec()));
     assert_eq!(std::fs::read(&done).unwrap(), b"small config");
@@ -286,14 +291,7 @@ fn fed_at_the_start_the_plugin_reads_everything_without_the_caller() {
         input.len(),
         "grown past 64 KiB, the pipe holds it all"
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the plugin never saw the end of its stdin"
-        );
-        thread::sleep(Duration::from_millis(5));
-    }
+    wait_for(&done);
     let out = plugin.communicate(b"", limits(10)).unwrap();
     assert_eq!((out.code, out.stdout), (0, b"ok\n".to_vec()));
     assert_eq!(std::fs::read(&done).unwrap(), input);

@@ -61,60 +61,36 @@ unsafe fn syscall(number: usize, args: [usize; 6]) -> isize {
     ret
 }
 
-/// `read(2)` into `buf`, retried on `EINTR`.
-pub fn read(fd: i32, buf: &mut [u8]) -> isize {
+/// `call` again for as long as it is interrupted by a signal (`EINTR`).
+fn restarted(mut call: impl FnMut() -> isize) -> isize {
     loop {
-        // SAFETY: `buf` is valid for writes of its length.
-        let ret = unsafe {
-            syscall(
-                SYS_READ,
-                [fd as usize, buf.as_mut_ptr() as usize, buf.len(), 0, 0, 0],
-            )
-        };
+        let ret = call();
         if ret != -EINTR {
             return ret;
         }
     }
 }
 
+/// `read(2)` into `buf`, retried on `EINTR`.
+pub fn read(fd: i32, buf: &mut [u8]) -> isize {
+    let (ptr, len) = (buf.as_mut_ptr() as usize, buf.len());
+    // SAFETY: `buf` is valid for writes of its length.
+    restarted(|| unsafe { syscall(SYS_READ, [fd as usize, ptr, len, 0, 0, 0]) })
+}
+
 /// `write(2)` of `buf`, retried on `EINTR`.
 pub fn write(fd: i32, buf: &[u8]) -> isize {
-    loop {
-        // SAFETY: `buf` is valid for reads of its length.
-        let ret = unsafe {
-            syscall(
-                SYS_WRITE,
-                [fd as usize, buf.as_ptr() as usize, buf.len(), 0, 0, 0],
-            )
-        };
-        if ret != -EINTR {
-            return ret;
-        }
-    }
+    let (ptr, len) = (buf.as_ptr() as usize, buf.len());
+    // SAFETY: `buf` is valid for reads of its length.
+    restarted(|| unsafe { syscall(SYS_WRITE, [fd as usize, ptr, len, 0, 0, 0]) })
 }
 
 /// `send(2)` without `SIGPIPE` (`MSG_NOSIGNAL`), retried on `EINTR`.
 pub fn send(fd: i32, buf: &[u8]) -> isize {
     const MSG_NOSIGNAL: usize = 0x4000;
-    loop {
-        // SAFETY: `buf` is valid for reads of its length; no address is given.
-        let ret = unsafe {
-            syscall(
-                SYS_SENDTO,
-                [
-                    fd as usize,
-                    buf.as_ptr() as usize,
-                    buf.len(),
-                    MSG_NOSIGNAL,
-                    0,
-                    0,
-                ],
-            )
-        };
-        if ret != -EINTR {
-            return ret;
-        }
-    }
+    let (ptr, len) = (buf.as_ptr() as usize, buf.len());
+    // SAFETY: `buf` is valid for reads of its length; no address is given.
+    restarted(|| unsafe { syscall(SYS_SENDTO, [fd as usize, ptr, len, MSG_NOSIGNAL, 0, 0]) })
 }
 
 /// `close(2)`.
