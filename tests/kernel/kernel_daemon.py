@@ -109,9 +109,13 @@ class Daemon:
         """How many live processes (delegates) have the daemon as their parent."""
         assert self.proc is not None
         count = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
+        # Listed, not globbed: pathlib's glob stats each match, and a process that exits
+        # meanwhile makes that stat fail with ESRCH, which glob does not ignore.
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
             try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
             if int(fields[1]) == self.proc.pid and fields[0] != "Z":

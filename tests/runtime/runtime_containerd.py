@@ -142,20 +142,25 @@ class Sandboxes:
 def _shims_of(socket: Path) -> list[tuple[int, str]]:
     """(pid, sandbox id) of every containerd-shim-runc-v2 serving the containerd at `socket`."""
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for pid in _pids():
         with contextlib.suppress(OSError, ValueError):
-            argv = cmdline.read_bytes().decode(errors="replace").split("\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
             if "-address" in argv and argv[argv.index("-address") + 1] == str(socket):
-                found.append((int(cmdline.parent.name), argv[argv.index("-id") + 1]))
+                found.append((pid, argv[argv.index("-id") + 1]))
     return found
+
+
+def _pids() -> list[int]:
+    """Every process id in /proc, listed (pathlib's glob would stat each one, and a process
+    that exits meanwhile fails that stat with ESRCH, which glob does not ignore)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
 
 
 def _children(pid: int) -> list[int]:
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for child in _pids():
         with contextlib.suppress(OSError, IndexError):
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                child = int(stat.parent.name)
+            if int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                 found.extend([*_children(child), child])
     return found
 
