@@ -99,8 +99,8 @@ def _capabilities(config: dict[str, Any]) -> dict[str, bool]:
 
 
 def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
-    """braid's conflist around ``default_file``; None while that file is not valid JSON
-    (a half-written configuration of the default network is not ready)."""
+    """braid's conflist around ``default_file``; None while that file is not valid JSON (a
+    configuration of the default network being written in place, or broken)."""
     try:
         config = json.loads(default_file.read_bytes())
     except (OSError, ValueError):
@@ -120,8 +120,14 @@ def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
     return (json.dumps(conflist, indent=2) + "\n").encode()
 
 
+# ``desired_conflist``: the default network's file is there but not valid JSON now.
+UNREADABLE = b""
+
+
 def desired_conflist(args: argparse.Namespace) -> bytes | None:
-    """What ``00-braid.conflist`` should hold now; None when the default network is not ready."""
+    """What ``00-braid.conflist`` should hold now; None when the default network is not ready
+    (no configuration file, or no readiness file); ``UNREADABLE`` while its file does not
+    parse (being rewritten in place: braid's file is kept as it is meanwhile)."""
     if args.readiness_file and not Path(args.readiness_file).exists():
         return None
     found = default_network_file(Path(args.cni_conf_dir))
@@ -132,11 +138,15 @@ def desired_conflist(args: argparse.Namespace) -> bytes | None:
         extra["daemonSocketDir"] = args.socket_dir
     if args.readiness_file:  # the engine checks it again before each ADD (Multus does too)
         extra["readinessindicatorfile"] = args.readiness_file
-    return wrapped_conflist(found, extra)
+    wrapped = wrapped_conflist(found, extra)
+    return UNREADABLE if wrapped is None else wrapped
 
 
 def reconcile(args: argparse.Namespace) -> str:
-    """Brings braid's file in line with the default network once; says what it did."""
+    """Brings braid's file in line with the default network once; says what it did. A default
+    network file that does not parse leaves braid's file as it is (removing it would take the
+    node's network away, or leave pods to the default network alone, for as long as an
+    installer takes to rewrite its file in place); without one yet, braid waits."""
     target = Path(args.cni_conf_dir) / BRAID_CONFLIST
     wanted = desired_conflist(args)
     if wanted is None:
@@ -144,6 +154,8 @@ def reconcile(args: argparse.Namespace) -> str:
             target.unlink()
             return "removed"
         return "waiting"
+    if wanted == UNREADABLE:
+        return "unchanged" if target.exists() else "waiting"
     return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
 
 

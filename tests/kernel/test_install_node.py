@@ -208,3 +208,33 @@ def test_file_mode_copies_and_uninstall_removes(node: tuple[Path, Path], tmp_pat
     assert (bin_dir / "braid").exists(), "DEL of braid's pods needs the shim after uninstall"
     assert main([*base, "--uninstall", "--remove-binary"]) == 0
     assert not (bin_dir / "braid").exists()
+
+
+def test_a_default_network_file_rewritten_in_place_keeps_braids_file(
+    node: tuple[Path, Path],
+) -> None:
+    _, conf_dir = node
+    args = ["--skip-binary", "--cni-conf-dir", str(conf_dir), "--once", "--poll-interval", "0.05"]
+    default = write_default(conf_dir, "1.0.0", {"portMappings": True})
+    assert main(args) == 0
+    braid_file = conf_dir / BRAID_CONFLIST
+    written = braid_file.read_bytes()
+    # An installer rewriting its file in place: truncated, half of it, then all of it.
+    for partial in (b"", default.read_bytes()[:20]):
+        default.write_bytes(partial)
+        assert main(args) == 0
+        assert braid_file.read_bytes() == written, "braid's file is kept meanwhile"
+    write_default(conf_dir, "1.1.0", {"portMappings": True})
+    assert main(args) == 0
+    assert json.loads(braid_file.read_text())["cniVersion"] == "1.1.0"
+    default.unlink()
+    assert main(args) == 0
+    assert not braid_file.exists(), "a default network that is gone takes braid's file with it"
+
+
+def test_an_unparsable_default_network_is_waited_for(node: tuple[Path, Path]) -> None:
+    _, conf_dir = node
+    (conf_dir / "10-default.conflist").write_text("{")
+    args = ["--skip-binary", "--cni-conf-dir", str(conf_dir), "--poll-interval", "0.05"]
+    assert main([*args, "--wait-timeout", "0.3"]) == 1
+    assert not (conf_dir / BRAID_CONFLIST).exists()
