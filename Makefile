@@ -68,10 +68,7 @@ lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warning
 	$(VENV)/bin/python -m mypy.stubtest braid._native --mypy-config-file pyproject.toml
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
-	# the braid front's binary, with the flags packaging/build-shim.sh builds it with
-	RUSTFLAGS="-C relocation-model=static -C target-feature=+crt-static -C panic=abort" \
-	  cargo clippy --locked -p braid-front --features bin --bins \
-	  --target $$(rustc -vV | sed -n 's/^host: //p') --target-dir target/front -- -D warnings
+	packaging/build-shim.sh --clippy  # the braid front's binary, with the flags it is built with
 
 test-rust: ## cargo test of every crate
 	cargo test --locked --workspace

@@ -16,9 +16,19 @@
 # the shim only, never to build scripts or to the braid._native extension; the front builds
 # in a target directory of its own (panic=abort and no relocation: flags no other crate of
 # the workspace is built with).
+#
+#   packaging/build-shim.sh --clippy   runs clippy (-D warnings) on the front's binary with
+#                                      those flags instead of building (what `make lint` runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host=$(rustc -vV | sed -n 's/^host: //p')
+front_flags="-C relocation-model=static -C target-feature=+crt-static -C panic=abort"
+if [[ ${1:-} == --clippy ]]; then
+  [[ "$host" == x86_64-*-linux-* ]] || exit 0 # no front on this architecture
+  RUSTFLAGS="$front_flags" cargo clippy --locked -q -p braid-front --features bin --bins \
+    --target "$host" --target-dir target/front -- -D warnings
+  exit
+fi
 RUSTFLAGS="-C target-feature=+crt-static" \
   cargo build --release --locked -q -p braid-shim --target "$host"
 mkdir -p target/release
@@ -26,7 +36,7 @@ install -m 0755 "target/$host/release/braid-full" target/release/braid-full.tmp
 mv -f target/release/braid-full.tmp target/release/braid-full
 front="target/$host/release/braid-full"
 if [[ "$host" == x86_64-*-linux-* ]]; then
-  RUSTFLAGS="-C relocation-model=static -C target-feature=+crt-static -C panic=abort" \
+  RUSTFLAGS="$front_flags" \
     cargo build --release --locked -q -p braid-front --features bin --target "$host" \
     --target-dir target/front
   front="target/front/$host/release/braid"

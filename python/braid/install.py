@@ -120,26 +120,11 @@ def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
     return (json.dumps(conflist, indent=2) + "\n").encode()
 
 
-# ``desired_conflist``: the default network's file is there but not valid JSON now.
-UNREADABLE = b""
-
-
-def desired_conflist(args: argparse.Namespace) -> bytes | None:
-    """What ``00-braid.conflist`` should hold now; None when the default network is not ready
-    (no configuration file, or no readiness file); ``UNREADABLE`` while its file does not
-    parse (being rewritten in place: braid's file is kept as it is meanwhile)."""
+def default_network_ready(args: argparse.Namespace) -> Path | None:
+    """The default network's configuration file, once it and the readiness file exist."""
     if args.readiness_file and not Path(args.readiness_file).exists():
         return None
-    found = default_network_file(Path(args.cni_conf_dir))
-    if found is None:
-        return None
-    extra: dict[str, Any] = {}
-    if args.socket_dir:
-        extra["daemonSocketDir"] = args.socket_dir
-    if args.readiness_file:  # the engine checks it again before each ADD (Multus does too)
-        extra["readinessindicatorfile"] = args.readiness_file
-    wrapped = wrapped_conflist(found, extra)
-    return UNREADABLE if wrapped is None else wrapped
+    return default_network_file(Path(args.cni_conf_dir))
 
 
 def reconcile(args: argparse.Namespace) -> str:
@@ -148,13 +133,19 @@ def reconcile(args: argparse.Namespace) -> str:
     node's network away, or leave pods to the default network alone, for as long as an
     installer takes to rewrite its file in place); without one yet, braid waits."""
     target = Path(args.cni_conf_dir) / BRAID_CONFLIST
-    wanted = desired_conflist(args)
-    if wanted is None:
+    found = default_network_ready(args)
+    if found is None:
         if target.exists():
             target.unlink()
             return "removed"
         return "waiting"
-    if wanted == UNREADABLE:
+    extra: dict[str, Any] = {}
+    if args.socket_dir:
+        extra["daemonSocketDir"] = args.socket_dir
+    if args.readiness_file:  # the engine checks it again before each ADD (Multus does too)
+        extra["readinessindicatorfile"] = args.readiness_file
+    wanted = wrapped_conflist(found, extra)
+    if wanted is None:
         return "unchanged" if target.exists() else "waiting"
     return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
 

@@ -148,21 +148,27 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
     return tuple(found)
 
 
-_PATH_KEYS = (
-    ("confDir", "conf_dir"),
-    ("cniDir", "cni_dir"),
-    ("binDir", "bin_dir"),
-    ("daemonSocketDir", "daemon_socket_dir"),
-    ("nadDir", "nad_dir"),
-    ("podDir", "pod_dir"),
-    ("kubeconfig", "kubeconfig"),
-    ("readinessindicatorfile", "readinessindicatorfile"),
-    ("logFile", "log_file"),
+# (attribute, key) of each key naming a file or directory: a NUL byte would cut the path short.
+_PATH_KEYS = tuple(
+    (f.name, f.encode_name)
+    for f in msgspec.structs.fields(BraidConfig)
+    if f.name
+    in {
+        "conf_dir",
+        "cni_dir",
+        "bin_dir",
+        "daemon_socket_dir",
+        "nad_dir",
+        "pod_dir",
+        "kubeconfig",
+        "readinessindicatorfile",
+        "log_file",
+    }
 )
 
 
 def _check_values(config: BraidConfig) -> None:
-    for key, attribute in _PATH_KEYS:
+    for attribute, key in _PATH_KEYS:
         if "\0" in getattr(config, attribute):
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
     if config.status_write_policy not in ("background", "fail"):

@@ -117,6 +117,9 @@ pub fn spawn_fed(
 /// A pipe holding all of `input`, its write end closed: the read end, or `None` when `input`
 /// does not fit its buffer.
 fn filled_pipe(input: &[u8]) -> io::Result<Option<OwnedFd>> {
+    if input.len() > MAX_FED {
+        return Ok(None);
+    }
     let mut ends = [0 as RawFd; 2];
     // SAFETY: pipe2(2) writes two new descriptors into `ends`, owned from here on.
     if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -125,7 +128,7 @@ fn filled_pipe(input: &[u8]) -> io::Result<Option<OwnedFd>> {
     // SAFETY: both descriptors were just created and belong to nothing else.
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
-    if input.len() > MAX_FED || pipe_capacity(&write_end, input.len()) < input.len() {
+    if pipe_capacity(&write_end, input.len()) < input.len() {
         return Ok(None);
     }
     // The pipe is empty and holds `input`: the write completes without blocking.

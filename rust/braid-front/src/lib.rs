@@ -149,7 +149,9 @@ pub fn run(process: Process) -> ! {
         // Not accepting now: braid-full waits for the daemon, or replays a DEL.
         hand_over(process, Some(&stdin), &version)
     };
-    match exchange(fd, &outgoing) {
+    let answer = exchange(fd, &outgoing);
+    sys::close(fd);
+    match answer {
         Ok((code, stdout)) => {
             emit(&stdout);
             sys::exit(i32::from(code))
@@ -179,7 +181,6 @@ fn exchange(fd: i32, outgoing: &[u8]) -> Result<(u8, Vec<u8>), CniError> {
         .map_err(|why| talk_failed("it closed the connection without an answer", why))?;
     let mut body = alloc::vec![0_u8; body_length(header)?];
     read_exact(fd, &mut body).map_err(|why| talk_failed("its answer was cut short", why))?;
-    sys::close(fd);
     let response = decode_cni_response(&body).map_err(|err| not_protocol_one(&err))?;
     Ok((response.exit_code, response.stdout))
 }
@@ -199,23 +200,16 @@ fn read_exact(fd: i32, buf: &mut [u8]) -> Result<(), String> {
 
 /// Stdin whole, up to one byte more than [`MAX_STDIN_BYTES`]; `-errno` on a failed read.
 fn read_stdin() -> Result<Vec<u8>, isize> {
-    let mut data = Vec::with_capacity(16 * 1024);
-    loop {
-        if data.len() == data.capacity() {
-            data.reserve(data.len());
-        }
-        let spare = data.capacity() - data.len();
-        let at = data.len();
-        data.resize(at + spare, 0);
-        let got = sys::read(sys::STDIN, &mut data[at..]);
-        if got < 0 {
-            return Err(got);
-        }
-        data.truncate(at + got.unsigned_abs());
-        if got == 0 || data.len() > MAX_STDIN_BYTES {
-            return Ok(data);
+    let mut data = Vec::new();
+    let mut chunk = [0_u8; 16 * 1024];
+    while data.len() <= MAX_STDIN_BYTES {
+        match sys::read(sys::STDIN, &mut chunk) {
+            0 => break,
+            got if got < 0 => return Err(got),
+            got => data.extend_from_slice(&chunk[..got.unsigned_abs()]),
         }
     }
+    Ok(data)
 }
 
 /// An errno as std's `io::Error` displays it (its text for the ones a CNI call can meet).
@@ -266,15 +260,7 @@ fn write_all(fd: i32, mut bytes: &[u8]) {
 /// and `stdin` (the bytes already read) as its stdin; exits with a CNI error when it cannot.
 fn hand_over(process: Process, stdin: Option<&[u8]>, version: &str) -> ! {
     if let Some(data) = stdin {
-        if let Err(errno) = sys::memory_file(data).and_then(|fd| {
-            let moved = sys::dup2(fd, sys::STDIN);
-            sys::close(fd);
-            if moved < 0 {
-                Err(moved)
-            } else {
-                Ok(())
-            }
-        }) {
+        if let Err(errno) = sys::replace_stdin(data) {
             fail(
                 &CniError::new(
                     codes::INTERNAL,

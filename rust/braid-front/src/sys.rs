@@ -16,7 +16,6 @@ pub const STDOUT: i32 = 1;
 pub const STDERR: i32 = 2;
 
 pub const EINTR: isize = 4;
-pub const EAGAIN: isize = 11;
 
 const SYS_READ: usize = 0;
 const SYS_WRITE: usize = 1;
@@ -203,8 +202,9 @@ pub fn connect_unix(path: &[u8], timeout_ms: u64) -> Result<i32, isize> {
     Ok(fd)
 }
 
-/// A memory file (`memfd_create(2)`) holding `data`, positioned at its start, or `-errno`.
-pub fn memory_file(data: &[u8]) -> Result<i32, isize> {
+/// Makes descriptor 0 a memory file (`memfd_create(2)`) holding `data`, read from its start
+/// (what an `execve` hands the next program as its stdin); `-errno` when it cannot.
+pub fn replace_stdin(data: &[u8]) -> Result<(), isize> {
     const MFD_CLOEXEC: usize = 1;
     let name = b"braid-stdin\0";
     // SAFETY: `name` is NUL-terminated.
@@ -218,28 +218,30 @@ pub fn memory_file(data: &[u8]) -> Result<i32, isize> {
         return Err(fd);
     }
     let fd = fd as i32;
+    let mut ret = 0;
     let mut left = data;
     while !left.is_empty() {
         let wrote = write(fd, left);
         if wrote <= 0 {
-            close(fd);
-            return Err(if wrote < 0 { wrote } else { -5 });
+            ret = if wrote < 0 { wrote } else { -5 }; // EIO: the file took nothing
+            break;
         }
         left = &left[wrote as usize..];
     }
-    // SAFETY: lseek(2) takes no pointer.
-    let ret = unsafe { syscall(SYS_LSEEK, [fd as usize, 0, 0, 0, 0, 0]) };
-    if ret < 0 {
-        close(fd);
-        return Err(ret);
+    if ret == 0 {
+        // SAFETY: lseek(2) and dup2(2) take no pointer (dup2 leaves 0 open across exec).
+        ret = unsafe { syscall(SYS_LSEEK, [fd as usize, 0, 0, 0, 0, 0]) };
+        if ret >= 0 {
+            // SAFETY: as above.
+            ret = unsafe { syscall(SYS_DUP2, [fd as usize, STDIN as usize, 0, 0, 0, 0]) };
+        }
     }
-    Ok(fd)
-}
-
-/// `dup2(2)`.
-pub fn dup2(from: i32, to: i32) -> isize {
-    // SAFETY: takes no pointer.
-    unsafe { syscall(SYS_DUP2, [from as usize, to as usize, 0, 0, 0, 0]) }
+    close(fd);
+    if ret < 0 {
+        Err(ret)
+    } else {
+        Ok(())
+    }
 }
 
 /// `readlink(2)` of a NUL-terminated `path` into `buf`: the length, or `-errno`.

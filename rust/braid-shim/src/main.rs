@@ -24,6 +24,7 @@ mod settings;
 #[cfg(not(test))]
 use std::ffi::{c_char, c_int};
 use std::io::Write;
+use std::path::Path;
 
 use braid_cni::wire::{CniEnv, CniResponse, Request};
 use braid_cni::{codes, version, CniError};
@@ -71,7 +72,7 @@ fn run() -> Outcome {
 
 /// ADD, CHECK, GC, STATUS: the daemon's answer, waiting up to `daemonWaitSeconds` for it.
 fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
-    let socket = daemon::socket_path(&settings.socket_dir);
+    let socket = daemon::socket_path(Path::new(&settings.socket_dir));
     let outgoing = daemon::request_frame(&Request::Cni { env, stdin })?;
     let stream = daemon::connect_waiting(&socket, settings.daemon_wait)
         .map_err(|err| daemon::unreachable(&socket, settings.daemon_wait, &err))?;
@@ -80,7 +81,7 @@ fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniRespon
 
 /// DEL: the daemon's answer when it answers at once, else the record replayed here.
 fn delete(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
-    let socket = daemon::socket_path(&settings.socket_dir);
+    let socket = daemon::socket_path(Path::new(&settings.socket_dir));
     let request = Request::Cni {
         env: env.clone(),
         stdin,

@@ -24,25 +24,25 @@ use crate::settings::Settings;
 /// Tears down what the record of `env.container_id` describes.
 pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     check_container_id(&env.container_id)?;
-    let path = settings
-        .cni_dir
+    let cni_dir = Path::new(&settings.cni_dir);
+    let path = cni_dir
         .join("records")
         .join(format!("{}.json", env.container_id));
     // No record: nothing was ever attached (the engine writes it before any delegate).
-    let _lock = lock::container(&settings.cni_dir, &env.container_id).map_err(|err| {
+    let _lock = lock::container(cni_dir, &env.container_id).map_err(|err| {
         CniError::new(
             codes::IO_FAILURE,
             format!(
                 "cannot lock container {} under {}",
                 env.container_id,
-                settings.cni_dir.display()
+                cni_dir.display()
             ),
         )
         .with_details(err.to_string())
     })?;
     // A plan whose rename a power failure lost is still in a spare file, and newer than any
     // record under the container's name (`docs/attachment-record.md`, "Spare files").
-    let spare = find_spare(&settings.cni_dir.join("spares"), &env.container_id);
+    let spare = find_spare(&cni_dir.join("spares"), &env.container_id);
     let data = match &spare {
         Some((_, data)) => data.clone(),
         None => match read_record(&path)? {
@@ -58,7 +58,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned));
     let mut teardown = Teardown {
         env,
-        cni_dir: &settings.cni_dir,
+        cni_dir,
         delegates: Delegates::new(dirs, settings.plugin_timeout),
     };
     let failures: Vec<CniError> = entries
