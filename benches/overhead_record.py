@@ -3,15 +3,31 @@
 The paired benchmark times both sides in the same round, alternating which goes first, so
 drift and noise from other load on the machine fall on both sides alike; the overhead is the
 median of the per-round differences.
+
+Every timed call starts after an untimed pause of random length, uniform over
+`PHASE_SPREAD_SECONDS`. A plugin's own duration is made of kernel waits that end on the
+kernel's tick (RCU grace periods behind a veth's deletion, timers; 4 ms apart here), so a call
+started at a fixed offset after the one before it, as back-to-back calls are, finds the tick at
+the same phase every round, and a side whose own work shifts that phase by a millisecond gets
+the plugin's duration systematically longer or shorter by up to a tick. Runtimes' calls arrive
+at any phase; so do these. Measured with bridge, back to back, 300 rounds: braid's DEL came out
+-0.3 ms with no extra network and +3.6 to +4.6 ms with one; the same rounds with the pause gave
++1.3 to +1.8 ms and -1.1 to +0.8 ms (docs/performance.md, "The seventh round").
 """
 
 from __future__ import annotations
 
+import os
+import random
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+# 20 ms: a whole number of ticks at HZ 100, 250, 300 and 1000 (`BRAID_PHASE_SPREAD_MS`; 0 turns
+# the pause off, which reproduces the back-to-back figures).
+PHASE_SPREAD_SECONDS = float(os.environ.get("BRAID_PHASE_SPREAD_MS", "20")) / 1e3
 
 
 class Pod(Protocol):
@@ -30,11 +46,16 @@ class OverheadRecord:
 
     measured: str = "runtime"
     samples: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    spread: float = PHASE_SPREAD_SECONDS
+    pauses: random.Random = field(default_factory=lambda: random.Random(2026))  # noqa: S311
 
     def add(self, operation: str, side: str, seconds: float) -> None:
         self.samples.setdefault((operation, side), []).append(seconds)
 
     def timed(self, operation: str, side: str, target: Callable[[], object]) -> None:
+        """Times one call, started at a random phase (the module's docstring says why)."""
+        if self.spread > 0:
+            time.sleep(self.pauses.uniform(0.0, self.spread))
         started = time.perf_counter()
         target()
         self.add(operation, side, time.perf_counter() - started)

@@ -8,7 +8,6 @@ run (see `conftest.py`) and recorded in `docs/performance.md`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,6 @@ def measure(benchmark: Any, operation: str, target: Callable[[], object], **peda
     benchmark.pedantic(target, rounds=ROUNDS, warmup_rounds=2, **pedantic)
 
 
-def timed(operation: str, side: str, target: Callable[[], object]) -> None:
-    started = time.perf_counter()
-    target()
-    OVERHEAD.add(operation, side, time.perf_counter() - started)
-
-
 def paired_round(setup: Setup, first: str) -> None:
     """One ADD and one DEL on each side; `first` says which side goes first this round."""
     sides = {
@@ -48,10 +41,10 @@ def paired_round(setup: Setup, first: str) -> None:
     order = ["direct", "runtime"] if first == "direct" else ["runtime", "direct"]
     for side in order:
         add, delete = sides[side]
-        timed("ADD bridge+host-local", side, add)
-        timed("DEL bridge+host-local", side, delete)
+        OVERHEAD.timed("ADD bridge+host-local", side, add)
+        OVERHEAD.timed("DEL bridge+host-local", side, delete)
     for side in order:
-        timed("VERSION bridge", side, getattr(setup, f"{side}_version"))
+        OVERHEAD.timed("VERSION bridge", side, getattr(setup, f"{side}_version"))
 
 
 def test_paired_overhead(benchmark: Any, setup: Setup) -> None:
