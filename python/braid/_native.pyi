@@ -25,6 +25,7 @@ __all__ = [
     "parse_version_output",
     "plugin_stdin",
     "result_version",
+    "run_sequence",
     "select_list_version",
     "set_default_route",
     "spawn_plugin",
@@ -105,3 +106,19 @@ def spawn_plugin(
     netns_fd: int | None = None,
     stdin: bytes | None = None,
 ) -> PluginProcess: ...
+def run_sequence(
+    *,
+    steps: list[tuple[str, list[tuple[str, str]], bytes, int]],
+    timeout: float | None,
+    exit_grace: float,
+    max_stdout: int,
+    netns_fd: int | None = None,
+) -> list[
+    tuple[
+        Literal["exited", "timeout", "overflow", "io", "spawn", "skipped"],
+        int,
+        bytes,
+        bytes,
+        float,
+    ]
+]: ...

@@ -131,8 +131,17 @@ def test_protocol_errors(daemon: Daemon) -> None:
         assert json.loads(base64.b64decode(answer["stdout"]))["code"] == code
 
 
+def _bridge_runs(daemon: Daemon) -> float:
+    """How many bridge executions the daemon's delegate histogram holds."""
+    key = 'braid_daemon_phase_seconds_count{phase="delegate",plugin="bridge"} '
+    found = [ln for ln in daemon.http_get("/metrics").splitlines() if ln.startswith(key)]
+    return float(found[0].removeprefix(key)) if found else 0.0
+
+
 def test_metrics_probes_and_logs(engine: EngineSetup, daemon: Daemon) -> None:
     assert call(daemon, engine, "ADD", conf(engine, "net-a"))[1] == 0
+    added = _bridge_runs(daemon)
+    assert added >= 1
     assert call(daemon, engine, "DEL", conf(engine, "net-a")) == (None, 0)
     assert daemon.http_get("/healthz") == "ok\n"
     assert daemon.http_get("/readyz") == "ready\n"
@@ -159,6 +168,9 @@ def test_metrics_probes_and_logs(engine: EngineSetup, daemon: Daemon) -> None:
         ln for ln in text.splitlines() if ln.startswith("braid_daemon_phase_seconds_count{")
     ]
     assert any('phase="delegate",plugin="bridge"' in ln for ln in bridge_runs), bridge_runs
+    # The DEL's two delegates (the cluster network's and net-a's), run as one native
+    # sequence, are each timed too.
+    assert _bridge_runs(daemon) == added + 2
     answered = [ln for ln in daemon.log_lines() if ln["msg"].startswith(("ADD ", "DEL "))]
     assert len(answered) == 2
     for line in answered:

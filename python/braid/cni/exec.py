@@ -12,11 +12,12 @@ import contextlib
 import errno
 import os
 import stat
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from braid import _native
 from braid.errors import (
@@ -53,6 +54,15 @@ class Executor(Protocol):
 # One plugin execution known before it happens: the binary and its whole environment.
 Run = tuple[str, Mapping[str, str]]
 
+# One execution of a sequence whose every input is known before the first one runs (a DEL's
+# plugins): the binary, its whole environment, its stdin, and its group. A step that fails
+# skips the rest of its group (libcni's DEL of one list stops at its first failure); the next
+# group runs all the same (braid's teardown goes on with the next attachment).
+Step = tuple[str, Mapping[str, str], bytes, int]
+# What became of a step: its output (judged by the caller, as ``execute``'s is), the error that
+# kept it from having one, or None when an earlier step of its group failed; and its seconds.
+StepOutcome = tuple[ExecOutput | CniError | None, float]
+
 
 class StdinGatedExecutor(Executor, Protocol):
     """An executor that can start the plugin before its stdin may be given: ``before_stdin``
@@ -74,6 +84,50 @@ class StdinGatedExecutor(Executor, Protocol):
         before_stdin: Callable[[], None] | None = None,
         ahead: StartsAhead | None = None,
     ) -> ExecOutput: ...
+
+
+@runtime_checkable
+class SequenceExecutor(Executor, Protocol):
+    """An executor that runs a whole sequence of steps itself (``ProcessExecutor``: one native
+    call, each plugin started while the one before it runs and fed the moment it is done)."""
+
+    def execute_sequence(
+        self, steps: Sequence[Step], *, timeout: float | None
+    ) -> list[StepOutcome]: ...
+
+
+def execute_steps(
+    executor: Executor, steps: Sequence[Step], *, timeout: float | None
+) -> list[StepOutcome]:
+    """``steps`` in order through ``executor``: its own ``execute_sequence`` when it has one,
+    else one ``execute`` after the other (``execute_each``)."""
+    if isinstance(executor, SequenceExecutor):
+        return executor.execute_sequence(steps, timeout=timeout)
+    return execute_each(executor, steps, timeout=timeout)
+
+
+def execute_each(
+    executor: Executor, steps: Sequence[Step], *, timeout: float | None
+) -> list[StepOutcome]:
+    """``steps`` one ``executor.execute`` after the other, with the same rule: a step that does
+    not exit 0 (or cannot run) skips the rest of its group."""
+    outcomes: list[StepOutcome] = []
+    failed: int | None = None
+    for path, env, stdin, group in steps:
+        if group == failed:
+            outcomes.append((None, 0.0))
+            continue
+        started = time.perf_counter()
+        try:
+            out = executor.execute(path, env=env, stdin=stdin, timeout=timeout)
+        except CniError as exc:
+            outcomes.append((exc, time.perf_counter() - started))
+            failed = group
+            continue
+        outcomes.append((out, time.perf_counter() - started))
+        if out.returncode != 0:
+            failed = group
+    return outcomes
 
 
 class StartsAhead:
@@ -265,22 +319,56 @@ class ProcessExecutor:
                 exit_grace=EXIT_GRACE_SECONDS,
                 max_stdout=MAX_STDOUT_BYTES,
             )
+        except OSError as exc:  # its pipes failed: the plugin has been killed
+            proc.kill()
+            raise _io_error(path, exc) from exc
         except BaseException:
             proc.kill()
             raise
         if outcome == "timeout":
-            raise PluginError(
-                PLUGIN_TIMEOUT,
-                f"plugin {path} did not finish within {timeout} s; its process group was killed",
-                plugin=_name(path),
-            )
+            raise _timeout_error(path, timeout)
         if outcome == "overflow":
-            raise PluginError(
-                PLUGIN_FAILURE,
-                f"plugin {path} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
-                plugin=_name(path),
-            )
+            raise _overflow_error(path)
         return ExecOutput(returncode=code, stdout=stdout, stderr=stderr)
+
+    def execute_sequence(
+        self, steps: Sequence[Step], *, timeout: float | None
+    ) -> list[StepOutcome]:
+        """``steps`` in one native call (``braid_exec::sequence``, the GIL released): each
+        plugin is started while the one before it runs and gets its stdin the moment that one
+        is done, with no Python in between; each step's deadline counts from its turn. The
+        outcomes, and the errors of plugins that could not run, are those of ``execute``."""
+        netns_fd = self._open_netns()
+        try:
+            results = _native.run_sequence(
+                steps=[
+                    (path, list(env.items()), stdin, group) for path, env, stdin, group in steps
+                ],
+                timeout=timeout,
+                exit_grace=EXIT_GRACE_SECONDS,
+                max_stdout=MAX_STDOUT_BYTES,
+                netns_fd=netns_fd,
+            )
+        finally:
+            if netns_fd is not None:
+                os.close(netns_fd)
+        outcomes: list[StepOutcome] = []
+        for (path, _, _, _), (kind, code, stdout, stderr, seconds) in zip(
+            steps, results, strict=True
+        ):
+            outcome: ExecOutput | CniError | None = None
+            if kind == "exited":
+                outcome = ExecOutput(returncode=code, stdout=stdout, stderr=stderr)
+            elif kind == "timeout":
+                outcome = _timeout_error(path, timeout)
+            elif kind == "overflow":
+                outcome = _overflow_error(path)
+            elif kind == "spawn":
+                outcome = self._start_error(path, OSError(code, stderr.decode(errors="replace")))
+            elif kind == "io":
+                outcome = _io_error(path, OSError(code, stderr.decode(errors="replace")))
+            outcomes.append((outcome, seconds))
+        return outcomes
 
     def _spawn(
         self, path: str, env: Mapping[str, str], stdin: bytes | None = None
@@ -291,16 +379,20 @@ class ProcessExecutor:
                 path=path, env=list(env.items()), netns_fd=netns_fd, stdin=stdin
             )
         except OSError as exc:
-            if netns_fd is not None and exc.errno not in _SPAWN_ERRNOS:
-                raise CniError(
-                    INVALID_ENVIRONMENT,
-                    f"cannot run plugin {path} in network namespace {self.host_netns}",
-                    str(exc),
-                ) from exc
-            raise _spawn_error(path, exc) from exc
+            raise self._start_error(path, exc) from exc
         finally:
             if netns_fd is not None:
                 os.close(netns_fd)
+
+    def _start_error(self, path: str, exc: OSError) -> CniError:
+        """Why ``path`` could not be started: the binary, or the namespace to enter first."""
+        if self.host_netns is not None and exc.errno not in _SPAWN_ERRNOS:
+            return CniError(
+                INVALID_ENVIRONMENT,
+                f"cannot run plugin {path} in network namespace {self.host_netns}",
+                str(exc),
+            )
+        return _spawn_error(path, exc)
 
     def _open_netns(self) -> int | None:
         if self.host_netns is None:
@@ -320,6 +412,31 @@ _SPAWN_ERRNOS = frozenset({errno.EACCES, errno.ENOENT, errno.ETXTBSY, errno.ENOE
 
 def _name(path: str) -> str:
     return path.rpartition("/")[2]
+
+
+def _timeout_error(path: str, timeout: float | None) -> PluginError:
+    return PluginError(
+        PLUGIN_TIMEOUT,
+        f"plugin {path} did not finish within {timeout} s; its process group was killed",
+        plugin=_name(path),
+    )
+
+
+def _overflow_error(path: str) -> PluginError:
+    return PluginError(
+        PLUGIN_FAILURE,
+        f"plugin {path} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
+        plugin=_name(path),
+    )
+
+
+def _io_error(path: str, exc: OSError) -> PluginError:
+    return PluginError(
+        PLUGIN_FAILURE,
+        f"cannot exchange data with plugin {path}; its process group was killed",
+        str(exc),
+        plugin=_name(path),
+    )
 
 
 def _spawn_error(path: str, exc: OSError) -> CniError:

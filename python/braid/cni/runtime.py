@@ -20,8 +20,16 @@ import msgspec
 from braid import _native
 from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
-from braid.cni.exec import Executor, ProcessExecutor, Run, find_plugin
-from braid.cni.invoke import PluginCall, PluginInvoker, plugin_env
+from braid.cni.exec import (
+    ExecOutput,
+    Executor,
+    ProcessExecutor,
+    Run,
+    Step,
+    execute_steps,
+    find_plugin,
+)
+from braid.cni.invoke import PluginCall, PluginInvoker, checked_stdout, plugin_env
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import RuntimeRequest, request_from_entry, validate_attachment
@@ -88,7 +96,6 @@ class Runtime:
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
         self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
         self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
-        self._planned: dict[int, tuple[NetworkList, ListPlan]] = {}  # by ``delete_runs``
 
     def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:
         """Attaches; returns the final result at the list's version and caches it."""
@@ -134,14 +141,6 @@ class Runtime:
         env = plugin_env(prepared.call, self.plugin_dirs, self.invoker.environ)
         return [(path, env) for path in prepared.plan.paths]
 
-    def delete_runs(self, net: NetworkList, req: RuntimeRequest) -> list[Run]:
-        """The plugin executions ``delete`` will make, in order (for ``StartsAhead``). Plugin
-        lookup and version negotiation happen here as in ``delete``, with its errors."""
-        plan = self._plan(net)
-        self._planned[id(net)] = (net, plan)  # ``delete`` of this very list takes it
-        env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
-        return [(path, env) for path in reversed(plan.paths)]
-
     def delete(
         self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
     ) -> None:
@@ -150,7 +149,70 @@ class Runtime:
         ``prev_result`` is used as ``prevResult`` when the cache holds no result (a caller that
         keeps its own record of the ADD result, like braid's engine)."""
         with self.locks.container(req.container_id):
-            self._delete_cached(net, req, fallback=prev_result)
+            error = self.delete_lists([(net, req, prev_result)])[0]
+        if error is not None:
+            raise error
+
+    def delete_lists(
+        self, items: Sequence[tuple[NetworkList, RuntimeRequest, bytes | None]]
+    ) -> list[CniError | None]:
+        """DELs several lists, as braid's teardown of a pod does: each list's plugins in
+        reverse, a list stopping at its first failure while the next ones still run. Returns
+        each list's error, or None; a list's cache entry goes when it succeeded.
+        ``prev_result``: as for ``delete``. The caller holds the containers' locks.
+
+        Every list is planned and every plugin's stdin built before the first plugin runs
+        (planning may execute a plugin's VERSION, once per binary); then all of them run as one
+        sequence, through the executor's own ``execute_sequence`` when it has one
+        (``ProcessExecutor``: each plugin started while the one before runs, no Python in
+        between)."""
+        runs: list[tuple[ListPlan, RuntimeRequest, bytes | None] | CniError] = []
+        for net, req, given in items:
+            try:
+                plan = self._plan(net)
+                prev = self.results.previous(net, req, plan.version, fatal=False, given=given)
+            except CniError as exc:
+                runs.append(exc)
+                continue
+            runs.append((plan, req, prev))
+        errors = self._run_deletes(runs)
+        for (net, req, _), error in zip(items, errors, strict=True):
+            if error is None:
+                self.results.forget(net, req)
+        return errors
+
+    def _run_deletes(
+        self, runs: Sequence[tuple[ListPlan, RuntimeRequest, bytes | None] | CniError]
+    ) -> list[CniError | None]:
+        """The DELs of planned lists (an error instead of a plan is that list's outcome)."""
+        errors: list[CniError | None] = []
+        steps: list[Step] = []
+        types: list[str] = []
+        for position, run in enumerate(runs):
+            if isinstance(run, CniError):
+                errors.append(run)
+                continue
+            plan, req, prev = run
+            env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
+            try:
+                stdins = [
+                    (index, self._stdin(plan, index, "DEL", req, prev))
+                    for index in reversed(range(len(plan.paths)))
+                ]
+            except CniError as exc:
+                errors.append(exc)
+                continue
+            errors.append(None)
+            for index, stdin in stdins:
+                steps.append((plan.paths[index], env, stdin, position))
+                types.append(plan.types[index])
+        outcomes = execute_steps(self.invoker.executor, steps, timeout=self.timeout)
+        for (_, _, _, position), plugin_type, (outcome, _) in zip(
+            steps, types, outcomes, strict=True
+        ):
+            if outcome is not None and errors[position] is None:
+                errors[position] = _failure(outcome, plugin_type)
+        return errors
 
     def check(
         self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
@@ -261,20 +323,12 @@ class Runtime:
             raise CniError(INCOMPATIBLE_VERSION, f'network "{prepared.net.name}" has no plugins')
         return prev
 
-    def _delete_all(
-        self, net: NetworkList, plan: ListPlan, req: RuntimeRequest, prev: bytes | None
-    ) -> None:
-        call = req.call("DEL")
-        for index in reversed(range(len(plan.paths))):
-            self._run(plan, index, call, req, prev)
-
     def _roll_back(
         self, net: NetworkList, plan: ListPlan, req: RuntimeRequest, cause: CniError
     ) -> None:
         """DEL after a failed ADD (spec: a DEL follows every ADD), best effort."""
-        try:
-            self._delete_all(net, plan, req, None)
-        except CniError as exc:
+        exc = self._run_deletes([(plan, req, None)])[0]
+        if exc is not None:
             log.warning(
                 "network %s, container %s: DEL after the failed ADD (%s) failed too: %s",
                 net.name,
@@ -282,15 +336,6 @@ class Runtime:
                 cause,
                 exc,
             )
-
-    def _delete_cached(
-        self, net: NetworkList, req: RuntimeRequest, *, fallback: bytes | None = None
-    ) -> None:
-        planned = self._planned.pop(id(net), None)
-        plan = planned[1] if planned is not None and planned[0] is net else self._plan(net)
-        prev = self.results.previous(net, req, plan.version, fatal=False, given=fallback)
-        self._delete_all(net, plan, req, prev)
-        self.results.forget(net, req)
 
     def _delete_stale(
         self, net: NetworkList, valid: Sequence[tuple[str, str]] | None, errors: list[CniError]
@@ -301,13 +346,12 @@ class Runtime:
         except CniError as exc:
             errors.append(exc)
             return
-        for entry in entries:
-            if entry.network_name != net.name or (entry.container_id, entry.if_name) in keep:
-                continue
-            try:
-                self._delete_cached(net, request_from_entry(entry))
-            except CniError as exc:
-                errors.append(exc)
+        stale = [
+            (net, request_from_entry(entry), None)
+            for entry in entries
+            if entry.network_name == net.name and (entry.container_id, entry.if_name) not in keep
+        ]
+        errors.extend(error for error in self.delete_lists(stale) if error is not None)
 
     def _gc_plugins(
         self, net: NetworkList, valid: Sequence[tuple[str, str]] | None, errors: list[CniError]
@@ -333,3 +377,14 @@ class Runtime:
                 self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
             except CniError as exc:
                 errors.append(exc)
+
+
+def _failure(outcome: ExecOutput | CniError, plugin_type: str) -> CniError | None:
+    """A plugin execution's error (its stderr copied to ours, as ``PluginInvoker.run``)."""
+    if isinstance(outcome, CniError):
+        return outcome
+    try:
+        checked_stdout(outcome, plugin_type)
+    except CniError as exc:
+        return exc
+    return None

@@ -21,13 +21,22 @@ Each daemon owns its registry, so tests can run several in one process.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from braid.cni.exec import ExecOutput, Executor, StartsAhead, StdinGatedExecutor
+from braid.cni.exec import (
+    ExecOutput,
+    Executor,
+    SequenceExecutor,
+    StartsAhead,
+    StdinGatedExecutor,
+    Step,
+    StepOutcome,
+    execute_each,
+)
 from braid.daemon.scheduler import Scheduler
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
@@ -148,3 +157,15 @@ class TimedExecutor:
         finally:
             plugin = path.rpartition("/")[2]  # the plugin type (no Path: a call per delegate)
             self.metrics.observe_phase("delegate", time.perf_counter() - start, plugin)
+
+    def execute_sequence(
+        self, steps: Sequence[Step], *, timeout: float | None
+    ) -> list[StepOutcome]:
+        """Each step that ran is recorded with the seconds its turn took."""
+        if not isinstance(self.inner, SequenceExecutor):
+            return execute_each(self, steps, timeout=timeout)  # each timed by ``execute``
+        outcomes = self.inner.execute_sequence(steps, timeout=timeout)
+        for (path, _, _, _), (outcome, seconds) in zip(steps, outcomes, strict=True):
+            if outcome is not None:
+                self.metrics.observe_phase("delegate", seconds, path.rpartition("/")[2])
+        return outcomes

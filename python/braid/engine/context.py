@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,8 +17,12 @@ from braid.cni.exec import (
     ExecOutput,
     Executor,
     ProcessExecutor,
+    SequenceExecutor,
     StartsAhead,
     StdinGatedExecutor,
+    Step,
+    StepOutcome,
+    execute_each,
 )
 from braid.cni.locks import LockDirectory
 from braid.engine.record import (
@@ -152,6 +156,15 @@ class RequestExecutor:
             )
         self._pass()
         return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
+
+    def execute_sequence(
+        self, steps: Sequence[Step], *, timeout: float | None
+    ) -> list[StepOutcome]:
+        """A sequence (DELs) goes to the executor whole once nothing has to pass before a
+        plugin's stdin; while a gate is pending, one execution after the other."""
+        if self.gate is None and isinstance(self.inner, SequenceExecutor):
+            return self.inner.execute_sequence(steps, timeout=timeout)
+        return execute_each(self, steps, timeout=timeout)
 
     def _pass(self) -> None:
         if self.gate is not None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from braid.cni import NetworkList, Runtime, RuntimeRequest
-from braid.cni.exec import Run, StartsAhead
+from braid.cni import NetworkList, Runtime
 from braid.engine.context import (
     EngineContext,
     NoStore,
@@ -36,28 +35,33 @@ def tear_down(
     entries: list[AttachmentEntry],
     *,
     netns: str,
-    ahead: StartsAhead | None = None,
 ) -> list[CniError]:
     """DELs ``entries`` in reverse; returns every failure (each entry's state says which).
-    ``ahead`` (the runtime's, ``EngineContext.runtime``) is told every execution to come."""
-    errors: list[CniError] = []
+    All of them go to the runtime at once (``Runtime.delete_lists``): every delegate's stdin is
+    built before the first runs, and the real executor runs them in one native call, each
+    plugin started during the one before. An entry whose network cannot be read fails alone."""
     steps = [
         (entry, _network_of(entry), runtime_request(record, entry, netns=netns))
         for entry in reversed(entries)
     ]
-    if ahead is not None:
-        _expect_deletes(runtime, steps, ahead)
-    for entry, network, request in steps:
-        try:
-            if isinstance(network, CniError):
-                raise network
-            runtime.delete(network, request, prev_result=entry.result_bytes())
-        except CniError as exc:
-            entry.state = "failed"
-            entry.error = str(exc)
-            errors.append(CniError(exc.code, f"{entry.label or entry.name}: DEL failed", exc.msg))
-        else:
+    outcomes = iter(
+        runtime.delete_lists(
+            [
+                (network, request, entry.result_bytes())
+                for entry, network, request in steps
+                if not isinstance(network, CniError)
+            ]
+        )
+    )
+    errors: list[CniError] = []
+    for entry, network, _ in steps:
+        error = network if isinstance(network, CniError) else next(outcomes)
+        if error is None:
             entry.state = "deleted"
+            continue
+        entry.state = "failed"
+        entry.error = str(error)
+        errors.append(CniError(error.code, f"{entry.label or entry.name}: DEL failed", error.msg))
     return errors
 
 
@@ -67,25 +71,6 @@ def _network_of(entry: AttachmentEntry) -> NetworkList | CniError:
         return entry.attachment().network_list()
     except CniError as exc:
         return exc
-
-
-def _expect_deletes(
-    runtime: Runtime,
-    steps: list[tuple[AttachmentEntry, NetworkList | CniError, RuntimeRequest]],
-    ahead: StartsAhead,
-) -> None:
-    """Every plugin execution the DELs will make, up to the first attachment whose plugins
-    cannot be planned (its own DEL reports why, in its turn). All are planned before any is
-    expected: planning may execute a plugin's VERSION, which is no DEL of the sequence."""
-    runs: list[Run] = []
-    for _, network, request in steps:
-        if isinstance(network, CniError):
-            break
-        try:
-            runs += runtime.delete_runs(network, request)
-        except CniError:
-            break
-    ahead.expect(runs)
 
 
 def _fallback_record(
@@ -138,11 +123,7 @@ def delete(
     # No early start of the first delegate here (``braid.engine.early``, which an ADD uses):
     # a DEL's work before its first delegate is too short to hide a Go plugin's start-up, and
     # the two competed for the CPUs (bridge DEL about 1.2 ms slower with it).
-    ahead = StartsAhead()
-    try:
-        _delete_locked(ctx, request, capability_args, answer, ahead)
-    finally:
-        ahead.close()
+    _delete_locked(ctx, request, capability_args, answer)
 
 
 def _delete_locked(
@@ -150,7 +131,6 @@ def _delete_locked(
     request: CniRequest,
     capability_args: dict[str, Any],
     answer: Callable[[bytes], None] | None,
-    ahead: StartsAhead,
 ) -> None:
     records = ctx.records()
     corrupt: CorruptRecord | None = None
@@ -163,13 +143,8 @@ def _delete_locked(
             record = _fallback_record(ctx, request, capability_args)
             if corrupt is not None:
                 _merge_salvaged(record, corrupt.salvaged)
-        runtime = ctx.runtime(request, ahead=ahead)
-        try:
-            errors = tear_down(
-                runtime, record, record.attachments, netns=request.netns, ahead=ahead
-            )
-        finally:
-            ahead.close()
+        runtime = ctx.runtime(request)
+        errors = tear_down(runtime, record, record.attachments, netns=request.netns)
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)

@@ -595,5 +595,7 @@ pub enum RunFailure {
     Run(Failure),
 }
 
+pub mod sequence;
+
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ fn limits(seconds: u64) -> Limits {
     }
 }
 
-fn env() -> Vec<(String, String)> {
+pub(crate) fn env() -> Vec<(String, String)> {
     vec![
         ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
         ("ONLY".to_owned(), "this".to_owned()),
@@ -27,7 +27,7 @@ fn wait_for(done: &std::path::Path) {
     }
 }
 
-fn sh(script: &str) -> (std::path::PathBuf, tempdir::Dir) {
+pub(crate) fn sh(script: &str) -> (std::path::PathBuf, tempdir::Dir) {
     let dir = tempdir::Dir::new();
     let path = dir.0.join("plugin");
     std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
@@ -35,7 +35,7 @@ fn sh(script: &str) -> (std::path::PathBuf, tempdir::Dir) {
     (path, dir)
 }
 
-mod tempdir {
+pub(crate) mod tempdir {
     pub struct Dir(pub std::path::PathBuf);
     impl Dir {
         pub fn new() -> Self {

@@ -7,6 +7,7 @@ use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use braid_exec::sequence::{run_sequence as run_steps, Step, StepLimits, StepResult};
 use braid_exec::{Failure, Limits, Plugin};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
@@ -190,11 +191,85 @@ fn start_plugin(path: &str, env: Vec<(String, String)>) -> PyResult<StartingPlug
     Ok(StartingPlugin { pending })
 }
 
+/// One step of `run_sequence`: the plugin's path, its whole environment, its stdin and its
+/// group (a failed step skips the rest of its group).
+type SequenceStep = (String, Vec<(String, String)>, Vec<u8>, usize);
+/// What became of a step: `(kind, code, stdout, stderr, seconds)`; `kind` is `exited` (code:
+/// the exit code, below zero a signal), `timeout` or `overflow` (the group killed), `io` or
+/// `spawn` (code: the errno, stderr: its message), or `skipped`.
+type SequenceOutcome = (&'static str, i32, Py<PyBytes>, Py<PyBytes>, f64);
+
+/// Runs `steps` one after the other with the GIL released, each plugin started while the one
+/// before it runs and given its stdin as soon as that one is done (`braid_exec::sequence`);
+/// a step that does not exit 0 skips the rest of its group. Each step's deadline (`timeout`
+/// seconds) counts from its turn.
+#[pyfunction]
+#[pyo3(signature = (*, steps, timeout, exit_grace, max_stdout, netns_fd=None))]
+fn run_sequence(
+    py: Python<'_>,
+    steps: Vec<SequenceStep>,
+    timeout: Option<f64>,
+    exit_grace: f64,
+    max_stdout: usize,
+    netns_fd: Option<i32>,
+) -> Vec<SequenceOutcome> {
+    let limits = StepLimits {
+        timeout: timeout.map(|t| Duration::from_secs_f64(t.max(0.0))),
+        exit_grace: Duration::from_secs_f64(exit_grace.max(0.0)),
+        max_stdout,
+    };
+    let results = py.detach(|| {
+        let borrowed: Vec<Step<'_>> = steps
+            .iter()
+            .map(|(path, env, stdin, group)| Step {
+                path: Path::new(path),
+                env,
+                stdin,
+                group: *group,
+            })
+            .collect();
+        run_steps(&borrowed, limits, netns_fd)
+    });
+    let bytes = |data: &[u8]| PyBytes::new(py, data).unbind();
+    results
+        .into_iter()
+        .map(|result| match result {
+            StepResult::Exited { output, seconds } => (
+                "exited",
+                output.code,
+                bytes(&output.stdout),
+                bytes(&output.stderr),
+                seconds,
+            ),
+            StepResult::Failed { failure, seconds } => match failure {
+                Failure::TimedOut => ("timeout", 0, bytes(b""), bytes(b""), seconds),
+                Failure::StdoutTooLarge => ("overflow", 0, bytes(b""), bytes(b""), seconds),
+                Failure::Io(err) => (
+                    "io",
+                    err.raw_os_error().unwrap_or(0),
+                    bytes(b""),
+                    bytes(err.to_string().as_bytes()),
+                    seconds,
+                ),
+            },
+            StepResult::NotStarted(err) => (
+                "spawn",
+                err.raw_os_error().unwrap_or(0),
+                bytes(b""),
+                bytes(err.to_string().as_bytes()),
+                0.0,
+            ),
+            StepResult::Skipped => ("skipped", 0, bytes(b""), bytes(b""), 0.0),
+        })
+        .collect()
+}
+
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PluginProcess>()?;
     m.add_function(wrap_pyfunction!(spawn_plugin, m)?)?;
     m.add_class::<StartingPlugin>()?;
     m.add_function(wrap_pyfunction!(start_plugin, m)?)?;
+    m.add_function(wrap_pyfunction!(run_sequence, m)?)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ import itertools
 import json
 from typing import Any
 
-from braid.cni import ProcessExecutor
+from braid import _native
 from braid.engine import run_cni
 
 CLUSTER_LIST = {"cniVersion": "1.0.0", "name": "kcluster", "plugins": [{"type": "fakenet"}]}
@@ -95,23 +95,32 @@ def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
         assert following["read"] >= done, "its stdin came only after the one before returned"
 
 
-def test_a_del_starts_no_delegate_early_only_ahead(dirs: Any, monkeypatch: Any) -> None:
-    """A DEL's first delegate is spawned in the request (no early start: braid.engine.early);
-    each later one is started ahead, during the one before (``_spawn`` all the same)."""
-    spawned: list[str] = []
-    real_spawn = ProcessExecutor._spawn
+def test_a_del_runs_its_delegates_as_one_native_sequence_and_starts_none_early(
+    dirs: Any, monkeypatch: Any
+) -> None:
+    """Every DEL delegate of a pod goes to ``_native.run_sequence`` in one call, in teardown
+    order, each attachment its own group; nothing is started early (``braid.engine.early`` is
+    an ADD's), even once several DELs in a row agreed on their first delegate."""
+    sequences: list[list[tuple[str, int]]] = []
+    early: list[str] = []
+    real_sequence, real_start = _native.run_sequence, _native.start_plugin
 
-    def counting(self: ProcessExecutor, path: str, env: Any, stdin: bytes | None = None) -> Any:
-        if env["CNI_COMMAND"] == "DEL":  # not the version queries
-            spawned.append(env["CNI_IFNAME"])
-        return real_spawn(self, path, env, stdin)
+    def recording_sequence(**kwargs: Any) -> Any:
+        sequences.append([(dict(env)["CNI_IFNAME"], group) for _, env, _, group in kwargs["steps"]])
+        return real_sequence(**kwargs)
 
-    monkeypatch.setattr(ProcessExecutor, "_spawn", counting)
+    def recording_start(*, path: str, env: Any) -> Any:
+        early.append(dict(env).get("CNI_COMMAND", ""))
+        return real_start(path=path, env=env)
+
+    monkeypatch.setattr(_native, "run_sequence", recording_sequence)
+    monkeypatch.setattr(_native, "start_plugin", recording_start)
     for container in ("ctr1", "ctr2", "ctr3"):
         write_record(dirs, container)
         assert run_cni(dirs.env("DEL", container), dirs.stdin()) == (b"", 0)
 
-    assert spawned == ["net2", "net1", "eth0"] * 3
+    assert sequences == [[("net2", 0), ("net1", 1), ("eth0", 2)]] * 3
+    assert early == []
     third = [c for c in dirs.calls("DEL") if c["env"]["CNI_CONTAINERID"] == "ctr3"]
     assert [c["env"]["CNI_IFNAME"] for c in third] == ["net2", "net1", "eth0"]
 
