@@ -161,7 +161,11 @@ class RequestExecutor:
         self, steps: Sequence[Step], *, timeout: float | None
     ) -> list[StepOutcome]:
         """A sequence (DELs) goes to the executor whole once nothing has to pass before a
-        plugin's stdin; while a gate is pending, one execution after the other."""
+        plugin's stdin; while a gate is pending, one execution after the other. It is none of
+        the executions ``ahead`` expects (an ADD's rollback): a plugin held for them is killed
+        unread first."""
+        if self.ahead is not None:
+            self.ahead.close()
         if self.gate is None and isinstance(self.inner, SequenceExecutor):
             return self.inner.execute_sequence(steps, timeout=timeout)
         return execute_each(self, steps, timeout=timeout)
