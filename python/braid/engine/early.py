@@ -9,9 +9,9 @@ next request, with its own container, once two requests in a row agreed on it. T
 used only if it turns out to be exactly the first execution; otherwise it is killed having read
 nothing, and the guess waits for two requests to agree again.
 
-A DEL does not start early: its work before the first delegate is too short to hide a Go
-plugin's start-up, and the two competed for the CPUs (bridge DEL about 1.2 ms slower with it,
-``docs/performance.md``).
+A DEL does not start early: measured again in session 7 (``docs/performance.md``, "The seventh
+round"), it saved about 0.2 ms on an idle machine and cost 0.1-0.3 ms under load, and a DEL's
+first delegate is each pod's last network, so a guess is wrong more often than an ADD's.
 """
 
 from __future__ import annotations
