@@ -2,6 +2,9 @@
 
 Imported only for such kubeconfigs (the package costs ~180 ms to import). The token they give
 expires; the client reads the kubeconfig again, and so runs the plugin again, on a 401.
+
+The package is the optional extra ``kube-auth`` (``pip install 'braid-cni[kube-auth]'``): it is
+large and nothing else needs it, so the node image and a plain install leave it out.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ def plugin_credentials(path: str, source: str) -> Credentials:
     """Credentials from the ``kubernetes`` package's kubeconfig loader."""
     try:
         from kubernetes import client, config  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - a declared dependency
+    except ImportError as exc:
         raise CniError(
-            INVALID_CONFIG, f"{source}: the kubernetes package is missing: {exc}"
+            INVALID_CONFIG,
+            f"{source}: its user authenticates with exec or auth-provider, which needs the"
+            f" kubernetes package ({exc}): pip install 'braid-cni[kube-auth]'",
         ) from None
     cfg: Any = client.Configuration()
     try:

@@ -1,0 +1,43 @@
+"""An ``exec``/``auth-provider`` kubeconfig user without the optional ``kubernetes`` package:
+a configuration error (code 7) that names the extra to install."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.kubeconfig import kubeconfig_credentials
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
+        {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}},
+    ],
+)
+def test_plugin_user_without_kubernetes_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: dict[str, object]
+) -> None:
+    path = tmp_path / "kc"
+    path.write_text(
+        json.dumps(
+            {
+                "current-context": "c",
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                "clusters": [{"name": "k", "cluster": {"server": "https://10.0.0.1:6443"}}],
+                "users": [{"name": "u", "user": user}],
+            }
+        )
+    )
+    # None in sys.modules makes `import kubernetes` raise ImportError, as when not installed.
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    with pytest.raises(CniError) as raised:
+        kubeconfig_credentials(str(path))
+    assert raised.value.code == INVALID_CONFIG
+    assert "pip install 'braid-cni[kube-auth]'" in raised.value.msg
+    assert str(path) in raised.value.msg
