@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Build kube-apiserver, etcd and kubectl (its kustomize renders deploy/) for braid's cluster
-# test tier into .cache/kube/bin/ (or $BRAID_KUBE_BIN_DIR, which the tier reads too).
+# test tier, and kubelet, kube-controller-manager and kube-scheduler for its node tier, into
+# .cache/kube/bin/ (or $BRAID_KUBE_BIN_DIR, which both tiers read too).
 # Test-only: nothing built here is shipped. Needs Go (>= 1.21; the go directive in go.mod
 # fetches a newer toolchain through the module proxy if needed) and the Go module proxy.
 # A finished build is reused while its key (go.mod, go.sum, the sources, this script and the
 # Go version) is unchanged; `--force` rebuilds. Cold (empty module and build caches, 2 cores)
 # it takes about 6 minutes; with warm caches well under one.
 set -euo pipefail
+
+programs=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 
 main() {
 	local here root out key kube_version minor pkg ldflags start
@@ -25,8 +28,7 @@ main() {
 		cat go.mod go.sum tools.go etcd/main.go build.sh
 	} | sha256sum | cut -d' ' -f1)
 
-	if [[ ${1:-} != --force && -x $out/kube-apiserver && -x $out/etcd && -x $out/kubectl &&
-		$(cat "$out/.build-key" 2>/dev/null) == "$key" ]]; then
+	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" ]] && built; then
 		echo "build.sh: $out is up to date"
 		exit 0
 	fi
@@ -43,16 +45,25 @@ main() {
 	echo '*' >"${out%/*}/.gitignore"
 	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
 	trap 'rm -rf "$staging"' EXIT
-	echo "build.sh: building kube-apiserver and kubectl $kube_version and etcd into $out (a cold build takes minutes)"
+	echo "build.sh: building ${programs[*]} $kube_version and etcd into $out (a cold build takes minutes)"
 	start=$SECONDS
+	# One invocation: the programs share most packages, each compiled once.
 	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
-		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+		"${programs[@]/#/k8s.io/kubernetes/cmd/}" ./etcd
 	echo "$key" >"$staging/.build-key"
 
 	rm -rf "$out"
 	mv "$staging" "$out"
 	trap - EXIT
 	echo "build.sh: done in $((SECONDS - start)) s: $("$out/kube-apiserver" --version), etcd $("$out/etcd" --version | head -1)"
+}
+
+# Whether every program is in $out.
+built() {
+	local program
+	for program in etcd "${programs[@]}"; do
+		[[ -x $out/$program ]] || return 1
+	done
 }
 
 # Everything runs from main: editing this file during a build cannot derail the running one.
