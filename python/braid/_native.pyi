@@ -98,12 +98,15 @@ class PluginProcess:
 class StartingPlugin:
     def process(self) -> PluginProcess: ...
 
-def start_plugin(*, path: str, env: list[tuple[str, str]]) -> StartingPlugin: ...
+def start_plugin(
+    *, path: str, env: list[tuple[str, str]], root_fd: int | None = None
+) -> StartingPlugin: ...
 def spawn_plugin(
     *,
     path: str,
     env: list[tuple[str, str]],
     netns_fd: int | None = None,
+    root_fd: int | None = None,
     stdin: bytes | None = None,
 ) -> PluginProcess: ...
 def run_sequence(
@@ -113,6 +116,7 @@ def run_sequence(
     exit_grace: float,
     max_stdout: int,
     netns_fd: int | None = None,
+    root_fd: int | None = None,
 ) -> list[
     tuple[
         Literal["exited", "timeout", "overflow", "io", "spawn", "skipped"],

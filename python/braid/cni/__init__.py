@@ -17,6 +17,7 @@ from braid.cni.config import (
     network_list_from_conf,
 )
 from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
+from braid.cni.hostroot import HostRoot
 from braid.cni.plan import VersionReport
 from braid.cni.request import RuntimeRequest
 from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
@@ -28,6 +29,7 @@ __all__ = [
     "CacheEntry",
     "ExecOutput",
     "Executor",
+    "HostRoot",
     "NetworkList",
     "NetworkNotFoundError",
     "ProcessExecutor",

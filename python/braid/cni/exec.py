@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from braid import _native
+from braid.cni.hostroot import HostRoot
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -153,11 +154,13 @@ class StartsAhead:
     def expect(self, runs: Iterable[Run]) -> None:
         self._runs.extend(runs)
 
-    def start_early(self, path: str, env: Mapping[str, str]) -> None:
+    def start_early(self, path: str, env: Mapping[str, str], root_fd: int | None = None) -> None:
         """Starts ``path`` with ``env`` on a helper thread, before anything is expected (the
-        first expected execution takes it if it is that one)."""
+        first expected execution takes it if it is that one); inside the root open as
+        ``root_fd`` when given (held open by its owner, ``ProcessExecutor.root_fd``)."""
         if self._held is None:
-            self._held = (path, env, _native.start_plugin(path=path, env=list(env.items())))
+            started = _native.start_plugin(path=path, env=list(env.items()), root_fd=root_fd)
+            self._held = (path, env, started)
 
     def take(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess | None:
         """The plugin started ahead for this execution, if it is the one expected."""
@@ -215,15 +218,18 @@ def _discard(started: _Started) -> None:
         _process(started).kill()
 
 
-def find_plugin(plugin_type: str, dirs: Sequence[str]) -> str:
-    """The first regular file named ``plugin_type`` in ``dirs`` (the ``CNI_PATH`` entries).
+def find_plugin(plugin_type: str, dirs: Sequence[str], root: HostRoot | None = None) -> str:
+    """The first regular file named ``plugin_type`` in ``dirs`` (the ``CNI_PATH`` entries),
+    looked up inside ``root`` when given (the path returned is then the node's).
 
     A type that could name anything outside those directories is refused (code 7).
     """
-    return locate_plugin(plugin_type, dirs)[0]
+    return locate_plugin(plugin_type, dirs, root)[0]
 
 
-def locate_plugin(plugin_type: str, dirs: Sequence[str]) -> tuple[str, os.stat_result]:
+def locate_plugin(
+    plugin_type: str, dirs: Sequence[str], root: HostRoot | None = None
+) -> tuple[str, os.stat_result]:
     """``find_plugin`` with the ``stat`` of the file it found (for the version cache's key)."""
     if (
         not plugin_type
@@ -239,13 +245,14 @@ def locate_plugin(plugin_type: str, dirs: Sequence[str]) -> tuple[str, os.stat_r
         )
     for directory in dirs:
         candidate = os.path.join(directory, plugin_type)  # noqa: PTH118 - per call, no Path
+        seen = candidate if root is None else root.local(candidate)
         try:
-            found = os.stat(candidate)  # noqa: PTH116
+            found = os.stat(seen)  # noqa: PTH116
         except OSError:
             continue
         if not stat.S_ISREG(found.st_mode):
             continue
-        if not os.access(candidate, os.X_OK):
+        if not os.access(seen, os.X_OK):
             raise PluginError(
                 PLUGIN_NOT_FOUND,
                 f"plugin {candidate} is not executable; fix its permissions (chmod +x)",
@@ -269,13 +276,22 @@ class ProcessExecutor:
 
     ``host_netns``: a network namespace path the child enters (``setns`` in the forked child
     before ``exec``) so that host-side devices land there; no thread of this process ever
-    changes namespace.
+    changes namespace. ``root``: the node's root filesystem when this process sees it
+    elsewhere (``HostRoot``): the child enters it (``chroot`` before ``exec``) and plugin paths
+    are the node's, so a plugin finds the node's tools, files and sockets as if the runtime
+    had executed it there.
     """
 
     gates_stdin = True
 
-    def __init__(self, host_netns: str | None = None) -> None:
+    def __init__(self, host_netns: str | None = None, root: HostRoot | None = None) -> None:
         self.host_netns = host_netns
+        self.root = root
+
+    @property
+    def root_fd(self) -> int | None:
+        """The descriptor of the root the plugins enter, or None."""
+        return None if self.root is None else self.root.fd
 
     @property
     def starts_early(self) -> bool:
@@ -348,6 +364,7 @@ class ProcessExecutor:
                 exit_grace=EXIT_GRACE_SECONDS,
                 max_stdout=MAX_STDOUT_BYTES,
                 netns_fd=netns_fd,
+                root_fd=self.root_fd,
             )
         finally:
             if netns_fd is not None:
@@ -376,7 +393,11 @@ class ProcessExecutor:
         netns_fd = self._open_netns()
         try:
             return _native.spawn_plugin(
-                path=path, env=list(env.items()), netns_fd=netns_fd, stdin=stdin
+                path=path,
+                env=list(env.items()),
+                netns_fd=netns_fd,
+                root_fd=self.root_fd,
+                stdin=stdin,
             )
         except OSError as exc:
             raise self._start_error(path, exc) from exc

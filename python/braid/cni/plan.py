@@ -13,6 +13,7 @@ import msgspec
 
 from braid.cni.config import NetworkList
 from braid.cni.exec import locate_plugin
+from braid.cni.hostroot import HostRoot
 from braid.cni.invoke import PluginInvoker
 from braid.cni.versions import VersionCache, negotiate
 
@@ -46,11 +47,16 @@ class VersionReport:
 
 
 def make_plan(
-    net: NetworkList, plugin_dirs: Sequence[str], versions: VersionCache, invoker: PluginInvoker
+    net: NetworkList,
+    plugin_dirs: Sequence[str],
+    versions: VersionCache,
+    invoker: PluginInvoker,
+    root: HostRoot | None = None,
 ) -> ListPlan:
-    """Finds every plugin and negotiates the version (VERSION asked once per binary)."""
+    """Finds every plugin (inside ``root`` when given) and negotiates the version (VERSION
+    asked once per binary)."""
     types = net.plugin_types
-    located = [locate_plugin(t, plugin_dirs) for t in types]
+    located = [locate_plugin(t, plugin_dirs, root) for t in types]
     paths = [path for path, _ in located]
     supported = [
         versions.supported(path, _asker(invoker, path, ptype), found=found)

@@ -29,6 +29,7 @@ from braid.cni.exec import (
     execute_steps,
     find_plugin,
 )
+from braid.cni.hostroot import HostRoot
 from braid.cni.invoke import PluginCall, PluginInvoker, checked_stdout, plugin_env
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
@@ -84,8 +85,10 @@ class Runtime:
         durable_cache: bool = True,
         result_cache: bool = True,
         own_locks: bool = True,
+        root: HostRoot | None = None,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
+        self.root = root
         self.cache = ResultCache(cache_dir, durable=durable_cache)
         self.results: ResultKeeping = (
             CachedResults(self.cache) if result_cache else CallerResults(self.cache)
@@ -94,7 +97,9 @@ class Runtime:
             LockDirectory(cache_dir) if own_locks else HeldByCaller()
         )
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
-        self.invoker = PluginInvoker(executor or ProcessExecutor(), self.plugin_dirs, self.timeout)
+        self.invoker = PluginInvoker(
+            executor or ProcessExecutor(root=root), self.plugin_dirs, self.timeout
+        )
         self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
 
     def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:
@@ -284,13 +289,13 @@ class Runtime:
 
     def plugin_versions(self, plugin_type: str) -> list[str]:
         """One plugin's ``supportedVersions`` (asked once per binary)."""
-        path = find_plugin(plugin_type, self.plugin_dirs)
+        path = find_plugin(plugin_type, self.plugin_dirs, self.root)
         return self.versions.supported(path, lambda: self.invoker.versions(path, plugin_type))
 
     # --- internals -------------------------------------------------------------------------
 
     def _plan(self, net: NetworkList) -> ListPlan:
-        return make_plan(net, self.plugin_dirs, self.versions, self.invoker)
+        return make_plan(net, self.plugin_dirs, self.versions, self.invoker, self.root)
 
     def _stdin(
         self, plan: ListPlan, index: int, command: str, req: RuntimeRequest, prev: bytes | None

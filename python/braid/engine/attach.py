@@ -138,12 +138,13 @@ def _add_locked(
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
     thread; the interface names are checked and the write awaited at the gate, once the first
     delegate has been started and before it gets its stdin."""
-    gate = PlanGate(ctx, record, plan, request.netns)
+    netns = ctx.local(request.netns)  # where braid itself opens the pod's namespace
+    gate = PlanGate(ctx, record, plan, netns)
     runtime = ctx.runtime(request, gate=gate, ahead=ahead)
     try:
-        _attach_all(runtime, record, plan, request, ahead)
+        _attach_all(runtime, record, plan, request, ahead, netns=netns)
         for attachment in plan.attachments:
-            apply_default_routes(attachment, request.netns)
+            apply_default_routes(attachment, netns)
     except CniError as exc:
         if not gate.passed:  # no delegate ran: nothing to roll back
             gate.settle()  # the plan's write is over before its record goes
@@ -297,13 +298,16 @@ def _attach_all(
     plan: AttachmentPlan,
     request: CniRequest,
     ahead: StartsAhead,
+    *,
+    netns: str,
 ) -> None:
-    """Runs every attachment in plan order. All of them are prepared before the first delegate runs
-    (plugin lookup, version negotiation, the first plugin's stdin), so a network whose plugin
-    cannot be found or agree on a version fails the ADD before anything was attached (nothing to
-    roll back). Progress is kept in memory only (``entry.state`` and ``entry.result``): the
-    durable plan already on disk lets a DEL after a crash tear down every entry, and the one
-    record write after the last attachment stores the results."""
+    """Runs every attachment in plan order (``netns``: the pod's namespace as braid opens it).
+    All of them are prepared before the first delegate runs (plugin lookup, version
+    negotiation, the first plugin's stdin), so a network whose plugin cannot be found or agree
+    on a version fails the ADD before anything was attached (nothing to roll back). Progress
+    is kept in memory only (``entry.state`` and ``entry.result``): the durable plan already on
+    disk lets a DEL after a crash tear down every entry, and the one record write after the
+    last attachment stores the results."""
     prepared = [
         runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
@@ -319,7 +323,7 @@ def _attach_all(
         result = runtime.add_prepared(ready)
         entry.result = msgspec.Raw(result)
         entry.state = "added"
-        requests_honoured(attachment, result, request.netns)
+        requests_honoured(attachment, result, netns)
 
 
 def _roll_back(

@@ -24,6 +24,7 @@ from braid.cni.exec import (
     StepOutcome,
     execute_each,
 )
+from braid.cni.hostroot import HostRoot
 from braid.cni.locks import LockDirectory
 from braid.engine.record import (
     RECORD_KIND,
@@ -62,7 +63,10 @@ class EngineContext:
     ``publisher`` receives the network-status of each successful ADD (``None``: kept in the
     attachment record only); ``spares``: the daemon's spare record files of this cniDir, for
     cheaper durable writes (``braid.engine.spares``; ``None``: every durable write is a new
-    file, fsynced).
+    file, fsynced). ``root``: the node's root filesystem when braid sees it elsewhere (the
+    daemon in its container): plugins are looked up and run inside it, and the paths of the
+    request (``CNI_NETNS``) are opened through it (``local``); ``config`` then already names
+    its files through it (``braid.nad.config.localize``).
     """
 
     config: BraidConfig
@@ -71,6 +75,11 @@ class EngineContext:
     publisher: StatusPublisher | None = None
     extra_plugin_dirs: list[str] = field(default_factory=list)
     spares: SpareFiles | None = None
+    root: HostRoot | None = None
+
+    def local(self, path: str) -> str:
+        """Where this process opens the node's ``path`` (the path itself without a root)."""
+        return path if self.root is None or not path else self.root.local(path)
 
     @cached_property
     def cni_dir(self) -> Path:
@@ -117,6 +126,7 @@ class EngineContext:
             timeout=self.config.plugin_timeout,
             result_cache=False,
             own_locks=False,
+            root=self.root,
         )
 
 

@@ -59,7 +59,7 @@ class FirstDelegates:
             CNI_NETNS=request.netns,
             CNI_ARGS=_native.build_cni_args(pairs=list(request.cni_args)),
         )
-        ahead.start_early(path, env)
+        ahead.start_early(path, env, getattr(executor, "root_fd", None))
 
     def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
         """Remembers ``request``'s first execution."""

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from braid import _native
 from braid.cni.exec import Executor
+from braid.cni.hostroot import HostRoot
 from braid.engine.attach import EarlyAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.maintenance import check, gc, status
@@ -94,6 +95,7 @@ def _run_with_own_store(
     *,
     answer: EarlyAnswer | None,
     spares: SpareFiles | None,
+    root: HostRoot | None,
 ) -> bytes:
     """The Kubernetes store when braid's configuration or environment asks for it (imported
     only then), else the file store (kept in ``file_stores`` across calls when given)."""
@@ -106,11 +108,11 @@ def _run_with_own_store(
             if file_stores is None
             else file_stores.get(config.nad_dir, config.pod_dir).pinned()
         )
-        ctx = EngineContext(config=config, store=store, executor=executor, spares=spares)
+        ctx = EngineContext(config=config, store=store, executor=executor, spares=spares, root=root)
         return _dispatch(ctx, request, runtime_config, answer)
     kube = open_thin(config, env)
     try:
-        return _run_in_session(config, request, executor, kube, answer, spares=spares)
+        return _run_in_session(config, request, executor, kube, answer, spares=spares, root=root)
     finally:
         kube.close()
 
@@ -123,6 +125,7 @@ def _run_in_session(
     answer: EarlyAnswer | None,
     *,
     spares: SpareFiles | None,
+    root: HostRoot | None,
 ) -> bytes:
     ctx = EngineContext(
         config=config,
@@ -130,6 +133,7 @@ def _run_in_session(
         executor=executor,
         publisher=session.publisher,
         spares=spares,
+        root=root,
     )
     try:
         return _dispatch(ctx, request, dict(config.runtime_config), answer)
@@ -149,6 +153,8 @@ def run_cni(
     cluster: ClusterSessions | None = None,
     answer: EarlyAnswer | None = None,
     spares: SparePools | None = None,
+    policy: Callable[[BraidConfig], BraidConfig] | None = None,
+    root: HostRoot | None = None,
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
@@ -160,14 +166,17 @@ def run_cni(
     record's last (not durable) write, and a successful DEL's empty output before the record
     is removed; what follows runs under the same locks. The daemon sends it to the shim at
     once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
-    the durable plan cheaper. The return value is the same output."""
+    the durable plan cheaper. ``policy``: makes the call's configuration from the one on stdin
+    (the daemon's: the operator's configuration over it, ``braid.nad.policy``); ``root``: the
+    node's root filesystem when braid sees it elsewhere (``EngineContext.root``). The return
+    value is the same output."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
         if request.command == "VERSION":
             return version_document(), 0
         loaded = load_braid_config(request.config)
-        config = loaded.config
+        config = loaded.config if policy is None else policy(loaded.config)
         cni_version = config.cni_version
         configure_logging(config)
         for warning in loaded.warnings:
@@ -176,14 +185,19 @@ def run_cni(
         # which takes container locks of its own.
         pool = None if spares is None else spares.get(config.cni_dir)
         if store is not None:
-            ctx = EngineContext(config=config, store=store, executor=executor, spares=pool)
+            ctx = EngineContext(
+                config=config, store=store, executor=executor, spares=pool, root=root
+            )
             return _dispatch(ctx, request, dict(config.runtime_config), answer), 0
         session = cluster(config) if cluster is not None else None
         if session is not None:
-            return _run_in_session(config, request, executor, session, answer, spares=pool), 0
+            out = _run_in_session(
+                config, request, executor, session, answer, spares=pool, root=root
+            )
+            return out, 0
         return (
             _run_with_own_store(
-                config, env, request, executor, file_stores, answer=answer, spares=pool
+                config, env, request, executor, file_stores, answer=answer, spares=pool, root=root
             ),
             0,
         )

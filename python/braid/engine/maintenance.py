@@ -50,7 +50,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
             )
         runtime = ctx.runtime(request)
         netns = request.netns
-        present = set(_native.list_links(netns=netns)) if netns else None
+        present = set(_native.list_links(netns=ctx.local(netns))) if netns else None
         for entry in record.attachments:
             # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
             if present is not None and not entry.auxiliary_chain and entry.ifname not in present:

@@ -85,12 +85,33 @@ impl Drop for Plugin {
     }
 }
 
+/// What a plugin's process enters before it executes its binary: a network namespace and a
+/// root directory, each a descriptor open for as long as the start runs. Entering anything
+/// makes the start a fork (`setns` and `chroot` must run in the child); entering nothing
+/// starts it with `posix_spawn`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Within {
+    /// A network namespace (`setns(CLONE_NEWNET)`), where host-side devices land.
+    pub netns: Option<RawFd>,
+    /// A directory that becomes the plugin's root (`fchdir` then `chroot(".")`): the node's
+    /// root filesystem seen from a container, so the plugin finds the node's tools, files
+    /// and sockets. The binary's path is resolved inside it.
+    pub root: Option<RawFd>,
+}
+
+impl Within {
+    /// Nothing entered: the plugin runs where the caller does.
+    pub const HERE: Self = Self {
+        netns: None,
+        root: None,
+    };
+}
+
 /// Starts `path` with exactly `env`, in a process group of its own, its three standard streams
-/// piped; entering the network namespace `netns` first when given (then by fork, as `setns`
-/// must run in the child). A binary being written (`ETXTBSY`) is tried again a few times.
-/// `netns` is a descriptor of the namespace, open for as long as this call runs.
-pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io::Result<Plugin> {
-    start(path, env, netns, None)
+/// piped, after entering what `within` names. A binary being written (`ETXTBSY`) is tried
+/// again a few times.
+pub fn spawn(path: &Path, env: &[(String, String)], within: Within) -> io::Result<Plugin> {
+    start(path, env, within, None)
 }
 
 /// Starts `path` as [`spawn`] does with its stdin already holding all of `input` and closed,
@@ -105,12 +126,12 @@ pub fn spawn(path: &Path, env: &[(String, String)], netns: Option<RawFd>) -> io:
 pub fn spawn_fed(
     path: &Path,
     env: &[(String, String)],
-    netns: Option<RawFd>,
+    within: Within,
     input: &[u8],
 ) -> io::Result<(Plugin, usize)> {
     match filled_pipe(input)? {
-        Some(read_end) => Ok((start(path, env, netns, Some(&read_end))?, input.len())),
-        None => Ok((spawn(path, env, netns)?, 0)),
+        Some(read_end) => Ok((start(path, env, within, Some(&read_end))?, input.len())),
+        None => Ok((spawn(path, env, within)?, 0)),
     }
 }
 
@@ -159,7 +180,7 @@ fn pipe_capacity(fd: &OwnedFd, wanted: usize) -> usize {
 fn start(
     path: &Path,
     env: &[(String, String)],
-    netns: Option<RawFd>,
+    within: Within,
     stdin: Option<&OwnedFd>,
 ) -> io::Result<Plugin> {
     close_inherited_on_exec();
@@ -177,8 +198,8 @@ fn start(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        if let Some(fd) = netns {
-            enter_in_child(&mut command, fd);
+        if within != Within::HERE {
+            enter_in_child(&mut command, within);
         }
         match command.spawn() {
             Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) && attempt < ETXTBSY_RETRIES => {
@@ -199,16 +220,23 @@ fn start(
     }
 }
 
-fn enter_in_child(command: &mut Command, fd: RawFd) {
-    // SAFETY: the closure runs in the forked child before exec and only calls setns(2), which
-    // is async-signal-safe; the caller keeps `fd` open until `spawn` returns.
+fn enter_in_child(command: &mut Command, within: Within) {
+    // SAFETY: the closure runs in the forked child before exec and only calls setns(2),
+    // fchdir(2) and chroot(2), which are async-signal-safe; the caller keeps both descriptors
+    // open until `spawn` returns.
     unsafe {
         command.pre_exec(move || {
-            if libc::setns(fd, libc::CLONE_NEWNET) == 0 {
-                Ok(())
-            } else {
-                Err(io::Error::last_os_error())
+            if let Some(fd) = within.netns {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
+            if let Some(fd) = within.root {
+                if libc::fchdir(fd) != 0 || libc::chroot(c".".as_ptr()) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
         });
     }
 }
@@ -582,7 +610,7 @@ pub fn run(
     stdin: &[u8],
     limits: Limits,
 ) -> Result<Output, RunFailure> {
-    let plugin = spawn(path, env, None).map_err(RunFailure::Spawn)?;
+    let plugin = spawn(path, env, Within::HERE).map_err(RunFailure::Spawn)?;
     plugin.communicate(stdin, limits).map_err(RunFailure::Run)
 }
 

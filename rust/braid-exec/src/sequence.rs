@@ -9,11 +9,10 @@
 //! of one list stops at its first failure; braid's teardown goes on with the next attachment).
 
 use std::io;
-use std::os::fd::RawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::{spawn, spawn_fed, Failure, Limits, Output, Plugin};
+use crate::{spawn, spawn_fed, Failure, Limits, Output, Plugin, Within};
 
 /// One execution of a sequence.
 #[derive(Debug, Clone, Copy)]
@@ -54,14 +53,10 @@ pub struct StepLimits {
     pub max_stdout: usize,
 }
 
-/// Runs `steps` in order (entering `netns` first in each child when given, as [`spawn`]) and
+/// Runs `steps` in order (each child entering what `within` names first, as [`spawn`]) and
 /// returns what became of each, in the same order. No plugin outlives the call: one started
 /// ahead for a step that is then skipped is killed unread.
-pub fn run_sequence(
-    steps: &[Step<'_>],
-    limits: StepLimits,
-    netns: Option<RawFd>,
-) -> Vec<StepResult> {
+pub fn run_sequence(steps: &[Step<'_>], limits: StepLimits, within: Within) -> Vec<StepResult> {
     let mut results = Vec::with_capacity(steps.len());
     let mut ahead: Option<(usize, io::Result<Plugin>)> = None;
     let mut failed_group = None;
@@ -75,7 +70,7 @@ pub fn run_sequence(
             continue;
         }
         let started_ahead = started_ahead.and_then(Result::ok);
-        let result = run_step(steps, index, started_ahead, limits, netns, &mut ahead);
+        let result = run_step(steps, index, started_ahead, limits, within, &mut ahead);
         if result.ended_group() {
             failed_group = Some(step.group);
         }
@@ -91,7 +86,7 @@ fn run_step(
     index: usize,
     started_ahead: Option<Plugin>,
     limits: StepLimits,
-    netns: Option<RawFd>,
+    within: Within,
     ahead: &mut Option<(usize, io::Result<Plugin>)>,
 ) -> StepResult {
     let step = steps[index];
@@ -99,7 +94,7 @@ fn run_step(
     // A plugin that could not be started ahead is started again in its turn, which says why.
     let (mut plugin, mut fed) = match started_ahead {
         Some(plugin) => (plugin, 0),
-        None => match spawn_fed(step.path, step.env, netns, step.stdin) {
+        None => match spawn_fed(step.path, step.env, within, step.stdin) {
             Ok(started) => started,
             Err(err) => return StepResult::NotStarted(err),
         },
@@ -119,7 +114,7 @@ fn run_step(
         }
     }
     if let Some(next) = steps.get(index + 1) {
-        *ahead = Some((index + 1, spawn(next.path, next.env, netns)));
+        *ahead = Some((index + 1, spawn(next.path, next.env, within)));
     }
     let bounds = Limits {
         deadline: limits.timeout.map(|timeout| turn + timeout),

@@ -3,6 +3,7 @@ use std::time::{Duration, Instant};
 
 use super::{run_sequence, Step, StepLimits, StepResult};
 use crate::tests::{env, sh, tempdir};
+use crate::Within;
 
 fn limits(timeout: Duration) -> StepLimits {
     StepLimits {
@@ -64,7 +65,7 @@ fn steps_run_in_order_each_with_its_own_stdin() {
         step(&echo, &env, b"two", 0),
         step(&echo, &env, b"three", 1),
     ];
-    let results = run_sequence(&steps, limits(Duration::from_secs(10)), None);
+    let results = run_sequence(&steps, limits(Duration::from_secs(10)), Within::HERE);
     let outs: Vec<_> = results.iter().map(stdout_of).collect();
     assert_eq!(
         outs,
@@ -79,7 +80,7 @@ fn the_next_plugin_is_started_during_the_one_before_and_read_only_after_it() {
     let (second, _b) = witness(&dir.0, "second", "true");
     let env = env();
     let steps = [step(&first, &env, b"1", 0), step(&second, &env, b"2", 1)];
-    let results = run_sequence(&steps, limits(Duration::from_secs(10)), None);
+    let results = run_sequence(&steps, limits(Duration::from_secs(10)), Within::HERE);
     assert_eq!(stdout_of(&results[1]), (0, "2".into()));
     let first_done = nanos(&dir.0.join("first.read")) + 400_000_000;
     assert!(
@@ -109,7 +110,7 @@ fn a_failure_skips_the_rest_of_its_group_only_and_the_plugin_held_for_it_is_kill
         step(&held, &env, b"never", 0),
         step(&echo, &env, b"next group", 1),
     ];
-    let results = run_sequence(&steps, limits(Duration::from_secs(10)), None);
+    let results = run_sequence(&steps, limits(Duration::from_secs(10)), Within::HERE);
     assert_eq!(stdout_of(&results[0]).0, 1);
     assert!(
         matches!(results[1], StepResult::Skipped),
@@ -143,7 +144,7 @@ fn a_plugin_that_cannot_start_ends_its_group_with_its_own_error() {
         step(&echo, &env, b"skipped", 0),
         step(&echo, &env, b"runs", 1),
     ];
-    let results = run_sequence(&steps, limits(Duration::from_secs(10)), None);
+    let results = run_sequence(&steps, limits(Duration::from_secs(10)), Within::HERE);
     match &results[0] {
         StepResult::NotStarted(err) => assert_eq!(err.raw_os_error(), Some(libc::ENOENT)),
         other => panic!("{other:?}"),
@@ -165,7 +166,7 @@ fn each_step_has_its_own_deadline_counted_from_its_turn() {
     ];
     let started = Instant::now();
     // 0.5 s each: two slow steps in a row (0.6 s) are within their own deadlines.
-    let results = run_sequence(&steps, limits(Duration::from_millis(500)), None);
+    let results = run_sequence(&steps, limits(Duration::from_millis(500)), Within::HERE);
     assert_eq!(stdout_of(&results[0]), (0, "late\n".into()));
     assert_eq!(stdout_of(&results[1]), (0, "late\n".into()));
     assert!(

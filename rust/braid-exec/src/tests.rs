@@ -182,7 +182,7 @@ fn the_plugin_leads_its_own_process_group() {
 #[test]
 fn spawn_then_communicate_lets_the_caller_act_before_the_first_byte() {
     let (path, _dir) = sh("cat");
-    let plugin = spawn(&path, &env(), None).unwrap();
+    let plugin = spawn(&path, &env(), Within::HERE).unwrap();
     assert!(plugin.id() > 0);
     thread::sleep(Duration::from_millis(20)); // the caller's work, e.g. a durable write
     let out = plugin.communicate(b"late", limits(10)).unwrap();
@@ -192,7 +192,7 @@ fn spawn_then_communicate_lets_the_caller_act_before_the_first_byte() {
 #[test]
 fn a_killed_plugin_is_reaped() {
     let (path, _dir) = sh("sleep 30");
-    let mut plugin = spawn(&path, &env(), None).unwrap();
+    let mut plugin = spawn(&path, &env(), Within::HERE).unwrap();
     let pid = plugin.id();
     plugin.kill();
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
@@ -227,7 +227,7 @@ fn the_plugin_inherits_only_its_three_pipes() {
 #[test]
 fn a_dropped_plugin_is_killed_and_reaped() {
     let (path, _dir) = sh("sleep 30");
-    let plugin = spawn(&path, &env(), None).unwrap();
+    let plugin = spawn(&path, &env(), Within::HERE).unwrap();
     let pid = plugin.id();
     drop(plugin);
     assert!(!Path::new(&format!("/proc/{pid}")).exists());
@@ -250,7 +250,7 @@ fn fed_now_the_plugin_works_before_communicate_and_gets_all_its_input() {
         "cat > {}.tmp; mv {0}.tmp {0}; echo ok",
         done.display()
     ));
-    let mut plugin = spawn(&path, &env(), None).unwrap();
+    let mut plugin = spawn(&path, &env(), Within::HERE).unwrap();
     assert_eq!(
         plugin.feed_now(b"small config").unwrap(),
         12,
@@ -266,7 +266,7 @@ fn fed_now_the_plugin_works_before_communicate_and_gets_all_its_input() {
 fn what_the_pipe_does_not_take_now_goes_through_communicate() {
     let (path, _dir) = sh("sleep 0.2; cat");
     let input: Vec<u8> = (0..400_000u32).map(|i| (i % 251) as u8).collect();
-    let mut plugin = spawn(&path, &env(), None).unwrap();
+    let mut plugin = spawn(&path, &env(), Within::HERE).unwrap();
     let taken = plugin.feed_now(&input).unwrap();
     assert!(
         0 < taken && taken < input.len(),
@@ -285,7 +285,7 @@ fn fed_at_the_start_the_plugin_reads_everything_without_the_caller() {
         done.display()
     ));
     let input: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-    let (plugin, given) = spawn_fed(&path, &env(), None, &input).unwrap();
+    let (plugin, given) = spawn_fed(&path, &env(), Within::HERE, &input).unwrap();
     assert_eq!(
         given,
         input.len(),
@@ -303,7 +303,7 @@ fn input_past_the_largest_fed_goes_through_communicate() {
     let input: Vec<u8> = (0..=MAX_FED)
         .map(|i| u8::try_from(i % 241).unwrap())
         .collect();
-    let (plugin, given) = spawn_fed(&path, &env(), None, &input).unwrap();
+    let (plugin, given) = spawn_fed(&path, &env(), Within::HERE, &input).unwrap();
     assert_eq!(given, 0);
     let limits = Limits {
         max_stdout: 2 * MAX_FED,
@@ -316,7 +316,7 @@ fn input_past_the_largest_fed_goes_through_communicate() {
 #[test]
 fn a_fed_plugin_inherits_only_its_three_streams_and_its_exact_environment() {
     let (path, _dir) = sh("ls /proc/self/fd; echo; env; echo; cat");
-    let (plugin, given) = spawn_fed(&path, &env(), None, b"the config").unwrap();
+    let (plugin, given) = spawn_fed(&path, &env(), Within::HERE, b"the config").unwrap();
     assert_eq!(given, 10);
     let out = plugin.communicate(b"", limits(10)).unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
@@ -335,6 +335,43 @@ fn a_fed_plugin_inherits_only_its_three_streams_and_its_exact_environment() {
 
 #[test]
 fn a_fed_missing_binary_is_a_spawn_error() {
-    let err = spawn_fed(Path::new("/nonexistent/plugin"), &env(), None, b"{}").unwrap_err();
+    let err = spawn_fed(
+        Path::new("/nonexistent/plugin"),
+        &env(),
+        Within::HERE,
+        b"{}",
+    )
+    .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn a_plugin_given_a_root_runs_inside_it() {
+    // A root of its own: a static busybox and a file no other root has. The binary's path is
+    // resolved inside the root, and the plugin sees that root's files at their plain paths.
+    let root = tempdir::Dir::new();
+    std::fs::create_dir_all(root.0.join("bin")).unwrap();
+    std::fs::copy("/bin/busybox", root.0.join("bin/busybox")).expect("busybox-static");
+    std::fs::write(root.0.join("only-here"), "inside the root\n").unwrap();
+    std::fs::write(
+        root.0.join("plugin"),
+        "#!/bin/busybox sh\n/bin/busybox cat /only-here\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        root.0.join("plugin"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let dir = std::fs::File::open(&root.0).unwrap();
+    let within = Within {
+        netns: None,
+        root: Some(dir.as_raw_fd()),
+    };
+    let plugin = spawn(Path::new("/plugin"), &env(), within).unwrap();
+    let out = plugin.communicate(b"", limits(10)).unwrap();
+    assert_eq!(out.code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, b"inside the root\n");
+    // Outside that root the same path names nothing.
+    assert!(!Path::new("/only-here").exists());
 }

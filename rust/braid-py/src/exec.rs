@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use braid_exec::sequence::{run_sequence as run_steps, Step, StepLimits, StepResult};
-use braid_exec::{Failure, Limits, Plugin};
+use braid_exec::{Failure, Limits, Plugin, Within};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -103,23 +103,29 @@ impl PluginProcess {
 }
 
 /// Starts the plugin at `path` with exactly `env` (entering the namespace open as `netns_fd`
-/// first, when given); an `OSError` with the `errno` of the failure otherwise (`ETXTBSY` is
-/// retried a few times first). With `stdin`, the plugin starts with all of it in its stdin
+/// and the root directory open as `root_fd` first, when given: `path` is then resolved inside
+/// that root); an `OSError` with the `errno` of the failure otherwise (`ETXTBSY` is retried a
+/// few times first). With `stdin`, the plugin starts with all of it in its stdin
 /// when it fits a pipe (`fed` says whether it did; `braid_exec::spawn_fed`): for a plugin
 /// started in its turn, with nothing to do before its first byte.
 #[pyfunction]
-#[pyo3(signature = (*, path, env, netns_fd=None, stdin=None))]
+#[pyo3(signature = (*, path, env, netns_fd=None, root_fd=None, stdin=None))]
 fn spawn_plugin(
     py: Python<'_>,
     path: &str,
     env: Vec<(String, String)>,
     netns_fd: Option<i32>,
+    root_fd: Option<i32>,
     stdin: Option<&[u8]>,
 ) -> PyResult<PluginProcess> {
+    let within = Within {
+        netns: netns_fd,
+        root: root_fd,
+    };
     let (plugin, fed) = py
         .detach(|| match stdin {
-            Some(input) => braid_exec::spawn_fed(Path::new(path), &env, netns_fd, input),
-            None => braid_exec::spawn(Path::new(path), &env, netns_fd).map(|plugin| (plugin, 0)),
+            Some(input) => braid_exec::spawn_fed(Path::new(path), &env, within, input),
+            None => braid_exec::spawn(Path::new(path), &env, within).map(|plugin| (plugin, 0)),
         })
         .map_err(|err| os_error(&err))?;
     Ok(PluginProcess {
@@ -171,21 +177,30 @@ fn thread_netns() -> Option<u64> {
         .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
 }
 
-/// `spawn_plugin` (without a namespace to enter) on one of braid's helper threads: returns at
-/// once, the plugin's start under way while the caller goes on. A plugin inherits the network
+/// `spawn_plugin` (without a namespace to enter; in the root directory open as `root_fd`,
+/// which must stay open until the start is over, when given) on one of braid's helper
+/// threads: returns at once, the plugin's start under way while the caller goes on. A plugin inherits the network
 /// namespace of the thread that starts it: when the helper is not in the caller's (a caller
 /// that moved its own thread elsewhere with `setns`), the start fails (`EXDEV`) and the caller
 /// starts the plugin itself.
 #[pyfunction]
-#[pyo3(signature = (*, path, env))]
-fn start_plugin(path: &str, env: Vec<(String, String)>) -> PyResult<StartingPlugin> {
+#[pyo3(signature = (*, path, env, root_fd=None))]
+fn start_plugin(
+    path: &str,
+    env: Vec<(String, String)>,
+    root_fd: Option<i32>,
+) -> PyResult<StartingPlugin> {
     let path = path.to_owned();
     let callers = thread_netns();
     let pending = Pending::start(move || {
         if callers.is_none() || thread_netns() != callers {
             return Err(io::Error::from_raw_os_error(EXDEV));
         }
-        braid_exec::spawn(Path::new(&path), &env, None)
+        let within = Within {
+            netns: None,
+            root: root_fd,
+        };
+        braid_exec::spawn(Path::new(&path), &env, within)
     })
     .ok_or_else(|| PyRuntimeError::new_err("braid's helper threads are gone"))?;
     Ok(StartingPlugin { pending })
@@ -202,9 +217,10 @@ type SequenceOutcome = (&'static str, i32, Py<PyBytes>, Py<PyBytes>, f64);
 /// Runs `steps` one after the other with the GIL released, each plugin started while the one
 /// before it runs and given its stdin as soon as that one is done (`braid_exec::sequence`);
 /// a step that does not exit 0 skips the rest of its group. Each step's deadline (`timeout`
-/// seconds) counts from its turn.
+/// seconds) counts from its turn. Each plugin enters `netns_fd` and `root_fd` first, as
+/// `spawn_plugin`'s do.
 #[pyfunction]
-#[pyo3(signature = (*, steps, timeout, exit_grace, max_stdout, netns_fd=None))]
+#[pyo3(signature = (*, steps, timeout, exit_grace, max_stdout, netns_fd=None, root_fd=None))]
 fn run_sequence(
     py: Python<'_>,
     steps: Vec<SequenceStep>,
@@ -212,6 +228,7 @@ fn run_sequence(
     exit_grace: f64,
     max_stdout: usize,
     netns_fd: Option<i32>,
+    root_fd: Option<i32>,
 ) -> Vec<SequenceOutcome> {
     let limits = StepLimits {
         timeout: timeout.map(|t| Duration::from_secs_f64(t.max(0.0))),
@@ -228,7 +245,11 @@ fn run_sequence(
                 group: *group,
             })
             .collect();
-        run_steps(&borrowed, limits, netns_fd)
+        let within = Within {
+            netns: netns_fd,
+            root: root_fd,
+        };
+        run_steps(&borrowed, limits, within)
     });
     let bytes = |data: &[u8]| PyBytes::new(py, data).unbind();
     results
