@@ -9,9 +9,12 @@ reader ever sees a half-written file or ``ETXTBSY``. Configurations are written 
 file; ``cniVersion`` and the capabilities come from it) and writes ``00-braid.conflist`` only
 once the default network is ready (NAD spec §6.1: its configuration exists, and the
 ``--readiness-file`` too when given). It then follows changes (polling) and rewrites or
-removes braid's file. ``--mode file`` copies a given configuration. ``--uninstall`` removes
-braid's configuration; the shim stays unless ``--remove-binary``, so pods attached by braid can
-still be deleted.
+removes braid's file. ``--mode file`` copies a given configuration; ``--mode none`` installs
+the shim alone (in a cluster, braid's daemon writes and follows the configuration itself, with
+the same ``ConfListWriter``). ``--uninstall`` removes braid's configuration; the shim stays
+unless ``--remove-binary``, so pods attached by braid can still be deleted. With
+``--host-root`` (a container that mounts the node's ``/`` there), the directories given are the
+node's, and ``clusterNetwork`` names the default network as the node sees it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from braid.cni.hostroot import HostRoot
 
 BRAID_CONFLIST = "00-braid.conflist"
 SHIM_NAME = "braid"
@@ -98,20 +104,25 @@ def _capabilities(config: dict[str, Any]) -> dict[str, bool]:
     return found
 
 
-def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
-    """braid's conflist around ``default_file``; None while that file is not valid JSON (a
-    configuration of the default network being written in place, or broken)."""
+def wrapped_conflist(
+    default_file: Path, cluster_network: str, extra: dict[str, Any]
+) -> bytes | None:
+    """braid's conflist around ``default_file`` (named ``cluster_network`` on the node); None
+    while that file is not valid JSON (a configuration of the default network being written
+    in place, or broken). ``extra``: braid's keys for the plugin; its ``capabilities`` join
+    those of the default network's plugins."""
     try:
         config = json.loads(default_file.read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(config, dict):
         return None
-    plugin: dict[str, Any] = {"type": SHIM_NAME, "clusterNetwork": str(default_file)}
+    plugin: dict[str, Any] = {"type": SHIM_NAME, "clusterNetwork": cluster_network}
     caps = _capabilities(config)
+    caps.update({k: True for k, v in extra.get("capabilities", {}).items() if v is True})
     if caps:
         plugin["capabilities"] = caps
-    plugin.update(extra)
+    plugin.update({k: v for k, v in extra.items() if k != "capabilities"})
     conflist = {
         "cniVersion": config.get("cniVersion", "1.0.0"),
         "name": NETWORK_NAME,
@@ -120,38 +131,81 @@ def wrapped_conflist(default_file: Path, extra: dict[str, Any]) -> bytes | None:
     return (json.dumps(conflist, indent=2) + "\n").encode()
 
 
-def default_network_ready(args: argparse.Namespace) -> Path | None:
-    """The default network's configuration file, once it and the readiness file exist."""
-    if args.readiness_file and not Path(args.readiness_file).exists():
-        return None
-    return default_network_file(Path(args.cni_conf_dir))
+class ConfListWriter:
+    """Keeps braid's conflist in a node's CNI configuration directory in line with the node's
+    default network: written once the default network is ready (NAD spec §6.1: its
+    configuration exists, and ``readiness_file`` too when given), rewritten when it changes,
+    removed when it is gone. ``conf_dir`` and ``readiness_file`` are the node's paths, reached
+    through ``root`` when given; ``clusterNetwork`` names the default network's file as the
+    node sees it. ``settings`` gives braid's keys for the plugin at each look (what the shim
+    reads: the daemon's socket directory, ``cniDir``, ...; ``capabilities`` to declare)."""
+
+    def __init__(
+        self,
+        conf_dir: str,
+        *,
+        root: HostRoot | None = None,
+        readiness_file: str = "",
+        settings: Callable[[], dict[str, Any]] = dict,
+    ) -> None:
+        self.conf_dir = conf_dir.rstrip("/") or "/"
+        self.root = root
+        self.readiness_file = readiness_file
+        self.settings = settings
+
+    def _local(self, path: str) -> str:
+        return path if self.root is None else self.root.local(path)
+
+    @property
+    def target(self) -> Path:
+        """braid's conflist, as this process reaches it."""
+        return Path(self._local(self.conf_dir)) / BRAID_CONFLIST
+
+    def default_network(self) -> Path | None:
+        """The default network's configuration file (as this process reaches it), once it
+        and the readiness file exist."""
+        if self.readiness_file and not Path(self._local(self.readiness_file)).exists():
+            return None
+        return default_network_file(Path(self._local(self.conf_dir)))
+
+    def reconcile(self) -> str:
+        """Brings braid's file in line with the default network once; says what it did. A
+        default network file that does not parse leaves braid's file as it is (removing it
+        would take the node's network away, or leave pods to the default network alone, for
+        as long as an installer takes to rewrite its file in place); without one yet, braid
+        waits."""
+        target = self.target
+        found = self.default_network()
+        if found is None:
+            if target.exists():
+                target.unlink()
+                return "removed"
+            return "waiting"
+        node_path = f"{self.conf_dir.rstrip('/')}/{found.name}"
+        wanted = wrapped_conflist(found, node_path, self.settings())
+        if wanted is None:
+            return "unchanged" if target.exists() else "waiting"
+        return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
 
 
-def reconcile(args: argparse.Namespace) -> str:
-    """Brings braid's file in line with the default network once; says what it did. A default
-    network file that does not parse leaves braid's file as it is (removing it would take the
-    node's network away, or leave pods to the default network alone, for as long as an
-    installer takes to rewrite its file in place); without one yet, braid waits."""
-    target = Path(args.cni_conf_dir) / BRAID_CONFLIST
-    found = default_network_ready(args)
-    if found is None:
-        if target.exists():
-            target.unlink()
-            return "removed"
-        return "waiting"
+def _say(message: str) -> None:
+    sys.stderr.write(f"braidctl install: {message}\n")
+
+
+def writer_of(args: argparse.Namespace) -> ConfListWriter:
+    """``--mode auto``'s writer: ``--cni-conf-dir`` (and ``--readiness-file``) are the node's
+    paths under ``--host-root`` when given, else paths of this machine."""
     extra: dict[str, Any] = {}
     if args.socket_dir:
         extra["daemonSocketDir"] = args.socket_dir
     if args.readiness_file:  # the engine checks it again before each ADD (Multus does too)
         extra["readinessindicatorfile"] = args.readiness_file
-    wanted = wrapped_conflist(found, extra)
-    if wanted is None:
-        return "unchanged" if target.exists() else "waiting"
-    return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
-
-
-def _say(message: str) -> None:
-    sys.stderr.write(f"braidctl install: {message}\n")
+    return ConfListWriter(
+        args.cni_conf_dir,
+        root=HostRoot(args.host_root) if args.host_root else None,
+        readiness_file=args.readiness_file or "",
+        settings=lambda: dict(extra),
+    )
 
 
 def run_auto(args: argparse.Namespace) -> int:
@@ -159,10 +213,11 @@ def run_auto(args: argparse.Namespace) -> int:
     stop: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda n, _f: stop.append(n))
+    writer = writer_of(args)
     deadline = time.monotonic() + args.wait_timeout if args.wait_timeout else None
     last = ""
     while not stop:
-        state = reconcile(args)
+        state = writer.reconcile()
         if state not in (last, "unchanged"):
             _say(f"{BRAID_CONFLIST}: {state}")
         last = state
@@ -185,17 +240,24 @@ def run_file(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(f"{args.config} is not JSON: {exc}")
         return 1
-    Path(args.cni_conf_dir).mkdir(parents=True, exist_ok=True)
-    write_atomically(Path(args.cni_conf_dir) / BRAID_CONFLIST, data, 0o644)
+    conf_dir = local_dir(args, args.cni_conf_dir)
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(conf_dir / BRAID_CONFLIST, data, 0o644)
     _say(f"{BRAID_CONFLIST}: written from {args.config}")
     return 0
 
 
+def local_dir(args: argparse.Namespace, path: str) -> Path:
+    """A directory of the node, as this process reaches it (through ``--host-root``)."""
+    return Path(HostRoot(args.host_root).local(path) if args.host_root else path)
+
+
 def uninstall(args: argparse.Namespace) -> int:
-    (Path(args.cni_conf_dir) / BRAID_CONFLIST).unlink(missing_ok=True)
+    (local_dir(args, args.cni_conf_dir) / BRAID_CONFLIST).unlink(missing_ok=True)
     if args.remove_binary:
-        (Path(args.cni_bin_dir) / SHIM_NAME).unlink(missing_ok=True)
-        (Path(args.cni_bin_dir) / FULL_SHIM_NAME).unlink(missing_ok=True)
+        bin_dir = local_dir(args, args.cni_bin_dir)
+        (bin_dir / SHIM_NAME).unlink(missing_ok=True)
+        (bin_dir / FULL_SHIM_NAME).unlink(missing_ok=True)
     _say("braid's configuration removed" + (" and the shim" if args.remove_binary else ""))
     return 0
 
@@ -219,9 +281,11 @@ def run_install(args: argparse.Namespace) -> int:
         if source is None or not source.is_file():
             _say("no braid shim found: pass --shim PATH (or --skip-binary)")
             return 2
-        _say(f"shim installed at {install_shim(source, Path(args.cni_bin_dir))}")
+        _say(f"shim installed at {install_shim(source, local_dir(args, args.cni_bin_dir))}")
     if args.mode == "file":
         return run_file(args)
+    if args.mode == "none":
+        return 0
     return run_auto(args)
 
 
@@ -232,7 +296,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--cni-conf-dir", default="/etc/cni/net.d")
     p.add_argument("--shim", help="the braid executable to copy (default: the installed one)")
     p.add_argument("--skip-binary", action="store_true", help="do not copy the shim")
-    p.add_argument("--mode", choices=("auto", "file"), default="auto")
+    p.add_argument(
+        "--mode",
+        choices=("auto", "file", "none"),
+        default="auto",
+        help="auto: wrap and follow the node's default network; file: copy --config; "
+        "none: the shim only (the daemon writes the configuration)",
+    )
+    p.add_argument(
+        "--host-root",
+        help="where this process sees the node's root filesystem (a container's hostPath "
+        "mount of /); the directories are then the node's paths",
+    )
     p.add_argument("--config", help="with --mode file: the configuration to install")
     p.add_argument("--readiness-file", help="auto: also wait for this file to exist")
     p.add_argument("--socket-dir", help="auto: daemonSocketDir written into the configuration")

@@ -262,3 +262,23 @@ def test_readiness_waits_for_the_caches_at_most_the_bound(
     assert time.monotonic() - start >= 3.0
     messages = [line["msg"] for line in k8s_daemon.log_lines()]
     assert any("have not synced after 3 s" in m for m in messages), messages
+
+
+def test_readiness_needs_the_caches_or_an_answering_api_server(
+    k8s_daemon: K8sDaemon,
+    kube_admin: kubernetes.client.ApiClient,
+    kube_namespace: str,
+    fault_proxy: faultproxy.FaultProxy,
+) -> None:
+    # Nothing the daemon asks is answered: no list, no watch, no /version. Past the bound it
+    # stays not ready (an ADD would fail), and turns ready once the API server answers.
+    fault_proxy.respond(503, count=100000, match=where())
+    k8s_daemon.start("--cache-sync-seconds", "1")
+    time.sleep(4)
+    assert not k8s_daemon.ready(), k8s_daemon.log_text()
+    assert k8s_daemon.http("/readyz")[0] == 503
+    messages = [line["msg"] for line in k8s_daemon.log_lines()]
+    assert any("the API server does not answer; not ready" in m for m in messages), messages
+    fault_proxy.clear()
+    assert wait_until(k8s_daemon.ready, timeout=20), k8s_daemon.log_text()
+    assert k8s_daemon.http("/readyz") == (200, "ready\n")

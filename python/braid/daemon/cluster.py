@@ -30,6 +30,7 @@ from braid.nad.resolve import PodRef
 from braid.nad.store import Store
 
 log = logging.getLogger(DAEMON_LOGGER)
+REACHABLE_TIMEOUT = 3.0
 
 
 def _canonical(path: str) -> str:
@@ -115,6 +116,16 @@ class DaemonCluster:
     def synced(self) -> bool:
         """True once both caches have listed (never blocks)."""
         return self.caches.wait_synced(0)
+
+    def reachable(self) -> bool:
+        """Whether the API server answers this daemon's identity now (``GET /version``, a
+        few seconds at most); blocks, so call it off the event loop."""
+        try:
+            self.client.request("GET", "/version", timeout=REACHABLE_TIMEOUT).drain_conn()
+        except CniError as exc:
+            log.debug("the API server does not answer: %s", exc)
+            return False
+        return True
 
     def stop(self) -> None:
         """Stops the watches and the background thread (retries not yet due are dropped)."""

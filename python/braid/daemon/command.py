@@ -10,7 +10,11 @@ import sys
 import threading
 import time
 
+from braid.cni.hostroot import HostRoot
+from braid.daemon.cniconfig import ConfListFollower, shim_settings
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
+from braid.daemon.metrics import package_version
+from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import (
@@ -18,13 +22,12 @@ from braid.daemon.settings import (
     DEFAULT_DRAIN_SECONDS,
     DEFAULT_WATCH_SECONDS,
     DaemonSettings,
-    load_config_file,
     node_name_of,
     settings_from,
 )
-from braid.errors import CniError
+from braid.errors import INVALID_CONFIG, CniError
+from braid.install import ConfListWriter
 from braid.k8s.select import kubernetes_wanted
-from braid.nad.config import BraidConfig
 
 log = logging.getLogger(DAEMON_LOGGER)
 EXIT_JOIN_SECONDS = 5.0
@@ -37,8 +40,27 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="run the per-node daemon the braid shim forwards CNI calls to",
         description=__doc__,
     )
-    parser.add_argument("--config", help="braid's configuration file (conf or conflist)")
-    parser.add_argument("--socket-dir", help="directory of braid.sock (daemonSocketDir)")
+    parser.add_argument(
+        "--config",
+        help="braid's configuration file (conf or conflist): the policy of every call, "
+        "re-read when it changes",
+    )
+    parser.add_argument(
+        "--host-root",
+        default=os.environ.get("BRAID_HOST_ROOT", ""),
+        help="where the node's root filesystem is mounted when the daemon runs in a container "
+        "($BRAID_HOST_ROOT); every path braid handles is then the node's, and delegates run "
+        "chrooted into it",
+    )
+    parser.add_argument(
+        "--cni-conf-dir",
+        default="",
+        help="the node's CNI configuration directory: once ready, the daemon writes "
+        "00-braid.conflist there around the node's default network and keeps it in line",
+    )
+    parser.add_argument(
+        "--socket-dir", help="directory of braid.sock (daemonSocketDir; a node path)"
+    )
     parser.add_argument(
         "--concurrency", type=int, help="requests executing at once (default 2x cores)"
     )
@@ -73,12 +95,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(handler=run_daemon)
 
 
-def settings_of(args: argparse.Namespace, config: BraidConfig) -> DaemonSettings:
+def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSettings:
     node_name, source = node_name_of(args.node_name, os.environ)
     log.debug("node name %s from %s", node_name, source)
+    socket_dir = operator.localize.local(args.socket_dir) if args.socket_dir else None
     return settings_from(
-        config,
-        socket_dir=args.socket_dir,
+        operator.config,
+        socket_dir=socket_dir,
         concurrency=args.concurrency,
         queue_size=args.queue_size,
         metrics_address=args.metrics_address,
@@ -86,13 +109,50 @@ def settings_of(args: argparse.Namespace, config: BraidConfig) -> DaemonSettings
         node_name=node_name,
         cache_sync_seconds=args.cache_sync_seconds,
         watch_seconds=args.watch_seconds,
+        host_root=args.host_root,
+        cni_conf_dir=args.cni_conf_dir,
     )
 
 
-def service_of(config: BraidConfig, settings: DaemonSettings) -> DaemonService:
+def host_root_of(path: str) -> HostRoot | None:
+    """The node's root filesystem at ``path`` ("" : this process's own root)."""
+    if not path:
+        return None
+    try:
+        return HostRoot(path)
+    except (OSError, ValueError) as exc:
+        message = f"--host-root {path!r} is not a directory"
+        raise CniError(INVALID_CONFIG, message, str(exc)) from exc
+
+
+def follower_of(
+    args: argparse.Namespace, operator: OperatorConfig, root: HostRoot | None
+) -> ConfListFollower | None:
+    """What keeps braid's conflist in ``--cni-conf-dir`` (None without that flag)."""
+    if not args.cni_conf_dir:
+        return None
+    socket_dir = args.socket_dir or operator.loaded.config.daemon_socket_dir
+    writer = ConfListWriter(
+        args.cni_conf_dir,
+        root=root,
+        readiness_file=operator.loaded.config.readinessindicatorfile,
+        settings=lambda: shim_settings(operator, socket_dir),
+    )
+    return ConfListFollower(writer)
+
+
+def service_of(
+    operator: OperatorConfig, settings: DaemonSettings, root: HostRoot | None
+) -> DaemonService:
     """The service, with the Kubernetes side when braid's configuration or environment asks
     for it (imported only then). Raises ``CniError`` for unusable credentials."""
-    service = DaemonService(concurrency=settings.concurrency, queue_size=settings.queue_size)
+    config = operator.config
+    service = DaemonService(
+        concurrency=settings.concurrency,
+        queue_size=settings.queue_size,
+        operator=operator,
+        root=root,
+    )
     if kubernetes_wanted(config, os.environ):
         from braid.daemon.cluster import open_cluster  # noqa: PLC0415 - imports the HTTP client
 
@@ -117,10 +177,13 @@ def threads_left(timeout: float) -> list[str]:
 
 def run_daemon(args: argparse.Namespace) -> int:
     install_json_logging()
+    log.info("braid %s starting", package_version())
     try:
-        config = load_config_file(args.config)
-        settings = settings_of(args, config)
-        service = service_of(config, settings)
+        root = host_root_of(args.host_root)
+        operator = OperatorConfig(args.config, root)
+        settings = settings_of(args, operator)
+        service = service_of(operator, settings, root)
+        service.follower = follower_of(args, operator, root)
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2

@@ -62,11 +62,13 @@ def utc_timestamp(created: float) -> str:
 
 
 class JsonLineFormatter(logging.Formatter):
-    """``{"time", "level", "logger", "msg", "verb", "containerId", "pod"[, "error"]}``."""
+    """``{"time", "level", "logger", "msg", "verb", "containerId", "pod"[, "code", "reason",
+    "details"][, "error"]}``: ``code``, ``reason`` and ``details`` are those of the CNI error a
+    failed request answered (a record's ``cni_error``), ``error`` a traceback."""
 
     def format(self, record: logging.LogRecord) -> str:
         tag = current_request.get()
-        line = {
+        line: dict[str, object] = {
             "time": utc_timestamp(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -75,6 +77,12 @@ class JsonLineFormatter(logging.Formatter):
             "containerId": tag.container_id,
             "pod": tag.pod,
         }
+        cni_error = getattr(record, "cni_error", None)
+        if isinstance(cni_error, dict):
+            line["code"] = cni_error.get("code", 0)
+            line["reason"] = cni_error.get("msg", "")
+            if cni_error.get("details"):
+                line["details"] = cni_error["details"]
         if record.exc_info:
             line["error"] = self.formatException(record.exc_info)
         return msgspec.json.encode(line).decode()

@@ -14,17 +14,32 @@
 - ``braid_daemon_status_background_retries_total``: attempts made by the background retries.
 - ``braid_daemon_background_pending``: status retries and events waiting on the background
   thread (only with the Kubernetes store).
+- ``braid_daemon_config_reloads_total{outcome}``: new versions of the daemon's configuration
+  file: ``applied``, or ``invalid`` (the last good one stays in force).
+- ``braid_build_info{version, python}``: 1, labelled with braid's version.
+- The Prometheus client's process and platform collectors (``process_*``: CPU, memory,
+  descriptors; ``python_info``) and garbage collector metrics.
 
 Each daemon owns its registry, so tests can run several in one process.
 """
 
 from __future__ import annotations
 
+import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.metrics import MetricWrapperBase
 
 from braid.cni.exec import (
@@ -39,6 +54,17 @@ from braid.cni.exec import (
 )
 from braid.daemon.scheduler import Scheduler
 
+
+def package_version() -> str:
+    """The installed braid-cni distribution's version ("unknown" when it is not installed)."""
+    from importlib import metadata  # noqa: PLC0415 - once per daemon
+
+    try:
+        return metadata.version("braid-cni")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -48,6 +74,21 @@ class DaemonMetrics:
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.registry = CollectorRegistry()
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            self.registry.register(collector)
+        build = Gauge(
+            "braid_build_info",
+            "braid's version (the value is always 1)",
+            ["version", "python"],
+            registry=self.registry,
+        )
+        build.labels(package_version(), platform.python_version()).set(1)
+        self.config_reloads = Counter(
+            "braid_daemon_config_reloads",
+            "New versions of the daemon's configuration file, by outcome: applied, invalid",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.requests = Counter(
             "braid_daemon_requests",
             "CNI requests answered, by verb and outcome",
@@ -112,6 +153,9 @@ class DaemonMetrics:
         """The engine's phase observer (``braid.engine.phases``); ``plugin`` for delegates."""
         self._child(self.phases, name, plugin).observe(seconds)
 
+    def observe_config_reload(self, outcome: str) -> None:
+        self._child(self.config_reloads, outcome).inc()
+
     def observe_request(self, verb: str, outcome: str, seconds: float) -> None:
         self._child(self.requests, verb or "none", outcome).inc()
         self._child(self.latency, verb or "none").observe(seconds)
@@ -130,6 +174,7 @@ class TimedExecutor:
         # Passes an ADD's stdin gate and early starts on when the executor it wraps takes them.
         self.gates_stdin = bool(getattr(inner, "gates_stdin", False))
         self.starts_early = bool(getattr(inner, "starts_early", False))
+        self.root_fd: int | None = getattr(inner, "root_fd", None)
 
     def execute(
         self,

@@ -25,8 +25,11 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 
 from braid.cni.exec import Executor, ProcessExecutor
+from braid.cni.hostroot import HostRoot
+from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
 from braid.daemon.metrics import DaemonMetrics, TimedExecutor
+from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.protocol import (
     CniResponse,
     HealthResponse,
@@ -53,6 +56,8 @@ Reply = Callable[[CniResponse | HealthResponse], None]
 # Writes a response from a worker thread; False when it could not (then ``Reply`` is used).
 ThreadReply = Callable[[CniResponse], bool]
 SYNC_POLL_SECONDS = 0.05
+# How often a daemon whose caches have not synced asks whether the API server answers.
+REACHABLE_PROBE_SECONDS = 2.0
 
 
 class Answer:
@@ -135,6 +140,34 @@ class _Versioned(msgspec.Struct):
     cniVersion: str = ""
 
 
+class _ErrorDocument(msgspec.Struct):
+    code: int = 0
+    msg: str = ""
+    details: str = ""
+
+
+def log_outcome(verb: str, outcome: str, seconds: float, exit_code: int, stdout: bytes) -> None:
+    """One line per request: its outcome and time; a failed one at error level with the CNI
+    error's code, message and details (the pod and container come with every line)."""
+    millis = seconds * 1000
+    if exit_code == 0:
+        log.info("%s %s in %.1f ms", verb, outcome, millis)
+        return
+    try:
+        error = msgspec.json.decode(stdout, type=_ErrorDocument)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        error = _ErrorDocument(msg=stdout[:200].decode(errors="replace"))
+    log.error(
+        "%s failed in %.1f ms: code %d: %s%s",
+        verb,
+        millis,
+        error.code,
+        error.msg,
+        f" ({error.details})" if error.details else "",
+        extra={"cni_error": {"code": error.code, "msg": error.msg, "details": error.details}},
+    )
+
+
 def cni_version_of(stdin: bytes) -> str:
     """The configuration's ``cniVersion`` (for errors the daemon writes itself), or ''."""
     try:
@@ -155,10 +188,19 @@ class DaemonService:
         store: Store | None = None,
         engine: Engine = run_cni,
         cluster: DaemonCluster | None = None,
+        operator: OperatorConfig | None = None,
+        root: HostRoot | None = None,
     ) -> None:
         self.scheduler = Scheduler(concurrency=concurrency, queue_size=queue_size)
         self.metrics = DaemonMetrics(self.scheduler)
-        self.executor = TimedExecutor(executor or ProcessExecutor(), self.metrics)
+        self.root = root
+        self.executor = TimedExecutor(executor or ProcessExecutor(root=root), self.metrics)
+        # The operator's configuration, the policy of every call (None: each call's stdin).
+        self.operator = operator
+        if operator is not None:
+            operator.on_reload = self.metrics.observe_config_reload
+        # Keeps braid's conflist on the node once the daemon is ready (``--cni-conf-dir``).
+        self.follower: ConfListFollower | None = None
         self.store = store
         # NAD and pod manifest files parsed once and re-read only when they change.
         self.file_stores = FileStores()
@@ -174,31 +216,49 @@ class DaemonService:
     def close(self) -> None:
         """Releases the engine threads and stops the Kubernetes side (after the drain:
         nothing is running any more)."""
+        if self.follower is not None:
+            self.follower.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.spares.close()
         if self.cluster is not None:
             self.cluster.stop()
 
     async def warm_up(self, sync_seconds: float) -> None:
-        """Starts the caches and turns ready once they have listed, or after ``sync_seconds``
-        (then misses are read live until they catch up)."""
+        """Starts the caches and turns ready once the daemon can serve an ADD: once they have
+        listed, or, after ``sync_seconds`` without that, once the API server answers (misses
+        are then read live until the caches catch up). While neither holds it stays not
+        ready and keeps trying: an ADD then needs the API server, which is away."""
         cluster = self.cluster
         if cluster is not None:
             cluster.start()
             loop = asyncio.get_running_loop()
             start = loop.time()
+            next_probe = start + sync_seconds
+            said = False
             while not cluster.synced():
-                if loop.time() - start >= sync_seconds:
-                    log.warning(
-                        "the caches have not synced after %g s; ready anyway (misses are read "
-                        "from the API server)",
-                        sync_seconds,
-                    )
-                    break
+                now = loop.time()
+                if now >= next_probe:
+                    next_probe = now + REACHABLE_PROBE_SECONDS
+                    if await asyncio.to_thread(cluster.reachable):
+                        log.warning(
+                            "the caches have not synced after %.0f s but the API server "
+                            "answers; ready (misses are read from the API server)",
+                            now - start,
+                        )
+                        break
+                    if not said:
+                        said = True
+                        log.error(
+                            "the caches have not synced after %.0f s and the API server does "
+                            "not answer; not ready until one of them does",
+                            now - start,
+                        )
                 await asyncio.sleep(SYNC_POLL_SECONDS)
             else:
                 log.info("caches synced in %.2f s", loop.time() - start)
         self.ready = True
+        if self.follower is not None:
+            self.follower.start()
 
     def _session(self, config: BraidConfig) -> DaemonSession | None:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
@@ -273,7 +333,7 @@ class DaemonService:
         answer.send(out, code)
         outcome = "success" if code == 0 else "error"
         self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
-        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
+        log_outcome(tag.verb, outcome, answer.elapsed, code, out)
 
     def _run_engine(
         self, env: dict[str, str], stdin: bytes, early: Callable[[bytes], None] | None
@@ -288,6 +348,8 @@ class DaemonService:
             spares=self.spares,
             cluster=self._session if self.cluster is not None else None,
             answer=early,
+            policy=None if self.operator is None else self.operator.apply,
+            root=self.root,
         )
 
     async def _answer_cni(
@@ -315,7 +377,7 @@ class DaemonService:
             out, code, outcome = self._overloaded(exc, stdin), 1, "overloaded"
         response = answer.send(out, code)  # the early answer stands if there was one
         self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
-        log.info("%s %s in %.1f ms (exit %d)", tag.verb, outcome, answer.elapsed * 1000, code)
+        log_outcome(tag.verb, outcome, answer.elapsed, code, out)
         return response
 
     async def _execute(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import BraidConfig, load_braid_config
+from braid.nad.config import BraidConfig
 
 SOCKET_NAME = "braid.sock"
 DEFAULT_DRAIN_SECONDS = 60.0
@@ -39,6 +39,11 @@ class DaemonSettings:
     node_name: str = ""
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS
     watch_seconds: int = DEFAULT_WATCH_SECONDS
+    # Where the node's root filesystem is ("" : this process's own root).
+    host_root: str = ""
+    # The node's CNI configuration directory, where the daemon keeps braid's conflist ("": it
+    # writes none).
+    cni_conf_dir: str = ""
 
     @property
     def socket_path(self) -> Path:
@@ -83,8 +88,11 @@ def settings_from(
     node_name: str = "",
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
     watch_seconds: int = DEFAULT_WATCH_SECONDS,
+    host_root: str = "",
+    cni_conf_dir: str = "",
 ) -> DaemonSettings:
-    """The configuration's values, each overridden by its command-line flag when given."""
+    """The configuration's values, each overridden by its command-line flag when given.
+    ``config``'s paths are those this process opens (named through the host root)."""
     chosen = concurrency if concurrency is not None else config.daemon_concurrency
     queue = queue_size if queue_size is not None else config.daemon_queue_size
     if chosen < 0 or queue < 0:
@@ -102,17 +110,8 @@ def settings_from(
         node_name=node_name,
         cache_sync_seconds=cache_sync_seconds,
         watch_seconds=watch_seconds,
+        host_root=host_root,
+        cni_conf_dir=cni_conf_dir,
     )
     settings.metrics_endpoint()  # refuses a malformed address before anything starts
     return settings
-
-
-def load_config_file(path: str | None) -> BraidConfig:
-    """braid's configuration from ``path`` (conf or conflist); defaults without one."""
-    if not path:
-        return BraidConfig()
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise CniError(INVALID_CONFIG, f"cannot read the configuration {path}", str(exc)) from exc
-    return load_braid_config(data).config

@@ -82,10 +82,12 @@ KNOWN_KEYS = frozenset(f.encode_name for f in msgspec.structs.fields(BraidConfig
 
 
 class LoadedConfig(msgspec.Struct, frozen=True):
-    """A parsed configuration and the warnings (unknown keys, odd values) to log."""
+    """A parsed configuration, the warnings (unknown keys, odd values) to log, and the keys
+    the document set (those of its braid plugin)."""
 
     config: BraidConfig
     warnings: tuple[str, ...]
+    keys: frozenset[str] = frozenset()
 
 
 def _fail(msg: str, details: str = "") -> CniError:
@@ -149,7 +151,7 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
 
 
 # (attribute, key) of each key naming a file or directory: a NUL byte would cut the path short.
-_PATH_KEYS = tuple(
+PATH_KEYS = tuple(
     (f.name, f.encode_name)
     for f in msgspec.structs.fields(BraidConfig)
     if f.name
@@ -168,7 +170,7 @@ _PATH_KEYS = tuple(
 
 
 def _check_values(config: BraidConfig) -> None:
-    for attribute, key in _PATH_KEYS:
+    for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
     if config.status_write_policy not in ("background", "fail"):
@@ -190,4 +192,4 @@ def load_braid_config(data: bytes) -> LoadedConfig:
         key = f"key `{where}`: " if where else ""
         raise _fail(f"invalid braid configuration: {key}{reason}") from None
     _check_values(config)
-    return LoadedConfig(config=config, warnings=_warnings(keys, config))
+    return LoadedConfig(config=config, warnings=_warnings(keys, config), keys=frozenset(keys))

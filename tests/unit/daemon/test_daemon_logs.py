@@ -67,3 +67,25 @@ def test_exceptions_are_logged_inside_the_json_object(captured: io.StringIO) -> 
     line = json.loads(captured.getvalue().splitlines()[-1])
     assert line["containerId"] == "c9"
     assert "ValueError: boom" in line["error"]
+
+
+def test_a_failed_request_logs_the_cni_errors_code_and_reason(
+    tmp_path: Path, captured: io.StringIO
+) -> None:
+    error = b'{"cniVersion":"1.0.0","code":7,"msg":"team/blue: no such NAD","details":"x"}\n'
+
+    def failing(env: object, stdin: bytes, **kw: object) -> tuple[bytes, int]:
+        return error, 1
+
+    async def go() -> None:
+        async with running(tmp_path, failing) as daemon:
+            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
+
+    asyncio.run(go())
+    lines = [json.loads(line) for line in captured.getvalue().splitlines()]
+    failed = next(li for li in lines if li["msg"].startswith("ADD failed"))
+    assert failed["level"] == "error"
+    assert failed["code"] == 7
+    assert (failed["reason"], failed["details"]) == ("team/blue: no such NAD", "x")
+    assert "code 7: team/blue: no such NAD (x)" in failed["msg"]
+    assert (failed["containerId"], failed["pod"]) == ("ctr-1", "team/web-0")

@@ -1,0 +1,81 @@
+"""braid's conflist on the node, kept by the daemon (``braidctl daemon --cni-conf-dir``).
+
+Once the daemon is ready (it can serve an ADD), it writes ``00-braid.conflist`` into the node's
+CNI configuration directory around the node's default network, and keeps it in line every
+second (``braid.install.ConfListWriter``): a changed default network, a changed operator
+configuration (the keys the shim reads) or a removed file are followed. The file carries what
+the shim and the node's default network need and nothing else; the policy stays in the
+daemon's configuration. Stopping the daemon leaves the file: the shim still tears pods down
+without the daemon, and a successor takes over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.operator_config import OperatorConfig
+from braid.install import BRAID_CONFLIST, ConfListWriter
+
+log = logging.getLogger(DAEMON_LOGGER)
+FOLLOW_SECONDS = 1.0
+
+
+def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
+    """braid's keys in the node's conflist: what the shim reads (``socket_dir`` is the node's
+    path of the daemon's socket directory) and the capabilities the operator declares."""
+    loaded = operator.loaded
+    config = loaded.config
+    keys: dict[str, Any] = {
+        "daemonSocketDir": socket_dir,
+        "cniDir": config.cni_dir,
+        "binDir": config.bin_dir,
+    }
+    if "daemonWaitSeconds" in loaded.keys:
+        keys["daemonWaitSeconds"] = config.daemon_wait_seconds
+    if config.plugin_timeout is not None:
+        keys["pluginTimeout"] = config.plugin_timeout
+    if config.capabilities:
+        keys["capabilities"] = dict(config.capabilities)
+    return keys
+
+
+class ConfListFollower:
+    """A thread that keeps braid's conflist in line until ``stop``."""
+
+    def __init__(self, writer: ConfListWriter, interval: float = FOLLOW_SECONDS) -> None:
+        self.writer = writer
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="braid-cni-config", daemon=True)
+        self._last = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def look(self) -> str:
+        """One reconciliation; logs what changed."""
+        try:
+            state = self.writer.reconcile()
+        except OSError as exc:
+            state = "failed"
+            if self._last != state:
+                log.error("cannot write %s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, exc)  # noqa: TRY400
+        if state not in (self._last, "unchanged", "failed"):
+            level = logging.WARNING if state in ("waiting", "removed") else logging.INFO
+            log.log(level, "%s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, state)
+        self._last = state
+        return state
+
+    def _run(self) -> None:
+        while True:
+            self.look()
+            if self._stop.wait(self.interval):
+                return

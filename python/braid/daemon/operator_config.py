@@ -1,0 +1,126 @@
+"""The operator's configuration: the daemon's ``--config`` file (a ConfigMap in a cluster), the
+policy of every call the daemon serves (``braid.nad.policy``).
+
+The file is looked at again at most once a second, on the next request (or by
+``refresh``); a changed file that parses replaces the policy for the calls that start after
+it, so a ConfigMap edit takes effect without restarting the daemon or any pod. A changed file
+that does not parse leaves the last good policy in force and is logged as an error (once per
+version of the file) and counted (``braid_daemon_config_reloads_total{outcome="invalid"}``).
+Settings the daemon takes at start (its socket, concurrency, metrics address, Kubernetes
+credentials) need a restart to change.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from braid.cni.hostroot import HostRoot
+from braid.daemon.logs import DAEMON_LOGGER
+from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.config import BraidConfig, LoadedConfig, load_braid_config
+from braid.nad.policy import Localizer, overlay, policy_attributes
+
+log = logging.getLogger(DAEMON_LOGGER)
+CHECK_SECONDS = 1.0
+
+Signature = tuple[int, int, int, int]
+
+
+def _signature(path: str) -> Signature | None:
+    """What tells a new version of the file (a ConfigMap update swaps a symbolic link)."""
+    try:
+        found = os.stat(path)  # noqa: PTH116 - per call, no Path
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+
+
+def read_config_file(path: str) -> LoadedConfig:
+    """braid's configuration from ``path``; ``CniError`` (code 7) when it cannot be read or
+    does not parse."""
+    try:
+        with open(path, "rb") as source:  # noqa: PTH123
+            data = source.read()
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"cannot read the configuration {path}", str(exc)) from exc
+    return load_braid_config(data)
+
+
+class OperatorConfig:
+    """The daemon's configuration file and what each call's configuration becomes under it.
+
+    ``config``: the file's configuration (braid's defaults without a file), its files named
+    through ``root``. ``apply(runtime)``: one call's configuration (``braid.nad.policy``).
+    ``on_reload``: told ``"applied"`` or ``"invalid"`` at each new version of the file."""
+
+    def __init__(
+        self,
+        path: str | None,
+        root: HostRoot | None = None,
+        *,
+        on_reload: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self.localize = Localizer(root)
+        self.on_reload = on_reload
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._signature = _signature(path) if path else None
+        loaded = read_config_file(path) if path else LoadedConfig(BraidConfig(), ())
+        self._use(loaded)
+        self._checked = clock()
+        self._refused: Signature | None = None
+
+    def _use(self, loaded: LoadedConfig) -> None:
+        self.loaded = loaded
+        # Swapped as one: a call reads the file's values and the keys it sets together.
+        self._policy = (loaded.config, policy_attributes(loaded))
+        self.localize.forget()  # a changed file may come with changed links on the node
+        self.config = self.localize(loaded.config)
+        for warning in loaded.warnings:
+            log.warning("%s: %s", self.path, warning)
+
+    def refresh(self) -> bool:
+        """Re-reads the file if it changed since the last look; True when a new policy is in
+        force. A file that does not parse keeps the last good one."""
+        if self.path is None:
+            return False
+        with self._lock:
+            self._checked = self._clock()
+            signature = _signature(self.path)
+            if signature is None or signature in (self._signature, self._refused):
+                return False
+            try:
+                loaded = read_config_file(self.path)
+            except CniError as exc:
+                self._refused = signature
+                log.error(  # noqa: TRY400 - the message says it all
+                    "the configuration %s changed but is not valid (%s); the last good one "
+                    "stays in force",
+                    self.path,
+                    exc,
+                )
+                self._report("invalid")
+                return False
+            self._signature, self._refused = signature, None
+            self._use(loaded)
+        log.info("the configuration %s changed; its new version applies from now", self.path)
+        self._report("applied")
+        return True
+
+    def _report(self, outcome: str) -> None:
+        if self.on_reload is not None:
+            self.on_reload(outcome)
+
+    def apply(self, runtime: BraidConfig) -> BraidConfig:
+        """One call's configuration: the operator's keys over the runtime's (``runtime``, from
+        the call's stdin), its files named through the root."""
+        if self.path is not None and self._clock() - self._checked >= CHECK_SECONDS:
+            self.refresh()
+        policy, attributes = self._policy
+        return self.localize(overlay(runtime, policy, attributes))

@@ -1,0 +1,85 @@
+"""The daemon's configuration file: the policy of every call, followed as it changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from braid.daemon.operator_config import CHECK_SECONDS, OperatorConfig
+from braid.errors import CniError
+from braid.nad.config import load_braid_config
+
+RUNTIME = load_braid_config(
+    b'{"cniVersion": "1.0.0", "name": "n", "type": "braid", "cniDir": "/var/lib/x"}'
+).config
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def write(path: Path, **keys: object) -> None:
+    # A ConfigMap update: a new file renamed over the old one.
+    fresh = path.with_suffix(".new")
+    fresh.write_text(json.dumps({"type": "braid", **keys}))
+    fresh.replace(path)
+
+
+def test_a_changed_file_applies_to_the_calls_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "braid.conf"
+    write(path, namespaceIsolation=False)
+    clock = Clock()
+    seen: list[str] = []
+    operator = OperatorConfig(str(path), clock=clock, on_reload=seen.append)
+    assert operator.apply(RUNTIME).namespace_isolation is False
+    write(path, namespaceIsolation=True, logLevel="debug")
+    assert operator.apply(RUNTIME).namespace_isolation is False, "looked at once a second"
+    clock.now += CHECK_SECONDS
+    config = operator.apply(RUNTIME)
+    assert config.namespace_isolation is True
+    assert config.log_level == "debug"
+    assert config.cni_dir == "/var/lib/x"
+    assert seen == ["applied"]
+
+
+def test_an_invalid_file_keeps_the_last_good_policy_and_says_so_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "braid.conf"
+    write(path, namespaceIsolation=True)
+    seen: list[str] = []
+    operator = OperatorConfig(str(path), on_reload=seen.append)
+    path.write_text('{"type": "braid", "namespaceIsolation": "yes"')
+    assert operator.refresh() is False
+    assert operator.refresh() is False
+    assert operator.apply(RUNTIME).namespace_isolation is True
+    assert seen == ["invalid"]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1
+    assert "is not valid" in errors[0]
+    assert "the last good one stays in force" in errors[0]
+    write(path, namespaceIsolation=False)
+    assert operator.refresh() is True
+    assert operator.apply(RUNTIME).namespace_isolation is False
+    assert seen == ["invalid", "applied"]
+
+
+def test_an_unreadable_or_invalid_file_at_start_is_a_configuration_error(tmp_path: Path) -> None:
+    with pytest.raises(CniError, match="cannot read the configuration") as raised:
+        OperatorConfig(str(tmp_path / "missing.conf"))
+    assert raised.value.code == 7
+    (tmp_path / "bad.conf").write_text("[]")
+    with pytest.raises(CniError):
+        OperatorConfig(str(tmp_path / "bad.conf"))
+
+
+def test_without_a_file_each_call_keeps_its_own_configuration() -> None:
+    operator = OperatorConfig(None)
+    assert operator.apply(RUNTIME) is RUNTIME
+    assert operator.refresh() is False
