@@ -40,19 +40,19 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert spec["serviceAccountName"] == "braid"
     [install] = spec["initContainers"]
     assert install["command"][:2] == ["braidctl", "install"]
+    assert "--mode=none" in install["command"], "the daemon writes the configuration"
     [daemon] = spec["containers"]
     assert daemon["command"][:2] == ["braidctl", "daemon"]
+    assert "--host-root=/hostroot" in daemon["command"]
+    assert "--cni-conf-dir=/etc/cni/net.d" in daemon["command"]
+    assert "--metrics-address=$(BRAID_NODE_IP):9190" in daemon["command"]
+    assert daemon["ports"] == [{"name": "metrics", "containerPort": 9190, "protocol": "TCP"}]
+    assert daemon["readinessProbe"]["httpGet"] == {"port": "metrics", "path": "/readyz"}
     assert "cpu" not in daemon["resources"]["limits"]
     mounts = {m["mountPath"]: m for m in daemon["volumeMounts"]}
-    assert mounts["/run/netns"]["mountPropagation"] == "HostToContainer"
+    assert mounts["/hostroot"]["mountPropagation"] == "HostToContainer"
     host_paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert host_paths == {
-        "/opt/cni/bin",
-        "/etc/cni/net.d",
-        "/var/lib/cni",
-        "/run/netns",
-        "/run/braid",
-    }
+    assert host_paths == {"/opt/cni/bin", "/"}
 
 
 @pytest.mark.parametrize(
@@ -69,6 +69,13 @@ def test_overlays_set_the_image(overlay: str, image: str, pull: str | None) -> N
         assert container.get("imagePullPolicy") == pull
 
 
+def test_the_monitoring_service_selects_the_daemonsets_metrics_port() -> None:
+    [service] = cluster_manifests.render("monitoring")
+    pod = daemonset(cluster_manifests.render("base"))["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
 def test_the_dev_overlay_logs_at_debug() -> None:
     [config] = [d for d in cluster_manifests.render("overlays/dev") if d["kind"] == "ConfigMap"]
     assert '"logLevel": "debug"' in config["data"]["braid.conf"]
@@ -80,5 +87,6 @@ def test_the_configuration_is_one_braid_accepts_without_warnings(overlay: str) -
     loaded = load_braid_config(config["data"]["braid.conf"].encode())
     assert loaded.warnings == ()
     assert loaded.config.type == "braid"
-    assert loaded.config.daemon_socket_dir == "/run/braid"  # the DaemonSet's host mount
-    assert loaded.config.cni_dir.startswith("/var/lib/cni/")  # inside the state mount
+    assert loaded.config.daemon_socket_dir == "/run/braid"  # where the shim looks
+    assert not loaded.config.cluster_network, "each node's own default network applies"
+    assert "daemonMetricsAddress" not in loaded.keys, "the DaemonSet binds the node's address"
