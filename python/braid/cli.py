@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from braid import demo, install, podctl, validate
+from braid import demo, doctor, install, podctl, validate
 from braid.cni import command as cni_command
 from braid.cni import demo as cni_demo
 from braid.daemon import command as daemon_command
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(subparsers)
     daemon_command.add_parser(subparsers)
     install.add_parser(subparsers)
+    doctor.add_parser(subparsers)
     return parser
 
 

@@ -43,8 +43,10 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert "--mode=none" in install["command"], "the daemon writes the configuration"
     [daemon] = spec["containers"]
     assert daemon["command"][:2] == ["braidctl", "daemon"]
-    assert "--host-root=/hostroot" in daemon["command"]
-    assert "--cni-conf-dir=/etc/cni/net.d" in daemon["command"]
+    env = {e["name"]: e.get("value") for e in daemon["env"]}
+    assert env["BRAID_HOST_ROOT"] == "/hostroot"
+    assert env["BRAID_CNI_CONF_DIR"] == "/etc/cni/net.d"
+    assert env["BRAID_CONFIG"] == "/etc/braid/braid.conf"
     assert "--metrics-address=$(BRAID_NODE_IP):9190" in daemon["command"]
     assert daemon["ports"] == [{"name": "metrics", "containerPort": 9190, "protocol": "TCP"}]
     assert daemon["readinessProbe"]["httpGet"] == {"port": "metrics", "path": "/readyz"}

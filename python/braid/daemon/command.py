@@ -42,8 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--config",
-        help="braid's configuration file (conf or conflist): the policy of every call, "
-        "re-read when it changes",
+        default=os.environ.get("BRAID_CONFIG", ""),
+        help="braid's configuration file (conf or conflist; $BRAID_CONFIG): the policy of "
+        "every call, re-read when it changes",
     )
     parser.add_argument(
         "--host-root",
@@ -54,9 +55,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--cni-conf-dir",
-        default="",
-        help="the node's CNI configuration directory: once ready, the daemon writes "
-        "00-braid.conflist there around the node's default network and keeps it in line",
+        default=os.environ.get("BRAID_CNI_CONF_DIR", ""),
+        help="the node's CNI configuration directory ($BRAID_CNI_CONF_DIR): once ready, the "
+        "daemon writes 00-braid.conflist there around the node's default network and keeps "
+        "it in line",
     )
     parser.add_argument(
         "--socket-dir", help="directory of braid.sock (daemonSocketDir; a node path)"
@@ -180,7 +182,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     log.info("braid %s starting", package_version())
     try:
         root = host_root_of(args.host_root)
-        operator = OperatorConfig(args.config, root)
+        operator = OperatorConfig(args.config or None, root)
         settings = settings_of(args, operator)
         service = service_of(operator, settings, root)
         service.follower = follower_of(args, operator, root)

@@ -51,3 +51,19 @@ class KubeStore:
         what = f"GET NetworkAttachmentDefinition {namespace}/{name}"
         obj = self._get(nad_path(namespace, name), what)
         return None if obj is None else nad_definition(obj, namespace, name)
+
+    def list_nads(self) -> list[NetworkAttachmentDefinition]:
+        """Every NAD of the cluster (one LIST); objects that are not NADs braid can read are
+        left out."""
+        listed = self.client.json("GET", nad_path(), what="LIST NetworkAttachmentDefinitions")
+        found = []
+        for obj in listed.get("items") or []:
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            if not isinstance(meta, dict):
+                continue
+            namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+            try:
+                found.append(nad_definition(obj, namespace, name))
+            except ApiError:
+                continue
+        return found
