@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# Builds braid's node image from Debian's packages and the built wheel, without a registry or
+# a container engine, as an OCI image layout archive (what `make image` runs):
+#
+#   base    Debian bookworm by mmdebstrap (the Essential set + packages.txt, trimmed by
+#           trim-base.sh), cached in .cache/image/base-<key>/ with its layer, <key> being a
+#           hash of the recipe: the package list, mmdebstrap's options, trim-base.sh
+#   wheels  the wheels of requirements.txt (pinned), downloaded once into
+#           .cache/image/wheelhouse-<key>/
+#   braid   a virtualenv at /opt/braid made by the image's own python3, with the wheel
+#           (dist/braid_cni-*.whl) and its dependencies installed offline inside the root
+#           filesystem, byte-compiled (unchecked-hash); the shim at /usr/local/bin/braid and
+#           braid-full (target/release/)
+#   archive two gzip layers (base, braid) and the config, written by oci.py: the same inputs
+#           give the same bytes
+#
+# Needs root (mmdebstrap --mode=root, chroot). The first build downloads Debian's packages
+# (about a minute); later ones reuse the base and take seconds.
+#
+#   packaging/image/build.sh [--name NAME] [--output FILE] [--work DIR]
+#                            [--refresh-base] [--cached-base-only]
+#
+#   --name NAME        the image's name (default $BRAID_IMAGE_NAME or docker.io/library/braid:dev)
+#   --output FILE      the archive (default dist/braid-image.oci.tar)
+#   --work DIR         scratch directory, emptied first (default target/image)
+#   --refresh-base     build the base and the wheelhouse again (Debian's updates since)
+#   --cached-base-only fail instead of building a base that is not cached
+#
+# Environment: SOURCE_DATE_EPOCH (default: the commit time of HEAD) is the time of the braid
+# layer's files and of the image; a base built anew takes it too when it is set (otherwise
+# the time of that build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
+# commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
+# BRAID_IMAGE_MIRROR, BRAID_IMAGE_SECURITY_MIRROR: Debian's archive and its security archive.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=packaging/image
+
+name=${BRAID_IMAGE_NAME:-docker.io/library/braid:dev}
+output=dist/braid-image.oci.tar
+work=target/image
+refresh=0
+cached_only=0
+while (($#)); do
+  case $1 in
+    --name) name=$2; shift 2 ;;
+    --name=*) name=${1#*=}; shift ;;
+    --output) output=$2; shift 2 ;;
+    --output=*) output=${1#*=}; shift ;;
+    --work) work=$2; shift 2 ;;
+    --work=*) work=${1#*=}; shift ;;
+    --refresh-base) refresh=1; shift ;;
+    --cached-base-only) cached_only=1; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+
+cache=${BRAID_IMAGE_CACHE:-.cache/image}
+suite=bookworm
+mirror=${BRAID_IMAGE_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${BRAID_IMAGE_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+pip_pin=pip==26.3 # runs from its wheel inside the root filesystem; not installed in the image
+python=python3
+[[ -x .venv/bin/python ]] && python=.venv/bin/python
+started=$SECONDS
+n=0
+
+die() { echo "image: FAILED: $*" >&2; exit 1; }
+step() { n=$((n + 1)); printf 'image: [%d/6 %3ds] %s\n' "$n" $((SECONDS - started)) "$*"; }
+sha() { sha256sum | cut -c1-16; }
+# A command inside the root filesystem, with nothing of this machine's environment.
+in_root() {
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 chroot "$work/rootfs" "$@"
+}
+
+[[ $EUID -eq 0 ]] || die "needs root (mmdebstrap --mode=root, chroot)"
+arch=$(dpkg --print-architecture)
+
+# --- 1. inputs -------------------------------------------------------------------------------
+step "inputs: the wheel, the shim, the time"
+if [[ -n ${BRAID_WHEEL:-} ]]; then
+  wheel=$BRAID_WHEEL
+else
+  wheel=$(ls -t dist/braid_cni-*-abi3-*_"$(uname -m)".whl 2>/dev/null | head -n1 || true)
+fi
+[[ -n $wheel && -f $wheel ]] || die "no wheel in dist/ (make wheel)"
+for f in braid braid-full; do
+  [[ -x target/release/$f ]] || die "target/release/$f is missing (make shim)"
+done
+version=$(basename "$wheel" | cut -d- -f2)
+if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct 2>/dev/null) ||
+    die "not a git checkout: set SOURCE_DATE_EPOCH"
+  base_epoch_default=
+else
+  base_epoch_default=$SOURCE_DATE_EPOCH
+fi
+revision=${BRAID_IMAGE_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+echo "       $wheel (braid $version), target/release/braid{,-full}, time $SOURCE_DATE_EPOCH"
+
+# --- 2. the Debian base ----------------------------------------------------------------------
+packages=$(sed -e 's/#.*//' "$here/packages.txt" | xargs | tr ' ' ,)
+mm_args=(
+  --variant=essential
+  # merged /usr by symlinks, as debootstrap does, without the usrmerge package (and Perl)
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+  --include="$packages"
+  --dpkgopt='path-exclude=/usr/share/doc/*'
+  --dpkgopt='path-include=/usr/share/doc/*/copyright'
+  --dpkgopt='path-exclude=/usr/share/man/*'
+  --dpkgopt='path-exclude=/usr/share/info/*'
+  --dpkgopt='path-exclude=/usr/share/locale/*'
+  --dpkgopt='path-exclude=/usr/share/lintian/*'
+  --dpkgopt='path-exclude=/usr/share/bug/*'
+)
+mirrors=(
+  "deb $mirror $suite main"
+  "deb $mirror $suite-updates main"
+  "deb $security_mirror $suite-security main"
+)
+base_key=$(
+  {
+    echo "$suite $arch"
+    printf '%s\n' "${mm_args[@]}" "${mirrors[@]}"
+    cat "$here/trim-base.sh"
+  } | sha
+)
+base=$cache/base-$base_key
+if ((refresh)); then
+  rm -rf --one-file-system "$base"
+fi
+if [[ -f $base/done ]]; then
+  step "base: cached ($base, $(cat "$base/packages.txt" | wc -l) packages)"
+else
+  ((cached_only == 0)) || die "no cached base at $base (make image)"
+  command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
+  step "base: mmdebstrap $suite --variant=essential + $packages (about a minute)"
+  mkdir -p "$cache"
+  rm -rf --one-file-system "$base.partial"
+  mkdir -p "$base.partial"
+  base_epoch=${base_epoch_default:-$(date +%s)}
+  if ! SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --mode=root "${mm_args[@]}" \
+    "$suite" "$base.partial/rootfs" "${mirrors[@]}" >"$base.partial/mmdebstrap.log" 2>&1; then
+    tail -n 30 "$base.partial/mmdebstrap.log" >&2
+    die "mmdebstrap failed (log: $base.partial/mmdebstrap.log)"
+  fi
+  "$here/trim-base.sh" "$base.partial/rootfs"
+  echo "$base_epoch" >"$base.partial/epoch"
+  chroot "$base.partial/rootfs" dpkg-query -W -f '${Package} ${Version}\n' \
+    >"$base.partial/packages.txt"
+  echo "       base layer (gzip)"
+  "$python" "$here/oci.py" layer "$base.partial/rootfs" "$base.partial/layer.tar.gz" \
+    --mtime "$base_epoch" --clamp --exclude 'dev/*' --exclude 'proc/*' --exclude 'sys/*' \
+    >"$base.partial/layer.json"
+  touch "$base.partial/done"
+  mv "$base.partial" "$base"
+  # One base is kept: the others were built from an older recipe.
+  for old in "$cache"/base-*; do
+    [[ $old == "$base" ]] || rm -rf --one-file-system "$old"
+  done
+fi
+base_epoch=$(cat "$base/epoch")
+
+# --- 3. the wheelhouse -----------------------------------------------------------------------
+wheels_key=$({ cat "$here/requirements.txt"; echo "$pip_pin $arch"; } | sha)
+wheelhouse=$cache/wheelhouse-$wheels_key
+((refresh == 0)) || rm -rf "$wheelhouse"
+if [[ -f $wheelhouse/done ]]; then
+  step "wheels: cached ($wheelhouse)"
+else
+  ((cached_only == 0)) || die "no cached wheelhouse at $wheelhouse (make image)"
+  step "wheels: pip download $(grep -c '==' "$here/requirements.txt") pinned + $pip_pin"
+  rm -rf "$wheelhouse.partial"
+  # Wheels only, for this machine's CPython 3.11 and glibc: Debian bookworm's, the image's.
+  "$python" -m pip download -q --disable-pip-version-check --only-binary=:all: --no-deps \
+    -d "$wheelhouse.partial" -r "$here/requirements.txt" "$pip_pin"
+  touch "$wheelhouse.partial/done"
+  rm -rf "$wheelhouse"
+  mv "$wheelhouse.partial" "$wheelhouse"
+  for old in "$cache"/wheelhouse-*; do
+    [[ $old == "$wheelhouse" ]] || rm -rf "$old"
+  done
+fi
+
+# --- 4. braid inside the root filesystem -----------------------------------------------------
+step "braid: venv /opt/braid, pip install --no-index (offline), compileall, the shim"
+rm -rf --one-file-system "$work"
+mkdir -p "$work"
+cp -a "$base/rootfs" "$work/rootfs"
+install_dir=$work/rootfs/tmp/braid-install
+mkdir -p "$install_dir"
+cp "$wheelhouse"/*.whl "$here/requirements.txt" "$install_dir/"
+cp "$wheel" "$install_dir/"
+pip_wheel=$(cd "$install_dir" && ls pip-*.whl)
+in_root /usr/bin/python3 -m venv --without-pip /opt/braid
+in_root /opt/braid/bin/python "/tmp/braid-install/$pip_wheel/pip" install -q \
+  --no-index --find-links /tmp/braid-install --no-cache-dir --no-compile \
+  --disable-pip-version-check --no-warn-script-location \
+  -r /tmp/braid-install/requirements.txt "/tmp/braid-install/$(basename "$wheel")"
+in_root /opt/braid/bin/python -m compileall -q --invalidation-mode unchecked-hash \
+  /opt/braid/lib >/dev/null
+rm -rf "$install_dir"
+mkdir -p "$work/top/opt" "$work/top/usr/local/bin"
+mv "$work/rootfs/opt/braid" "$work/top/opt/braid"
+for f in braid braid-full; do
+  install -m 0755 "target/release/$f" "$work/top/usr/local/bin/$f"
+  # The wheel brings the same shim into /opt/braid/bin: one file, two names.
+  in_venv=$work/top/opt/braid/bin/$f
+  if [[ -e $in_venv ]]; then
+    cmp -s "$in_venv" "$work/top/usr/local/bin/$f" ||
+      die "the wheel's $f differs from target/release/$f (make wheel)"
+    ln -f "$work/top/usr/local/bin/$f" "$in_venv"
+  fi
+done
+
+# --- 5. the braid layer ----------------------------------------------------------------------
+step "layer: /opt/braid and /usr/local/bin (gzip)"
+"$python" "$here/oci.py" layer "$work/top" "$work/braid-layer.tar.gz" \
+  --mtime "$SOURCE_DATE_EPOCH" >"$work/braid-layer.json"
+
+# --- 6. the archive --------------------------------------------------------------------------
+step "archive: $output as $name"
+mkdir -p "$(dirname "$output")"
+digest=$(
+  "$python" "$here/oci.py" image "$output" --name "$name" --created "$SOURCE_DATE_EPOCH" \
+    --layer "$base/layer.tar.gz" --layer-created "$base_epoch" \
+    --layer-by "Debian $suite (mmdebstrap --variant=essential): ${packages//,/ }" \
+    --layer "$work/braid-layer.tar.gz" --layer-created "$SOURCE_DATE_EPOCH" \
+    --layer-by "braid $version: /opt/braid (virtualenv), /usr/local/bin/braid, braid-full" \
+    --env PATH=/opt/braid/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env LANG=C.UTF-8 \
+    --cmd-json '["braidctl","daemon","--config=/etc/braid/braid.conf"]' \
+    --label org.opencontainers.image.title=braid \
+    --label org.opencontainers.image.version="$version" \
+    --label org.opencontainers.image.revision="$revision" \
+    --label org.opencontainers.image.licenses=Apache-2.0 \
+    --label org.opencontainers.image.base.name="debian:$suite"
+)
+rm -rf --one-file-system "$work/rootfs"
+
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+layer_size() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
+base_u=$(layer_size "$base/layer.json" uncompressed_size)
+base_c=$(layer_size "$base/layer.json" size)
+top_u=$(layer_size "$work/braid-layer.json" uncompressed_size)
+top_c=$(layer_size "$work/braid-layer.json" size)
+printf 'image: %s  %s in %ds\n' "$output" "$digest" $((SECONDS - started))
+printf '       layers: Debian %s (%s gzip), braid %s (%s gzip); archive %s\n' \
+  "$(mib "$base_u")" "$(mib "$base_c")" "$(mib "$top_u")" "$(mib "$top_c")" \
+  "$(mib "$(stat -c %s "$output")")"
