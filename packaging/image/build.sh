@@ -31,6 +31,7 @@
 # the time of that build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
 # commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
 # BRAID_IMAGE_MIRROR, BRAID_IMAGE_SECURITY_MIRROR: Debian's archive and its security archive.
+# BRAID_IMAGE_CACHE: where the base and the wheelhouse are kept (default .cache/image).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=packaging/image
@@ -81,6 +82,7 @@ step "inputs: the wheel, the shim, the time"
 if [[ -n ${BRAID_WHEEL:-} ]]; then
   wheel=$BRAID_WHEEL
 else
+  # shellcheck disable=SC2012 # wheel names hold no blanks
   wheel=$(ls -t dist/braid_cni-*-abi3-*_"$(uname -m)".whl 2>/dev/null | head -n1 || true)
 fi
 [[ -n $wheel && -f $wheel ]] || die "no wheel in dist/ (make wheel)"
@@ -130,7 +132,7 @@ if ((refresh)); then
   rm -rf --one-file-system "$base"
 fi
 if [[ -f $base/done ]]; then
-  step "base: cached ($base, $(cat "$base/packages.txt" | wc -l) packages)"
+  step "base: cached ($base, $(wc -l <"$base/packages.txt") packages)"
 else
   ((cached_only == 0)) || die "no cached base at $base (make image)"
   command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
@@ -146,6 +148,7 @@ else
   fi
   "$here/trim-base.sh" "$base.partial/rootfs"
   echo "$base_epoch" >"$base.partial/epoch"
+  # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
   chroot "$base.partial/rootfs" dpkg-query -W -f '${Package} ${Version}\n' \
     >"$base.partial/packages.txt"
   echo "       base layer (gzip)"
