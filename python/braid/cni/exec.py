@@ -269,9 +269,9 @@ def locate_plugin(
 
 class ProcessExecutor:
     """Runs plugins as child processes, each leading a process group of its own (so the whole
-    group can be killed), through ``braid._native``: started with ``posix_spawn``, then its
-    stdin written and its stdout and stderr read together on the calling thread with the GIL
-    released, within the deadline; a plugin whose binary is being written (``ETXTBSY``) is
+    group can be killed), through ``braid._native``: started as ``posix_spawn`` starts one,
+    then its stdin written and its stdout and stderr read together on the calling thread with
+    the GIL released, within the deadline; a plugin whose binary is being written (``ETXTBSY``) is
     tried again a few times.
 
     ``host_netns``: a network namespace path the child enters (``setns`` in the forked child

@@ -19,6 +19,8 @@ import stat
 
 # As the kernel's limit on symbolic links followed in one lookup (ELOOP beyond).
 MAX_LINKS = 40
+# Resolved directories remembered: a node's few (the netns, CNI and state directories).
+KEEP_DIRECTORIES = 256
 
 
 class HostRoot:
@@ -30,7 +32,12 @@ class HostRoot:
         if not path.startswith("/") or "\0" in path:
             raise ValueError(f"the host root must be an absolute path, not {path!r}")
         self.path = os.path.normpath(path)
+        # What goes before a node path ("" when the root is this process's own /).
+        self._prefix = "" if self.path == "/" else self.path
         self.fd = os.open(self.path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        # Directory -> its resolution: a call's paths differ by their last component (each
+        # pod's network namespace file), never by where the node's links lead.
+        self._directories: dict[str, str] = {}
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -44,10 +51,23 @@ class HostRoot:
         """The path at which this process reaches the node's ``path``: symbolic links are
         followed inside the root (an absolute target starts again at the root, ``..`` never
         leaves it); components that do not exist yet are kept as they are. A relative path is
-        returned unchanged."""
+        returned unchanged. A directory's resolution is remembered (the node's links to its
+        directories do not change while braid runs); the last component is looked at each
+        time."""
         if not path.startswith("/"):
             return path
-        return self.path + self.resolve(path)
+        directory, _, name = path.rpartition("/")
+        resolved = self._directories.get(directory)
+        if resolved is None:
+            if len(self._directories) >= KEEP_DIRECTORIES:
+                self._directories = {}
+            resolved = self._directories[directory] = self.resolve(directory or "/")
+        if name in ("", ".", ".."):
+            return self._prefix + self.resolve(path)
+        joined = f"{resolved.rstrip('/')}/{name}"
+        if os.path.islink(self._prefix + joined):  # noqa: PTH114 - per call, no Path
+            return self._prefix + self.resolve(joined)
+        return self._prefix + joined
 
     def resolve(self, path: str) -> str:
         """``path`` with every symbolic link inside the root followed: the node's own view of
@@ -64,7 +84,7 @@ class HostRoot:
                 if done:
                     done.pop()
                 continue
-            candidate = self.path + "/" + "/".join([*done, part])
+            candidate = self._prefix + "/" + "/".join([*done, part])
             try:
                 mode = os.lstat(candidate).st_mode
             except OSError:

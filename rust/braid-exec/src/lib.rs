@@ -1,8 +1,9 @@
-//! Executing one CNI plugin (reference §1.1, §7 "Timeouts / process handling") without a
-//! thread per pipe: the plugin is started in a process group of its own (`posix_spawn` when
-//! nothing has to run in the child first), then its stdin is written and its stdout and stderr
-//! read on the calling thread with `poll(2)`, its exit seen through a pidfd, within a deadline
-//! at which the whole group is killed.
+//! Executing one CNI plugin (the CNI specification's protocol: environment and stdin in, one
+//! result on stdout) without a thread per pipe: the plugin is started in a process group of
+//! its own (`launch`: a shared-memory `clone`, as `posix_spawn` does, entering a network
+//! namespace or a root directory first when asked), then its stdin is written and its stdout
+//! and stderr read on the calling thread with `poll(2)`, its exit seen through a pidfd, within
+//! a deadline at which the whole group is killed.
 //!
 //! Starting and feeding are two steps ([`spawn`], then [`Plugin::communicate`]) so a caller
 //! can do what must precede the plugin's first byte of input (braid's durable plan) while the
@@ -14,13 +15,14 @@
 //! every descriptor above 2 is marked close-on-exec too (`close_range(2)`), so one the process
 //! itself inherited without the flag does not reach the plugin either.
 
+use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+mod launch;
 
 /// The largest input [`spawn_fed`] gives at the start (a pipe is grown up to this for it).
 pub const MAX_FED: usize = 1 << 20;
@@ -70,11 +72,13 @@ pub struct Limits {
 /// handle, and none is left a zombie.
 #[derive(Debug)]
 pub struct Plugin {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    pid: libc::pid_t,
+    stdin: Option<File>,
+    stdout: Option<File>,
+    stderr: Option<File>,
     reaped: bool,
+    /// The exit code, once reaped while its pipes were still being read.
+    exit: Option<i32>,
 }
 
 impl Drop for Plugin {
@@ -86,9 +90,8 @@ impl Drop for Plugin {
 }
 
 /// What a plugin's process enters before it executes its binary: a network namespace and a
-/// root directory, each a descriptor open for as long as the start runs. Entering anything
-/// makes the start a fork (`setns` and `chroot` must run in the child); entering nothing
-/// starts it with `posix_spawn`.
+/// root directory, each a descriptor open for as long as the start runs (`setns` and
+/// `chroot` run in the child, before `execve`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Within {
     /// A network namespace (`setns(CLONE_NEWNET)`), where host-side devices land.
@@ -186,65 +189,72 @@ fn start(
     close_inherited_on_exec();
     let mut attempt = 0;
     loop {
-        let mut command = Command::new(path);
-        let input = match stdin {
-            Some(fd) => Stdio::from(fd.try_clone()?),
-            None => Stdio::piped(),
-        };
-        command
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(input)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if within != Within::HERE {
-            enter_in_child(&mut command, within);
-        }
-        match command.spawn() {
+        match launch::launch(path, env, within, stdin) {
             Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) && attempt < ETXTBSY_RETRIES => {
                 attempt += 1;
                 thread::sleep(ETXTBSY_DELAY);
             }
             Err(err) => return Err(err),
-            Ok(mut child) => {
+            Ok(started) => {
                 return Ok(Plugin {
-                    stdin: child.stdin.take(),
-                    stdout: child.stdout.take(),
-                    stderr: child.stderr.take(),
-                    child,
+                    pid: started.pid,
+                    stdin: started.stdin,
+                    stdout: Some(started.stdout),
+                    stderr: Some(started.stderr),
                     reaped: false,
+                    exit: None,
                 })
             }
         }
     }
 }
 
-fn enter_in_child(command: &mut Command, within: Within) {
-    // SAFETY: the closure runs in the forked child before exec and only calls setns(2),
-    // fchdir(2) and chroot(2), which are async-signal-safe; the caller keeps both descriptors
-    // open until `spawn` returns.
-    unsafe {
-        command.pre_exec(move || {
-            if let Some(fd) = within.netns {
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            if let Some(fd) = within.root {
-                if libc::fchdir(fd) != 0 || libc::chroot(c".".as_ptr()) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
+/// The exit code in a `waitpid` status, or minus the signal that killed the process.
+fn exit_code(status: libc::c_int) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        -libc::WTERMSIG(status)
+    } else {
+        -1
     }
 }
 
 impl Plugin {
     /// The plugin's process id (also its process group's).
     pub fn id(&self) -> u32 {
-        self.child.id()
+        self.pid.unsigned_abs()
+    }
+
+    /// The exit code if the plugin has exited (it is then reaped), without waiting.
+    fn try_wait(&mut self) -> io::Result<Option<i32>> {
+        self.wait_with(libc::WNOHANG)
+    }
+
+    /// Whether the plugin has exited (reaped, its code kept for [`Plugin::reap`]).
+    fn exited_yet(&mut self) -> io::Result<bool> {
+        if self.exit.is_none() {
+            self.exit = self.try_wait()?;
+        }
+        Ok(self.exit.is_some())
+    }
+
+    fn wait_with(&mut self, flags: libc::c_int) -> io::Result<Option<i32>> {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid(2) on this plugin's own process, which only this handle reaps.
+            let found = unsafe { libc::waitpid(self.pid, &raw mut status, flags) };
+            if found == self.pid {
+                return Ok(Some(exit_code(status)));
+            }
+            if found == 0 {
+                return Ok(None);
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
     }
 
     /// Writes `stdin`, reads stdout and stderr until both close (or the grace after the
@@ -303,14 +313,16 @@ impl Plugin {
         if self.reaped {
             return;
         }
-        kill_group(self.child.id());
+        kill_group(self.id());
         self.stdin = None;
-        let _ = self.child.wait();
+        if self.exit.is_none() {
+            let _ = self.wait_with(0);
+        }
         self.reaped = true;
     }
 
     fn exchange(&mut self, input: &[u8], limits: Limits) -> Result<(Vec<u8>, Vec<u8>), Failure> {
-        let pidfd = pidfd_open(self.child.id());
+        let pidfd = pidfd_open(self.id());
         let mut pending = input;
         if pending.is_empty() {
             self.stdin = None;
@@ -339,7 +351,7 @@ impl Plugin {
                 }
             };
             if !exited && pidfd.is_none() {
-                exited = self.child.try_wait().map_err(Failure::Io)?.is_some();
+                exited = self.exited_yet().map_err(Failure::Io)?;
                 if !exited {
                     wait = Some(wait.map_or(EXIT_POLL, |w| w.min(EXIT_POLL)));
                 }
@@ -414,13 +426,9 @@ impl Plugin {
     /// the deadline passed first.
     fn reap(&mut self, deadline: Option<Instant>) -> io::Result<Option<i32>> {
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            if self.exited_yet()? {
                 self.reaped = true;
-                let code = status
-                    .code()
-                    .or_else(|| status.signal().map(|s| -s))
-                    .unwrap_or(-1);
-                return Ok(Some(code));
+                return Ok(self.exit);
             }
             let pause = match deadline {
                 None => EXIT_POLL,
@@ -432,7 +440,7 @@ impl Plugin {
                     left.min(EXIT_POLL)
                 }
             };
-            match pidfd_open(self.child.id()) {
+            match pidfd_open(self.id()) {
                 Some(pidfd) => {
                     let mut fds = [pollfd(pidfd.as_fd(), libc::POLLIN)];
                     poll(&mut fds, Some(pause))?;

@@ -375,3 +375,55 @@ fn a_plugin_given_a_root_runs_inside_it() {
     // Outside that root the same path names nothing.
     assert!(!Path::new("/only-here").exists());
 }
+
+#[test]
+fn a_plugin_starts_with_default_signals_and_nothing_blocked() {
+    // The caller ignores SIGPIPE (as Rust and Python do) and blocks SIGUSR1 on its thread;
+    // the plugin must get neither.
+    let (path, _dir) = sh("grep -E '^Sig(Blk|Ign):' /proc/self/status");
+    let blocked = thread::spawn(move || {
+        // SAFETY: signal(2) and pthread_sigmask(3) on this test's own process and thread.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, libc::SIGUSR1);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+        }
+        let plugin = spawn(&path, &env(), Within::HERE).unwrap();
+        plugin.communicate(b"", limits(10)).unwrap()
+    })
+    .join()
+    .unwrap();
+    let text = String::from_utf8(blocked.stdout).unwrap();
+    let mask = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.rsplit('\t').next().unwrap(), 16).unwrap()
+    };
+    let bit = |signal: libc::c_int| 1_u64 << (signal - 1);
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    let ignored = mask("SigIgn:");
+    assert_eq!(
+        ignored & (bit(libc::SIGPIPE) | bit(libc::SIGXFSZ)),
+        0,
+        "{text}"
+    );
+}
+
+#[test]
+fn a_large_caller_starts_plugins_without_copying_its_memory() {
+    // 256 MiB touched by the caller: a fork would copy its page tables and fault on every
+    // page written afterwards; the shared-memory start does neither. The start must stay well
+    // under what copying that much costs (tens of milliseconds here).
+    let ballast: Vec<u8> = vec![1; 256 << 20];
+    let (path, _dir) = sh("exit 0");
+    let mut fastest = Duration::MAX;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let plugin = spawn(&path, &env(), Within::HERE).unwrap();
+        fastest = fastest.min(started.elapsed());
+        plugin.communicate(b"", limits(10)).unwrap();
+    }
+    assert!(ballast.iter().step_by(4096).all(|&b| b == 1));
+    assert!(fastest < Duration::from_millis(5), "{fastest:?}");
+}

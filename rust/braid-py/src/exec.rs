@@ -1,5 +1,5 @@
 //! Plugin processes for `braid.cni.exec.ProcessExecutor` (`braid-exec`): started with
-//! `posix_spawn` in a process group of their own, then fed and drained on the calling thread
+//! a shared-memory `clone` (as `posix_spawn` does) in a process group of their own, then fed and drained on the calling thread
 //! with the GIL released, so a delegate's execution costs no Python per pipe event and lets
 //! the daemon's other threads run meanwhile.
 

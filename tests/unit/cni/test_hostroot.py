@@ -71,3 +71,20 @@ def test_plugins_are_found_inside_the_root_and_named_as_the_node_names_them(
     assert found.st_ino == Path(node.local("/usr/lib/cni/bridge")).stat().st_ino
     with pytest.raises(CniError, match="failed to find plugin"):
         find_plugin("bridge", ["/nowhere"], node)
+
+
+def test_the_last_component_is_looked_at_each_time(node: HostRoot) -> None:
+    # A directory's resolution is remembered; a file that becomes a link is followed.
+    assert node.local("/run/netns/cni-2") == f"{node.path}/run/netns/cni-2"
+    Path(node.local("/run/netns/cni-2")).symlink_to("/run/netns/cni-1")
+    assert node.local("/var/run/netns/cni-2") == f"{node.path}/run/netns/cni-1"
+    assert node.local("/var/run/netns/../netns/cni-1") == f"{node.path}/run/netns/cni-1"
+    assert node.local("/") == f"{node.path}/"
+
+
+def test_this_processs_own_root_changes_nothing() -> None:
+    own = HostRoot("/")
+    try:
+        assert own.local("/etc/hostname") == "/etc/hostname"
+    finally:
+        own.close()
