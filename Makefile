@@ -6,11 +6,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev
+APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-runtime kube-bins test-cluster test-bench-smoke wheel-stage wheel test-wheel bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-kernel test-runtime kube-bins test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,13 +53,19 @@ wheel: wheel-stage venv ## the abi3 wheel with braid._native and the braid shim,
 test-wheel: venv ## build the wheel, install it in a fresh venv, run braid VERSION, import braid._native
 	packaging/check-wheel.sh
 
+image: wheel ## the node image as an OCI archive, dist/braid-image.oci.tar (Debian packages, no registry)
+	packaging/image/build.sh
+
+test-image: native image ## image tier: the built archive (contents, reproducibility, ctr/podman import)
+	$(PY) -m pytest tests/image -q
+
 demo: install ## the main job: a pod gets the example networks (engine + real plugins), then detaches
 	$(VENV)/bin/braidctl demo --cni-path $(CNI_BIN_DIR)
 
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel test-runtime test-cluster test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-runtime test-cluster test-image test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -74,7 +80,7 @@ test-rust: ## cargo test of every crate
 	cargo test --locked --workspace
 
 test-unit: native ## Python unit tier (no privileges)
-	$(PY) -m pytest tests --ignore=tests/kernel --ignore=tests/runtime --ignore=tests/cluster -q
+	$(PY) -m pytest tests --ignore=tests/kernel --ignore=tests/runtime --ignore=tests/cluster --ignore=tests/image --ignore=tests/node -q
 
 test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
 	$(PY) -m pytest tests/kernel -q
@@ -87,6 +93,9 @@ kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reuse
 
 test-cluster: native kube-bins ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
+
+test-node: native image kube-bins ## node tier: braid deployed as shipped on a real kubelet + containerd
+	hack/node/tier.sh
 
 test-bench-smoke: native shim ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
