@@ -5,7 +5,10 @@ Built by `make kube-bins` (hack/kube/build.sh) into `.cache/kube/bin`, or found 
 `$BRAID_KUBE_BIN_DIR`. The server runs with TLS (a throw-away CA), a static token file for the
 identities below, RBAC authorization and service-account token issuing (TokenRequest works),
 and the ServiceAccount admission plugin off: no controller-manager runs, so namespaces never
-get a `default` ServiceAccount and pods would be refused without it.
+get a `default` ServiceAccount and pods would be refused without it. `start(flags=...)` changes
+those flags (the node tier runs a controller-manager and a kubelet against the same server);
+`stop_apiserver`/`start_apiserver` take the API server down and bring it back on the same port
+with the same etcd.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +83,18 @@ class ApiServer:
     workdir: Path
     tokens: dict[str, str]
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # The command lines once started (start_etcd and start_apiserver run them again).
+    argv: list[str] = field(default_factory=list)
+    etcd_argv: list[str] = field(default_factory=list)
+    etcd_url: str = ""
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "kube-apiserver.log"
 
     def token(self, identity: str) -> str:
         """The static bearer token of `identity` (a key of IDENTITIES)."""
@@ -128,24 +144,48 @@ class ApiServer:
     def stop(self) -> None:
         """Stops kube-apiserver, then etcd; kills whatever does not stop within 15 s."""
         for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            _terminate(process)
         self.processes.clear()
 
+    def stop_apiserver(self) -> None:
+        """Stops kube-apiserver alone; etcd keeps the cluster's state."""
+        if len(self.processes) > 1:
+            _terminate(self.processes.pop())
 
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as sink:
+    def start_etcd(self) -> None:
+        """Starts etcd again after `stop` (same data, same ports) and waits for its health."""
+        if self.processes:
+            raise ApiServerError("start_etcd: stop everything first")
+        self.processes.append(_spawn(self.etcd_argv, self.workdir / "etcd.log", append=True))
+        _wait_ready(self, f"{self.etcd_url}/health", self.workdir / "etcd.log")
+
+    def start_apiserver(self) -> None:
+        """Starts kube-apiserver again (same flags, port and etcd; its log is appended to) and
+        returns once /readyz says ok."""
+        if len(self.processes) != 1:
+            raise ApiServerError("start_apiserver: etcd alone must be running")
+        self.processes.append(_spawn(self.argv, self.log_path, append=True))
+        _wait_ready(self, f"{self.url}/readyz", self.log_path)
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _spawn(argv: list[str], log: Path, *, append: bool = False) -> subprocess.Popen[bytes]:
+    with log.open("ab" if append else "wb") as sink:
         return subprocess.Popen(
             argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
 
 
-def _start_etcd(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _etcd_argv(binary: Path, workdir: Path) -> tuple[list[str], str]:
     client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
     argv = [
         str(binary), "--name=braid-test", f"--data-dir={workdir / 'etcd'}",
@@ -153,24 +193,24 @@ def _start_etcd(binary: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], s
         f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
         f"--initial-cluster=braid-test={peer}", "--unsafe-no-fsync", "--log-level=warn",
     ]  # fmt: skip
-    return _spawn(argv, workdir / "etcd.log"), client
+    return argv, client
 
 
-def _apiserver_argv(binary: Path, server: ApiServer, etcd_url: str, port: int) -> list[str]:
+def _apiserver_flags(server: ApiServer, etcd_url: str, port: int) -> dict[str, str]:
     pki, workdir = server.pki, server.workdir
-    return [
-        str(binary), f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
-        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
-        f"--client-ca-file={pki.ca_cert}", f"--cert-dir={workdir / 'certs'}",
-        f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=RBAC",
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        f"--service-account-key-file={pki.sa_public_key}",
-        f"--service-account-signing-key-file={pki.sa_signing_key}",
-        "--service-cluster-ip-range=10.96.0.0/24", "--endpoint-reconciler-type=none",
-        "--disable-admission-plugins=ServiceAccount", "--profiling=false",
-        "--allow-privileged=true",  # as clusters that run CNI daemons do
-    ]  # fmt: skip
+    return {
+        "etcd-servers": etcd_url,
+        "bind-address": "127.0.0.1", "advertise-address": "127.0.0.1", "secure-port": str(port),
+        "tls-cert-file": str(pki.serving_cert), "tls-private-key-file": str(pki.serving_key),
+        "client-ca-file": str(pki.ca_cert), "cert-dir": str(workdir / "certs"),
+        "token-auth-file": str(workdir / "tokens.csv"), "authorization-mode": "RBAC",
+        "service-account-issuer": "https://kubernetes.default.svc.cluster.local",
+        "service-account-key-file": str(pki.sa_public_key),
+        "service-account-signing-key-file": str(pki.sa_signing_key),
+        "service-cluster-ip-range": "10.96.0.0/24", "endpoint-reconciler-type": "none",
+        "disable-admission-plugins": "ServiceAccount", "profiling": "false",
+        "allow-privileged": "true",  # as clusters that run CNI daemons do
+    }  # fmt: skip
 
 
 def _write_tokens(workdir: Path) -> dict[str, str]:
@@ -206,21 +246,35 @@ def _wait_ready(server: ApiServer, url: str, log: Path) -> None:
     raise ApiServerError(f"{url} not ready after {START_TIMEOUT:.0f} s ({last}):\n{_log_tail(log)}")
 
 
-def start(workdir: Path) -> ApiServer:
-    """Starts etcd and kube-apiserver with state in `workdir`; returns once /readyz says ok."""
+def start(
+    workdir: Path,
+    *,
+    flags: Mapping[str, str | None] | None = None,
+    pki: cluster_pki.Pki | None = None,
+) -> ApiServer:
+    """Starts etcd and kube-apiserver with state in `workdir`; returns once /readyz says ok.
+
+    `flags` (names without the leading dashes) replace the API server's defaults; None drops
+    one (e.g. `{"disable-admission-plugins": None}` turns the ServiceAccount plugin back on).
+    `pki` is one made beforehand (`cluster_pki.make_pki`; flags may name its client
+    certificates); without it a fresh one is made in `workdir/pki`.
+    """
     etcd_bin, apiserver_bin = find_binaries()
-    pki = cluster_pki.make_pki(workdir / "pki")
+    pki = pki or cluster_pki.make_pki(workdir / "pki")
     port = free_port()
     server = ApiServer(
         f"https://127.0.0.1:{port}", pki.ca_cert, pki, workdir, _write_tokens(workdir)
     )
     try:
-        etcd, etcd_url = _start_etcd(etcd_bin, workdir)
-        server.processes.append(etcd)
-        _wait_ready(server, f"{etcd_url}/health", workdir / "etcd.log")
-        argv = _apiserver_argv(apiserver_bin, server, etcd_url, port)
-        server.processes.append(_spawn(argv, workdir / "kube-apiserver.log"))
-        _wait_ready(server, f"{server.url}/readyz", workdir / "kube-apiserver.log")
+        server.etcd_argv, server.etcd_url = _etcd_argv(etcd_bin, workdir)
+        server.processes.append(_spawn(server.etcd_argv, workdir / "etcd.log"))
+        _wait_ready(server, f"{server.etcd_url}/health", workdir / "etcd.log")
+        merged: dict[str, str | None] = dict(_apiserver_flags(server, server.etcd_url, port))
+        merged.update(flags or {})
+        server.argv = [str(apiserver_bin)]
+        server.argv += [f"--{name}={value}" for name, value in merged.items() if value is not None]
+        server.processes.append(_spawn(server.argv, server.log_path))
+        _wait_ready(server, f"{server.url}/readyz", server.log_path)
     except BaseException:
         server.stop()
         raise

@@ -1,14 +1,16 @@
 """Throw-away keys and certificates for the test API server, made with the `openssl` command.
 
 One CA signs the API server's serving certificate (valid for 127.0.0.1 and localhost), which
-the fault proxy reuses; a separate EC key signs service-account tokens. Everything lives in one
-directory that the fixture removes after the session.
+the fault proxy reuses, and any client certificates asked for (`make_client_cert`: the node
+tier's kubelet, controller-manager and scheduler); a separate EC key signs service-account
+tokens. Everything lives in one directory that the fixture removes after the session.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,3 +82,27 @@ def make_pki(directory: Path) -> Pki:
              "-out", sa_key, cwd=directory)  # fmt: skip
     _openssl("pkey", "-in", sa_key, "-pubout", "-out", sa_pub, cwd=directory)
     return Pki(ca_cert, ca_key, serving_cert, serving_key, sa_key, sa_pub)
+
+
+def make_client_cert(
+    pki: Pki, name: str, user: str, groups: Sequence[str] = ()
+) -> tuple[Path, Path]:
+    """A client certificate `<name>.crt`/`<name>.key` beside the CA, signed by it, for `user`
+    (its CN) in `groups` (one O each), as the API server's x509 authenticator reads them."""
+    directory = pki.ca_cert.parent
+    cert, key, csr = directory / f"{name}.crt", directory / f"{name}.key", directory / f"{name}.csr"
+    extensions = directory / f"{name}.ext"
+    extensions.write_text(
+        "basicConstraints=critical,CA:FALSE\n"
+        "keyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=clientAuth\n"
+    )
+    subject = "".join(f"/O={group}" for group in groups) + f"/CN={user}"
+    _openssl("req", "-new", *_CURVE, "-keyout", key, "-out", csr, "-subj", subject,
+             cwd=directory)  # fmt: skip
+    _openssl(
+        "x509", "-req", "-in", csr, "-CA", pki.ca_cert, "-CAkey", pki.ca_key, "-CAcreateserial",
+        "-out", cert, "-days", _DAYS, "-extfile", extensions,
+        cwd=directory,
+    )  # fmt: skip
+    return cert, key
