@@ -94,15 +94,15 @@ class Containerd:
         unmounts what they left mounted under the node, removes their sockets; returns what
         it had to clean (empty when every sandbox was removed through the CRI)."""
         cleaned: list[str] = []
-        for pid, sandbox_id in _shims_of(self.socket):
-            for child in [*_children(pid), pid]:
+        for pid, sandbox_id in shims_of(self.socket):
+            for child in [*children(pid), pid]:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(child, signal.SIGKILL)
             # A killed shim leaves its socket: sha256(<address>/<namespace>/<id>).
             key = f"{self.socket}/k8s.io/{sandbox_id}".encode()
             (SHIM_SOCKET_DIR / hashlib.sha256(key).hexdigest()).unlink(missing_ok=True)
             cleaned.append(f"sandbox {sandbox_id}")
-        for mount in reversed(_mounts_under(self.node.root)):
+        for mount in reversed(mounts_under(self.node.root)):
             subprocess.run(["umount", "-l", mount], check=False)
             cleaned.append(f"mount {mount}")
         for directory in (SHIM_SOCKET_DIR, SHIM_SOCKET_DIR.parent):
@@ -139,10 +139,10 @@ class Sandboxes:
                 self.cri.remove_pod_sandbox(sandbox_id)
 
 
-def _shims_of(socket: Path) -> list[tuple[int, str]]:
+def shims_of(socket: Path) -> list[tuple[int, str]]:
     """(pid, sandbox id) of every containerd-shim-runc-v2 serving the containerd at `socket`."""
     found = []
-    for pid in _pids():
+    for pid in pids():
         with contextlib.suppress(OSError, ValueError):
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
             if "-address" in argv and argv[argv.index("-address") + 1] == str(socket):
@@ -150,21 +150,21 @@ def _shims_of(socket: Path) -> list[tuple[int, str]]:
     return found
 
 
-def _pids() -> list[int]:
+def pids() -> list[int]:
     """Every process id in /proc, listed (pathlib's glob would stat each one, and a process
     that exits meanwhile fails that stat with ESRCH, which glob does not ignore)."""
     return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     found = []
-    for child in _pids():
+    for child in pids():
         with contextlib.suppress(OSError, IndexError):
             if int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.extend([*_children(child), child])
+                found.extend([*children(child), child])
     return found
 
 
-def _mounts_under(root: Path) -> list[str]:
+def mounts_under(root: Path) -> list[str]:
     lines = Path("/proc/self/mounts").read_text().splitlines()
     return [line.split()[1] for line in lines if line.split()[1].startswith(f"{root}/")]

@@ -2,7 +2,8 @@
 symlink per applet) with a `/pause` script that sleeps until it is told to stop.
 
 `write_oci_archive` packs it as an OCI image layout tar for `ctr images import` (containerd's
-pause image); `podman_import` feeds the plain rootfs tar to `podman import`.
+pause image, or a plain busybox image with another entrypoint); `podman_import` feeds the plain
+rootfs tar to `podman import`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import io
 import json
 import subprocess
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 BUSYBOX = Path("/bin/busybox")
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # PID 1 of a sandbox: exits at once on SIGTERM/SIGINT (a plain `sleep` as PID 1 would ignore
 # them and make every stop wait for the runtime's SIGKILL).
 PAUSE_SCRIPT = b"#!/bin/sh\ntrap 'exit 0' TERM INT\nsleep 86400 &\nwait\n"
@@ -67,16 +70,28 @@ def _blob(blobs: dict[str, bytes], data: bytes) -> dict[str, object]:
     return {"digest": digest, "size": len(data)}
 
 
-def write_oci_archive(target: Path, image_name: str) -> None:
-    """An OCI image layout tar (one linux/amd64-or-host image running `/pause`), named
-    `image_name` through the annotations `ctr images import` reads."""
+def write_oci_archive(
+    target: Path,
+    image_name: str,
+    *,
+    entrypoint: Sequence[str] = ("/pause",),
+    cmd: Sequence[str] = (),
+) -> None:
+    """An OCI image layout tar (one linux/amd64-or-host image running `entrypoint` + `cmd`,
+    `/pause` by default), named `image_name` through the annotations `ctr images import`
+    reads."""
     layer = rootfs_tar()
     blobs: dict[str, bytes] = {}
     layer_desc = {"mediaType": "application/vnd.oci.image.layer.v1.tar", **_blob(blobs, layer)}
+    image_config: dict[str, object] = {"WorkingDir": "/", "Env": [f"PATH={_PATH}"]}
+    if entrypoint:
+        image_config["Entrypoint"] = list(entrypoint)
+    if cmd:
+        image_config["Cmd"] = list(cmd)
     config = {
         "architecture": _go_arch(),
         "os": "linux",
-        "config": {"Entrypoint": ["/pause"], "WorkingDir": "/"},
+        "config": image_config,
         "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]},
     }
     config_desc = {
