@@ -180,8 +180,14 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
 
 def _spawn(argv: list[str], log: Path, *, append: bool = False) -> subprocess.Popen[bytes]:
     with log.open("ab" if append else "wb") as sink:
+        # A session of its own: an interrupt from the terminal reaches pytest alone, whose
+        # fixtures stop the servers.
         return subprocess.Popen(
-            argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            argv,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
 
