@@ -147,10 +147,11 @@ class ApiServer:
             _terminate(process)
         self.processes.clear()
 
-    def stop_apiserver(self) -> None:
-        """Stops kube-apiserver alone; etcd keeps the cluster's state."""
+    def stop_apiserver(self, grace: float = 15.0) -> None:
+        """Stops kube-apiserver alone (SIGTERM, SIGKILL after `grace` seconds: with clients
+        watching it may take that long); etcd keeps the cluster's state."""
         if len(self.processes) > 1:
-            _terminate(self.processes.pop())
+            _terminate(self.processes.pop(), grace)
 
     def start_etcd(self) -> None:
         """Starts etcd again after `stop` (same data, same ports) and waits for its health."""
@@ -168,11 +169,11 @@ class ApiServer:
         _wait_ready(self, f"{self.url}/readyz", self.log_path)
 
 
-def _terminate(process: subprocess.Popen[bytes]) -> None:
+def _terminate(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
     if process.poll() is None:
         process.terminate()
         try:
-            process.wait(timeout=15)
+            process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
