@@ -71,9 +71,13 @@ def node(request: pytest.FixtureRequest) -> Iterator[node_cluster.Node]:
     try:
         made = node_cluster.start(root)
     except node_host.NodeError as exc:
+        failure = str(exc)
+    else:
+        failure = ""
+    if failure:
         _keep_logs(root)
         _remove(root)
-        pytest.fail(f"node tier: {exc}", pytrace=False)
+        pytest.fail(failure, pytrace=False)
     try:
         yield made
     finally:
