@@ -102,6 +102,10 @@ main() {
 	[[ -x $cni_plugins/bridge ]] ||
 		fail "no reference CNI plugins in $cni_plugins: apt-get install containernetworking-plugins"
 	[[ -x $python ]] || fail "no virtualenv at $root/.venv: run make install"
+	# The node's links, cgroup root and addresses are fixed names: one run at a time.
+	if pgrep -f -- "hack/node/tier.sh --inside" >/dev/null; then
+		fail "another node tier run is in progress (pgrep -af 'tier.sh --inside'); wait for it"
+	fi
 
 	sweep
 	forward=$(cat /proc/sys/net/ipv4/ip_forward)
