@@ -64,15 +64,17 @@ class K8sDaemon:
         cluster = str(self.node.root / "net.d" / "kcluster.conflist")
         return self.node.conf(clusterNetwork=cluster, logLevel="verbose", **extra)
 
-    def start(self, *flags: str, **conf: Any) -> K8sDaemon:
-        """Starts the daemon (with `flags`); returns once it answers (ready or not)."""
+    def start(self, *flags: str, with_config: bool = True, **conf: Any) -> K8sDaemon:
+        """Starts the daemon (with `flags`; with the node's configuration as the operator's
+        unless `with_config` is false); returns once it answers (ready or not)."""
         self.root.mkdir(parents=True, exist_ok=True)
         config = self.root / "braid.conf"
         config.write_text(json.dumps(self.conf(**conf)))
+        given = ("--config", str(config)) if with_config else ()
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "braid.daemon.command", "--config", str(config)),
+                    *(sys.executable, "-m", "braid.daemon.command", *given),
                     *("--socket-dir", str(self.socket.parent), "--node-name", NODE),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
                     # Short watches: the proxy's stop waits for the streams it forwards to end.
