@@ -35,6 +35,7 @@ def test_every_object_is_accepted_by_the_server(
 def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     spec = daemonset(cluster_manifests.render("base"))["spec"]["template"]["spec"]
     assert spec["hostNetwork"] is True
+    assert spec["hostPID"] is True, "delegates read their own /proc entry in the node's /proc"
     assert spec["priorityClassName"] == "system-node-critical"
     assert spec["tolerations"] == [{"operator": "Exists"}]
     assert spec["serviceAccountName"] == "braid"

@@ -128,6 +128,9 @@ def kubelet_config(
         "podLogsDir": str(pod_logs_dir),
         "staticPodPath": str(static_pod_dir),
         "fileCheckFrequency": "5s",
+        # ConfigMap volumes follow their ConfigMap at each pod sync: the default minute would
+        # make a live configuration change take that long.
+        "syncFrequency": "10s",
         "resolvConf": str(resolv_conf),
         "makeIPTablesUtilChains": False,
         "protectKernelDefaults": False,

@@ -12,7 +12,6 @@ without the daemon, and a successor takes over.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from braid.daemon.logs import DAEMON_LOGGER
@@ -20,7 +19,6 @@ from braid.daemon.operator_config import OperatorConfig
 from braid.install import BRAID_CONFLIST, ConfListWriter
 
 log = logging.getLogger(DAEMON_LOGGER)
-FOLLOW_SECONDS = 1.0
 
 
 def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
@@ -43,22 +41,12 @@ def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
 
 
 class ConfListFollower:
-    """A thread that keeps braid's conflist in line until ``stop``."""
+    """Keeps braid's conflist in line, one ``look`` at a time (the daemon's chores call it
+    every second once it is ready)."""
 
-    def __init__(self, writer: ConfListWriter, interval: float = FOLLOW_SECONDS) -> None:
+    def __init__(self, writer: ConfListWriter) -> None:
         self.writer = writer
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="braid-cni-config", daemon=True)
         self._last = ""
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(5)
 
     def look(self) -> str:
         """One reconciliation; logs what changed."""
@@ -73,9 +61,3 @@ class ConfListFollower:
             log.log(level, "%s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, state)
         self._last = state
         return state
-
-    def _run(self) -> None:
-        while True:
-            self.look()
-            if self._stop.wait(self.interval):
-                return

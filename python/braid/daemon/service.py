@@ -26,6 +26,7 @@ import msgspec
 
 from braid.cni.exec import Executor, ProcessExecutor
 from braid.cni.hostroot import HostRoot
+from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
 from braid.daemon.metrics import DaemonMetrics, TimedExecutor
@@ -201,6 +202,7 @@ class DaemonService:
             operator.on_reload = self.metrics.observe_config_reload
         # Keeps braid's conflist on the node once the daemon is ready (``--cni-conf-dir``).
         self.follower: ConfListFollower | None = None
+        self.chores: Chores | None = None
         self.store = store
         # NAD and pod manifest files parsed once and re-read only when they change.
         self.file_stores = FileStores()
@@ -216,8 +218,8 @@ class DaemonService:
     def close(self) -> None:
         """Releases the engine threads and stops the Kubernetes side (after the drain:
         nothing is running any more)."""
-        if self.follower is not None:
-            self.follower.stop()
+        if self.chores is not None:
+            self.chores.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.spares.close()
         if self.cluster is not None:
@@ -257,8 +259,13 @@ class DaemonService:
             else:
                 log.info("caches synced in %.2f s", loop.time() - start)
         self.ready = True
+        tasks: list[Callable[[], object]] = []
+        if self.operator is not None:
+            tasks.append(self.operator.refresh)
         if self.follower is not None:
-            self.follower.start()
+            tasks.append(self.follower.look)
+        self.chores = Chores(tasks)
+        self.chores.start()
 
     def _session(self, config: BraidConfig) -> DaemonSession | None:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
