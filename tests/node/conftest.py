@@ -16,6 +16,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import node_braid
 import node_cluster
 import node_host
 
@@ -140,3 +142,28 @@ def namespace(node: node_cluster.Node) -> Iterator[str]:
     yield name
     node.kubectl("delete", "namespace", name, "--wait=false")
     node.wait_deleted("namespace", name, timeout=90)
+
+
+@pytest.fixture(scope="session")
+def braid(node: node_cluster.Node) -> node_braid.Braid:
+    """braid deployed on the node as an operator deploys it (node_braid); once for the
+    session: the scenarios that remove it (uninstall) come last."""
+    try:
+        return node_braid.deployed(node)
+    except node_host.NodeError as exc:
+        pytest.fail(f"node tier: braid did not deploy: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def macvlan_parent() -> Iterator[None]:
+    """The veth pair the macvlan NADs of braid's scenarios attach to."""
+    yield from node_braid.parent_link()
+
+
+@pytest.fixture
+def clean(braid: node_braid.Braid, macvlan_parent: None) -> Iterator[dict[str, Any]]:
+    """What the node holds before the test (leases, braid's records, links, hostport rules);
+    the test must leave it so: checked after it, waiting for teardowns in flight."""
+    before = node_braid.snapshot()
+    yield before
+    node_braid.quiescent(braid.node, before, timeout=120)
