@@ -10,6 +10,7 @@ from typing import Any
 import node_braid as nb
 import pytest
 from node_braid import Braid
+from runtime_cri import SANDBOX_READY
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -136,6 +137,15 @@ def test_a_node_restart_leaves_no_stale_record_or_lease(
     old_sandboxes = {s.id for s in node.sandboxes(namespace, "survivor")}
     node.restart_node()
     braid.wait_ready()
+    node.wait_for(
+        "the pod's new sandbox running",
+        lambda: [
+            s
+            for s in node.sandboxes(namespace, "survivor")
+            if s.state == SANDBOX_READY and s.id not in old_sandboxes
+        ],
+        timeout=240,
+    )
     node.wait_pod(namespace, "survivor", timeout=240)
     status = nb.wait_status(node, namespace, "survivor", 2)
     assert status[1]["name"] == f"{namespace}/lan"

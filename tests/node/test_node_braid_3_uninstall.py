@@ -4,7 +4,6 @@ the end nothing of braid's is left on the node."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -31,13 +30,14 @@ def on_the_node(node: Node, command: list[str]) -> None:
     assert command[:2] == ["kubectl", "debug"], command
     args = [
         f"node/{node.node_name}" if word == "node/NODE" else word.replace("IMAGE", "braid:dev")
-        for word in command[2:]
+        for word in command[1:]
     ]
     separator = args.index("--")
-    args[separator:separator] = ["--image-pull-policy=Never", "-o", "json"]
+    args[separator:separator] = ["--image-pull-policy=Never"]
     done = node.kubectl(*args)
-    pod = json.loads(done.stdout)
-    name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+    created = re.search(r"Creating debugging pod (\S+)", done.stdout + done.stderr)
+    assert created, done.stdout + done.stderr
+    name, namespace = created.group(1), "default"
     node.wait_pod_phase(namespace, name, "Succeeded", timeout=120)
     node.kubectl("delete", "pod", "-n", namespace, name, "--wait=false")
     node.wait_deleted("pod", name, namespace)
