@@ -65,7 +65,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-kernel test-runtime test-cluster test-image test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-kernel test-runtime test-cluster test-image test-node test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
