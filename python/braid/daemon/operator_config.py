@@ -2,12 +2,12 @@
 policy of every call the daemon serves (``braid.nad.policy``).
 
 The file is looked at again every second by the daemon's chores (``refresh``), and on a
-request when a second has passed since; a changed file that parses replaces the policy for the
-calls that start after it, so a ConfigMap edit takes effect without restarting the daemon or any pod. A changed file
-that does not parse leaves the last good policy in force and is logged as an error (once per
-version of the file) and counted (``braid_daemon_config_reloads_total{outcome="invalid"}``).
-Settings the daemon takes at start (its socket, concurrency, metrics address, Kubernetes
-credentials) need a restart to change.
+request when a second has passed since. A changed file that parses replaces the policy for
+the calls that start after it, so a ConfigMap edit takes effect without restarting the daemon
+or any pod. A changed file that does not parse leaves the last good policy in force; it is
+logged as an error (once per version of the file) and counted
+(``braid_daemon_config_reloads_total{outcome="invalid"}``). Settings the daemon takes at
+start (its socket, concurrency, metrics address, Kubernetes credentials) need a restart.
 """
 
 from __future__ import annotations
