@@ -10,10 +10,12 @@ from braid import demo, doctor, install, podctl, validate
 from braid.cni import command as cni_command
 from braid.cni import demo as cni_demo
 from braid.daemon import command as daemon_command
+from braid.version import package_version
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="braidctl", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"braidctl {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     cni_command.add_parser(subparsers)
     cni_demo.add_parser(subparsers)

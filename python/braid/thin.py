@@ -13,6 +13,11 @@ from braid.engine.request import MAX_STDIN
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--version"]:
+        from braid.version import package_version  # noqa: PLC0415
+
+        sys.stdout.write(f"braid-thin {package_version()}\n")
+        return 0
     stdin = b""
     if os.environ.get("CNI_COMMAND", "") != "VERSION":
         stdin = sys.stdin.buffer.read(MAX_STDIN + 1)

@@ -306,3 +306,25 @@ def test_a_configuration_that_does_not_parse_keeps_the_last_good_one(
             "patch", "configmap", "braid-config", "-n", nb.NAMESPACE, "--type=merge",
             "-p", json.dumps({"data": {"braid.conf": good}}),
         )  # fmt: skip
+
+
+def test_a_change_of_the_default_network_on_the_node_is_followed(braid: Braid) -> None:
+    default = nb.CONF_DIR / "10-cluster.conflist"
+    original = default.read_text()
+    changed = json.loads(original)
+    changed["cniVersion"] = "0.4.0"
+    try:
+        default.write_text(json.dumps(changed))
+        follows = braid.node.wait_for(
+            "braid's conflist following the default network",
+            lambda: (c := braid.conflist()) is not None and c["cniVersion"] == "0.4.0",
+            timeout=30,
+        )
+        assert follows
+    finally:
+        default.write_text(original)
+        braid.node.wait_for(
+            "braid's conflist back at the default network's version",
+            lambda: (c := braid.conflist()) is not None and c["cniVersion"] == "1.0.0",
+            timeout=30,
+        )

@@ -13,7 +13,6 @@ import time
 from braid.cni.hostroot import HostRoot
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
-from braid.daemon.metrics import package_version
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
 from braid.daemon.service import DaemonService
@@ -28,6 +27,7 @@ from braid.daemon.settings import (
 from braid.errors import INVALID_CONFIG, CniError
 from braid.install import ConfListWriter
 from braid.k8s.select import kubernetes_wanted
+from braid.version import package_version
 
 log = logging.getLogger(DAEMON_LOGGER)
 EXIT_JOIN_SECONDS = 5.0

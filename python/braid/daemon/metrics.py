@@ -53,17 +53,7 @@ from braid.cni.exec import (
     execute_each,
 )
 from braid.daemon.scheduler import Scheduler
-
-
-def package_version() -> str:
-    """The installed braid-cni distribution's version ("unknown" when it is not installed)."""
-    from importlib import metadata  # noqa: PLC0415 - once per daemon
-
-    try:
-        return metadata.version("braid-cni")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
+from braid.version import package_version
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
