@@ -42,6 +42,12 @@ class Identity:
 
 
 BRAID_USER = "system:serviceaccount:braid-system:braid"
+# On a node braid's token is the kubelet's projected one, bound to braid's pod there: it carries
+# the node's name (user-info extra `authentication.kubernetes.io/node-name`), which deploy/base's
+# admission policy requires of braid's writes. The tier's "braid" is such a token, bound to a pod
+# of its own on BRAID_NODE; the static token of IDENTITIES["braid"] has the same user and groups
+# and no node.
+BRAID_NODE = "node-a"
 IDENTITIES: dict[str, Identity] = {
     "admin": Identity("braid-test-admin", ("system:masters",)),
     # The identity braid runs as: RBAC matches ServiceAccount subjects by this user name.
@@ -97,7 +103,14 @@ class ApiServer:
         return self.workdir / "kube-apiserver.log"
 
     def token(self, identity: str) -> str:
-        """The static bearer token of `identity` (a key of IDENTITIES)."""
+        """The bearer token of `identity` (a key of IDENTITIES): the static one, but for braid,
+        whose token is bound to a pod on BRAID_NODE, made on first use (once deploy/base is
+        applied)."""
+        if identity == "braid":
+            if "braid@node" not in self.tokens:
+                with self.api_client("admin") as admin:
+                    self.tokens["braid@node"] = node_bound_token(admin, "braid-tier", BRAID_NODE)
+            return self.tokens["braid@node"]
         return self.tokens[identity]
 
     def kubeconfig(
@@ -167,6 +180,38 @@ class ApiServer:
             raise ApiServerError("start_apiserver: etcd alone must be running")
         self.processes.append(_spawn(self.argv, self.log_path, append=True))
         _wait_ready(self, f"{self.url}/readyz", self.log_path)
+
+
+def node_bound_token(
+    admin: kubernetes.client.ApiClient, pod: str, node: str, *, seconds: int = 86400
+) -> str:
+    """A token of braid's ServiceAccount bound to braid-system/`pod`, created bound to `node`
+    (`spec.nodeName`) unless it exists: TokenRequest adds the node's name to such a token, as
+    to the kubelet's projected one. Valid while the pod exists; deleting it is the caller's."""
+    core = kubernetes.client.CoreV1Api(admin)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod, "namespace": "braid-system"},
+        "spec": {
+            "nodeName": node,
+            "serviceAccountName": "braid",
+            "containers": [{"name": "braid", "image": "braid"}],
+        },
+    }
+    try:
+        uid = core.create_namespaced_pod("braid-system", body).metadata.uid
+    except kubernetes.client.ApiException as exc:
+        if exc.status != 409:
+            raise
+        uid = core.read_namespaced_pod(pod, "braid-system").metadata.uid
+    ref = kubernetes.client.V1BoundObjectReference(kind="Pod", api_version="v1", name=pod, uid=uid)
+    spec = kubernetes.client.V1TokenRequestSpec(
+        audiences=[], expiration_seconds=seconds, bound_object_ref=ref
+    )
+    request = kubernetes.client.AuthenticationV1TokenRequest(spec=spec)
+    answer = core.create_namespaced_service_account_token("braid", "braid-system", request)
+    return str(answer.status.token)
 
 
 def _terminate(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:

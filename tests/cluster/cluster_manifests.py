@@ -31,6 +31,16 @@ _RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
         "clusterrolebindings",
         False,
     ),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicies",
+        False,
+    ),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): (
         "/apis/apiextensions.k8s.io/v1",
         "customresourcedefinitions",

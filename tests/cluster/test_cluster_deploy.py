@@ -25,7 +25,8 @@ def test_every_object_is_accepted_by_the_server(
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(
         ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-         "ClusterRoleBinding", "ConfigMap", "DaemonSet"]
+         "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+         "ConfigMap", "DaemonSet"]
     )  # fmt: skip
     for doc in docs:
         applied = cluster_manifests.server_side_apply(kube_admin, doc, dry_run=True)
