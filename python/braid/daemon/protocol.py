@@ -104,8 +104,12 @@ def decode_request(body: bytes) -> Request:
     """Parses a request body; a newer ``protocol`` or a bad shape is a ``CniError``."""
     try:
         top = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise CniError(INVALID_ENVIRONMENT, "malformed request frame: not JSON", str(exc)) from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise CniError(INVALID_ENVIRONMENT, "malformed request frame: not JSON", str(exc)) from None
+    except RecursionError:
+        raise CniError(
+            INVALID_ENVIRONMENT, "malformed request frame: JSON nested too deeply"
+        ) from None
     if not isinstance(top, dict):
         raise CniError(INVALID_ENVIRONMENT, "malformed request frame: not a JSON object")
     version = top.get("protocol")

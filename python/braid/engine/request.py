@@ -22,6 +22,7 @@ from braid.errors import (
 
 MAX_STDIN = 1 << 20
 COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
+_VARIABLES = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH")
 _CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
 _BAD_IFNAME = re.compile(r"[/:\s]")
 
@@ -72,12 +73,15 @@ def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
         raise CniError(DECODE_FAILURE, f"stdin is larger than {MAX_STDIN} bytes; refused")
     try:
         doc = msgspec.json.decode(stdin)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+        # RFC 8259 JSON is UTF-8; a document nested deeper than the decoder goes is refused
+        # the same way (braid's own configuration never nests that deep).
         raise CniError(
-            DECODE_FAILURE, "stdin is not a JSON network configuration", str(exc)
-        ) from exc
+            DECODE_FAILURE, "stdin is not a JSON network configuration", _reason(exc)
+        ) from None
     if not isinstance(doc, dict):
         raise CniError(DECODE_FAILURE, "stdin is not a JSON object")
+    _check_text(env)
     container_id = env.get("CNI_CONTAINERID", "")
     ifname = env.get("CNI_IFNAME", "")
     netns = env.get("CNI_NETNS", "")
@@ -97,6 +101,22 @@ def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
         plugin_dirs=path,
         config=stdin,
     )
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON is nested too deeply"
+    return str(exc)
+
+
+def _check_text(env: Mapping[str, str]) -> None:
+    """Every CNI variable is UTF-8 text (``os.environ`` holds undecodable bytes as lone
+    surrogates, which no plugin, file name or record can carry)."""
+    for name in _VARIABLES:
+        try:
+            env.get(name, "").encode()
+        except UnicodeEncodeError:
+            raise CniError(INVALID_ENVIRONMENT, f"{name} is not valid UTF-8") from None
 
 
 def _check_container(command: str, container_id: str, ifname: str, netns: str) -> None:

@@ -90,6 +90,10 @@ class LoadedConfig(msgspec.Struct, frozen=True):
     keys: frozenset[str] = frozenset()
 
 
+# Not JSON, not UTF-8 (RFC 8259), or nested deeper than the decoder goes.
+_UNDECODABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
 def _fail(msg: str, details: str = "") -> CniError:
     return CniError(INVALID_CONFIG, msg, details)
 
@@ -97,7 +101,7 @@ def _fail(msg: str, details: str = "") -> CniError:
 def _decode_object(data: bytes, what: str) -> dict[str, msgspec.Raw]:
     try:
         return msgspec.json.decode(data, type=dict[str, msgspec.Raw])
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except _UNDECODABLE as exc:
         raise _fail(f"{what} is not a JSON object", str(exc)) from None
 
 
@@ -109,7 +113,7 @@ def _braid_plugin(data: bytes) -> bytes:
         return data
     try:
         plugins = msgspec.json.decode(top["plugins"], type=list[dict[str, msgspec.Raw]])
-    except msgspec.DecodeError as exc:
+    except _UNDECODABLE as exc:
         raise _fail(
             "braid configuration: key `plugins` must be a list of objects", str(exc)
         ) from None
@@ -191,5 +195,7 @@ def load_braid_config(data: bytes) -> LoadedConfig:
         reason = text.partition(" - at ")[0]
         key = f"key `{where}`: " if where else ""
         raise _fail(f"invalid braid configuration: {key}{reason}") from None
+    except _UNDECODABLE as exc:
+        raise _fail("braid configuration is not a JSON object", str(exc)) from None
     _check_values(config)
     return LoadedConfig(config=config, warnings=_warnings(keys, config), keys=frozenset(keys))

@@ -12,7 +12,7 @@ mod netns;
 use braid_cni::{args, config, inject, result, version, CniError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyType};
+use pyo3::types::{PyBytes, PyString, PyType};
 
 static CNI_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -32,11 +32,16 @@ fn bytes(py: Python<'_>, data: &[u8]) -> Py<PyBytes> {
     PyBytes::new(py, data).unbind()
 }
 
-/// Converts a CNI result to `to_version` with libcni's rules.
+/// Converts a CNI result to `to_version` with libcni's rules. A version that is not UTF-8
+/// text (a lone surrogate) is no known version either: refused the same way (code 1).
 #[pyfunction]
 #[pyo3(signature = (*, data, to_version))]
-fn convert_result(py: Python<'_>, data: &[u8], to_version: &str) -> PyResult<Py<PyBytes>> {
-    result::convert(data, to_version)
+fn convert_result(
+    py: Python<'_>,
+    data: &[u8],
+    to_version: &Bound<'_, PyString>,
+) -> PyResult<Py<PyBytes>> {
+    result::convert(data, &to_version.to_string_lossy())
         .map(|v| bytes(py, &v))
         .map_err(|e| to_py_err(py, e))
 }
@@ -168,18 +173,20 @@ fn parse_cni_args(py: Python<'_>, value: &str) -> PyResult<Vec<(String, String)>
     args::parse(value).map_err(|e| to_py_err(py, e))
 }
 
-/// Renders the CNI error JSON object.
+/// Renders the CNI error JSON object. Text that is not UTF-8 (a lone surrogate, which is how
+/// Python holds undecodable bytes from the environment) is rendered with U+FFFD in its place:
+/// an error is always answered.
 #[pyfunction]
 #[pyo3(signature = (*, code, msg, details, cni_version))]
 fn error_json(
     py: Python<'_>,
     code: u32,
-    msg: &str,
-    details: &str,
-    cni_version: &str,
+    msg: &Bound<'_, PyString>,
+    details: &Bound<'_, PyString>,
+    cni_version: &Bound<'_, PyString>,
 ) -> Py<PyBytes> {
-    let err = CniError::new(code, msg).with_details(details);
-    bytes(py, &err.to_json(cni_version))
+    let err = CniError::new(code, msg.to_string_lossy()).with_details(details.to_string_lossy());
+    bytes(py, &err.to_json(&cni_version.to_string_lossy()))
 }
 
 /// `(st_dev, st_ino)` of a namespace path; `OSError` when it cannot be opened.

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import braid.cni
 from braid import _native
 from braid.errors import CniError
 
@@ -290,3 +291,11 @@ def test_040_results_round_trip(result: dict[str, Any]) -> None:
 def test_100_results_round_trip(result: dict[str, Any]) -> None:
     labelled = {"cniVersion": "1.0.0", **result}
     assert _walk(json.dumps(labelled).encode(), ["1.1.0", "1.0.0"]) == labelled
+
+
+@pytest.mark.parametrize("version", ["\ud800", "1.0.0\udcff", "9.9.9"])
+def test_a_version_that_does_not_exist_is_a_cni_error(version: str) -> None:
+    """Even one that is not UTF-8 text (a lone surrogate) is an unknown version, code 1."""
+    with pytest.raises(CniError) as info:
+        braid.cni.convert_result(b'{"cniVersion":"1.0.0"}', to_version=version)
+    assert info.value.code == 1

@@ -106,6 +106,10 @@ def test_a_newer_protocol_asks_for_a_daemon_upgrade() -> None:
         b'{"protocol":0,"kind":"cni"}',
         b'{"protocol":1,"kind":"shell"}',
         b'{"protocol":1,"kind":"cni","env":{"CNI_COMMAND":3}}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"protocol":1,"kind":"cni","env":' * 5_000 + b"{}" + b"}" * 5_000,
+        b'{"protocol":1,"kind":"cni","stdin":"\xff"}',
+        b'{"protocol":1,"kind":"cni","env":{"CNI_IFNAME":"\xc3\x28"}}',
     ],
 )
 def test_malformed_requests_are_code_4(body: bytes) -> None:

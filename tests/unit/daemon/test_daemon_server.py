@@ -17,7 +17,9 @@ from daemon_fakes import ENV, STDIN, FakeEngine, http_get, running, sock
 
 from braid.daemon import server as server_module
 from braid.daemon.client import call_cni, exchange, is_ready
+from braid.daemon.protocol import frame_of
 from braid.daemon.server import DaemonAlreadyRunning, prepare_socket_dir
+from braid.engine.entry import run_cni
 
 
 def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path) -> None:
@@ -93,6 +95,8 @@ def test_overload_is_answered_with_code_11_at_once(tmp_path: Path) -> None:
         (b"\x00\x00\x00\x03abc", 4),
         (b'\x00\x00\x00\x1f{"protocol":9,"kind":"health"}\n', 11),
         (b"\xff\xff\xff\xff", 4),
+        (frame_of(b"[" * 100_000 + b"]" * 100_000), 4),
+        (frame_of(b'{"protocol":1,"kind":"cni","stdin":"\xff"}'), 4),
     ],
 )
 def test_malformed_frames_get_a_cni_error(tmp_path: Path, frame: bytes, expected: int) -> None:
@@ -103,6 +107,21 @@ def test_malformed_frames_get_a_cni_error(tmp_path: Path, frame: bytes, expected
     answer = asyncio.run(go())
     assert answer["exitCode"] == 1
     assert json.loads(base64.b64decode(answer["stdout"]))["code"] == expected
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b'{"cniVersion":"1.0.0","name":"\xff","type":"braid"}', b"[" * 50_000 + b"]" * 50_000],
+    ids=["invalid-utf8", "deeply-nested"],
+)
+def test_undecodable_stdin_through_the_daemon_is_code_6(tmp_path: Path, stdin: bytes) -> None:
+    async def go() -> tuple[bytes, int]:
+        async with running(tmp_path, run_cni) as daemon:
+            return await asyncio.to_thread(call_cni, sock(daemon), ENV, stdin, 5)
+
+    out, code = asyncio.run(go())
+    assert code == 1
+    assert json.loads(out)["code"] == 6
 
 
 def test_a_silent_client_is_dropped_with_an_error(

@@ -139,3 +139,31 @@ def test_braid_thin_bad_stdin(dirs: Any, stdin: bytes) -> None:
     proc = thin(dirs.env("DEL"), stdin)
     assert proc.returncode == 1
     assert single_document(proc.stdout)["code"] in (6, 7)
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [b'{"cniVersion":"1.0.0","name":"\xff","type":"braid"}', b"[" * 50_000 + b"]" * 50_000],
+    ids=["invalid-utf8", "deeply-nested"],
+)
+def test_braid_thin_answers_undecodable_stdin_with_code_6(dirs: Any, stdin: bytes) -> None:
+    proc = thin(dirs.env("DEL"), stdin)
+    assert proc.returncode == 1
+    assert single_document(proc.stdout)["code"] == 6
+    assert b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"CNI_COMMAND": "AD\udcff"},
+        {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth\udcff"},
+    ],
+    ids=["command", "ifname"],
+)
+def test_variables_that_are_not_utf8_are_answered_with_code_4(env: dict[str, str]) -> None:
+    """``os.environ`` holds bytes that are not UTF-8 as lone surrogates: the answer still is
+    one error document, never an exception."""
+    out, code = run_cni(env, b'{"cniVersion":"1.0.0","name":"braid","type":"braid"}')
+    assert code == 1
+    assert single_document(out)["code"] == 4

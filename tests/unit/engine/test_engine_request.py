@@ -86,6 +86,32 @@ def test_stdin_that_is_not_a_json_object_is_code_6(stdin: bytes) -> None:
     assert code_of(GOOD_ENV, stdin) == DECODE_FAILURE
 
 
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        b'{"cniVersion":"1.0.0","name":"\xff","type":"braid"}',
+        b'{"cniVersion":"1.0.0","name":"\xc3\x28","type":"braid"}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a":' * 5_000 + b"1" + b"}" * 5_000,
+    ],
+    ids=["invalid-utf8", "truncated-utf8", "deep-list", "deep-object"],
+)
+def test_stdin_with_bad_utf8_or_too_deep_is_code_6(stdin: bytes) -> None:
+    assert code_of(GOOD_ENV, stdin) == DECODE_FAILURE
+
+
+@pytest.mark.parametrize(
+    "name", ["CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"]
+)
+def test_a_variable_that_is_not_utf8_is_code_4(name: str) -> None:
+    # What os.environ holds for bytes that are not UTF-8 (surrogateescape).
+    env = {**GOOD_ENV, name: GOOD_ENV[name] + "\udcff"}
+    with pytest.raises(CniError) as info:
+        read_request(env, STDIN)
+    assert info.value.code == INVALID_ENVIRONMENT
+    assert name in info.value.msg
+
+
 def padded(size: int) -> bytes:
     head = b'{"cniVersion":"1.0.0","pad":"'
     tail = b'"}'

@@ -164,6 +164,24 @@ def test_conflist_with_a_braid_plugin_takes_list_name_and_version() -> None:
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        b'{"name":"\xff","type":"braid"}',
+        b'{"plugins":[{"type":"braid","name":"\xc3\x28"}]}',
+        b'{"type":"braid","runtimeConfig":{"a":' + b"[" * 50_000 + b"]" * 50_000 + b"}}",
+        b'{"plugins":' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    ],
+    ids=["not-utf8", "not-utf8-in-a-list", "deep", "deep-plugins"],
+)
+def test_a_configuration_that_does_not_decode_is_code_7(data: bytes) -> None:
+    """Through ``read_request`` stdin like this is refused first (code 6); a configuration read
+    from a file (the daemon's, ``braidctl validate``) is refused here."""
+    with pytest.raises(CniError, match=r"not a JSON object|must be a list") as err:
+        load_braid_config(data)
+    assert err.value.code == 7
+
+
+@pytest.mark.parametrize(
     ("data", "needle"),
     [
         (b"[1]", "not a JSON object"),
