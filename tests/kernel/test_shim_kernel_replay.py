@@ -159,6 +159,19 @@ def test_del_without_daemon_and_without_record_succeeds(
     assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
 
 
+@pytest.mark.parametrize("timeout", [1e30, 1.7976931348623157e308])
+def test_a_huge_plugin_timeout_is_no_deadline_in_the_engine_and_the_shim(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path, timeout: float
+) -> None:
+    stdin = engine.braid_conf({NETWORKS: "net-a"}, pluginTimeout=timeout)
+    proc = _in_host(engine, BRAID_THIN, engine.env("ADD"), stdin)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
+
+    assert shim_del(engine, shim, no_daemon_dir, pluginTimeout=timeout) == (0, b"")
+    engine.assert_nothing_left()
+
+
 def _install_fake(engine: EngineSetup) -> tuple[Path, Path]:
     marker, log = engine.root / "del-mode", engine.root / "del.log"
     pids = engine.root / "hang.pids"

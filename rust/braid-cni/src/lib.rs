@@ -13,5 +13,6 @@ pub mod record;
 pub mod result;
 pub mod version;
 
+pub use braid_wire::settings::wait_duration;
 pub use braid_wire::{error, wire};
 pub use error::{codes, CniError, Result};

@@ -5,8 +5,9 @@
 
 use std::io;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use braid_cni::wait_duration;
 use braid_exec::sequence::{run_sequence as run_steps, Step, StepLimits, StepResult};
 use braid_exec::{Failure, Limits, Plugin, Within};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
@@ -50,7 +51,9 @@ impl PluginProcess {
 
     /// Writes `stdin` and collects the output: `("exited", code, stdout, stderr)` (a code
     /// below zero is the signal that killed it), or `("timeout" | "overflow", 0, b"", b"")`
-    /// once the group has been killed at the deadline or for a stdout over `max_stdout`.
+    /// once the group has been killed at the deadline or for a stdout over `max_stdout`. A
+    /// `timeout` beyond a billion seconds, infinity included, is held at that
+    /// (`braid_cni::wait_duration`).
     #[pyo3(signature = (*, stdin, timeout, exit_grace, max_stdout))]
     fn communicate(
         &mut self,
@@ -65,8 +68,8 @@ impl PluginProcess {
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("the plugin was already run or killed"))?;
         let limits = Limits {
-            deadline: timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0))),
-            exit_grace: Duration::from_secs_f64(exit_grace.max(0.0)),
+            deadline: timeout.map(|t| Instant::now() + wait_duration(t)),
+            exit_grace: wait_duration(exit_grace),
             max_stdout,
         };
         let empty = || PyBytes::new(py, b"").unbind();
@@ -217,8 +220,8 @@ type SequenceOutcome = (&'static str, i32, Py<PyBytes>, Py<PyBytes>, f64);
 /// Runs `steps` one after the other with the GIL released, each plugin started while the one
 /// before it runs and given its stdin as soon as that one is done (`braid_exec::sequence`);
 /// a step that does not exit 0 skips the rest of its group. Each step's deadline (`timeout`
-/// seconds) counts from its turn. Each plugin enters `netns_fd` and `root_fd` first, as
-/// `spawn_plugin`'s do.
+/// seconds, held at a billion as `communicate`'s) counts from its turn. Each plugin enters
+/// `netns_fd` and `root_fd` first, as `spawn_plugin`'s do.
 #[pyfunction]
 #[pyo3(signature = (*, steps, timeout, exit_grace, max_stdout, netns_fd=None, root_fd=None))]
 fn run_sequence(
@@ -231,8 +234,8 @@ fn run_sequence(
     root_fd: Option<i32>,
 ) -> Vec<SequenceOutcome> {
     let limits = StepLimits {
-        timeout: timeout.map(|t| Duration::from_secs_f64(t.max(0.0))),
-        exit_grace: Duration::from_secs_f64(exit_grace.max(0.0)),
+        timeout: timeout.map(wait_duration),
+        exit_grace: wait_duration(exit_grace),
         max_stdout,
     };
     let results = py.detach(|| {

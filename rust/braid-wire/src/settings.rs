@@ -14,6 +14,10 @@ use crate::error::CniError;
 
 /// The largest stdin accepted; more is refused with code 6.
 pub const MAX_STDIN_BYTES: usize = 1 << 20;
+/// The longest wait or deadline braid keeps (a billion seconds, about 31 years): a longer
+/// one, up to infinity, is held at this, which is no deadline in practice, and a deadline that
+/// far away can still be added to the clock.
+pub const LONGEST_WAIT_SECONDS: f64 = 1e9;
 const BRAID_TYPES: [&str; 2] = ["braid", "braid-thin"];
 
 /// The shim's view of braid's configuration.
@@ -123,6 +127,17 @@ fn string_value(value: &Value, key: &str, default: &str) -> Result<String, CniEr
     }
 }
 
+/// A number of seconds as a wait or a deadline's distance: held at [`LONGEST_WAIT_SECONDS`]
+/// when longer (infinity included), zero when not above zero (`NaN` included). Every timeout
+/// braid gives a plugin or waits for goes through here, so none can overflow the clock.
+pub fn wait_duration(seconds: f64) -> Duration {
+    if seconds.is_nan() || seconds <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::from_secs_f64(seconds.min(LONGEST_WAIT_SECONDS))
+    }
+}
+
 fn seconds_key(
     plugin: &Map<String, Value>,
     key: &str,
@@ -135,14 +150,13 @@ fn seconds_key(
             CniError::config(format!("braid configuration: key `{key}` must be a number"))
         })?,
     };
-    let valid = seconds.is_finite() && (seconds > 0.0 || (zero_allowed && seconds == 0.0));
+    let valid = seconds > 0.0 || (zero_allowed && seconds == 0.0);
     if !valid {
         return Err(CniError::config(format!(
             "braid configuration: key `{key}` must be a positive number of seconds, not {seconds}"
         )));
     }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|err| CniError::config(format!("braid configuration: key `{key}`: {err}")))
+    Ok(wait_duration(seconds))
 }
 
 #[cfg(test)]
@@ -185,6 +199,32 @@ mod tests {
             br#"{"type": "braid", "cniDir": "/var\u0000"}"#,
         ] {
             assert_eq!(parse(conf).unwrap_err().code, codes::INVALID_CONFIG);
+        }
+    }
+
+    #[test]
+    fn huge_waits_are_held_at_the_longest_one() {
+        let longest = Duration::from_secs(1_000_000_000);
+        for huge in ["1e9", "1e10", "1e19", "1e30", "1e308"] {
+            let conf = format!(
+                r#"{{"type": "braid", "pluginTimeout": {huge}, "daemonWaitSeconds": {huge}}}"#
+            );
+            let settings = parse(conf.as_bytes()).unwrap();
+            assert_eq!(settings.plugin_timeout, longest, "{huge}");
+            assert_eq!(settings.daemon_wait, longest, "{huge}");
+        }
+    }
+
+    #[test]
+    fn wait_durations_never_overflow() {
+        assert_eq!(
+            wait_duration(f64::INFINITY),
+            Duration::from_secs(1_000_000_000)
+        );
+        assert_eq!(wait_duration(f64::MAX), Duration::from_secs(1_000_000_000));
+        assert_eq!(wait_duration(1.5), Duration::from_millis(1500));
+        for nothing in [0.0, -0.0, -1.0, f64::NEG_INFINITY, f64::NAN] {
+            assert_eq!(wait_duration(nothing), Duration::ZERO, "{nothing}");
         }
     }
 

@@ -81,6 +81,14 @@ def test_del_check_and_gc(cni_env, fake_plugins, capsys):
     assert fake_plugins.order("STATUS") == ["first", "second"]
 
 
+@pytest.mark.parametrize("timeout", ["1e30", "1e999", "inf"])
+def test_a_huge_timeout_is_no_deadline(cni_env, fake_plugins, monkeypatch, capsys, timeout):
+    monkeypatch.setenv("BRAID_PLUGIN_TIMEOUT", timeout)
+    assert main(["cni", "add", "clinet", "/ns/a"]) == 0
+    assert main(["cni", "del", "clinet", "/ns/a"]) == 0
+    assert fake_plugins.order("DEL") == ["second", "first"]
+
+
 def test_version_prints_negotiation(cni_env, capsys):
     assert main(["cni", "version", "clinet"]) == 0
     report = json.loads(capsys.readouterr().out)

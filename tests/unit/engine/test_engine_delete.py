@@ -7,6 +7,8 @@ import itertools
 import json
 from typing import Any
 
+import pytest
+
 from braid import _native
 from braid.engine import run_cni
 
@@ -163,3 +165,11 @@ def test_gc_deletes_only_containers_the_runtime_no_longer_has(dirs: Any) -> None
     assert deleted == {"gone"}
     assert not (dirs.cni_dir / "records" / "gone.json").exists()
     assert (dirs.cni_dir / "records" / "alive.json").exists()
+
+
+@pytest.mark.parametrize("timeout", [1e30, 1.7976931348623157e308])
+def test_a_huge_plugin_timeout_is_no_deadline(dirs: Any, timeout: float) -> None:
+    write_record(dirs)
+    assert run_cni(dirs.env("DEL"), dirs.stdin(pluginTimeout=timeout)) == (b"", 0)
+    assert len(dirs.calls("DEL")) == 3
+    assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
