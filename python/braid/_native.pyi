@@ -5,19 +5,23 @@ from typing import Literal, final
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "MAX_CONTAINER_ID_BYTES",
     "DurableWrite",
     "PluginProcess",
     "StartingPlugin",
     "append_plugins",
     "build_cni_args",
     "conf_to_list",
+    "container_id_problem",
     "convert_result",
     "error_json",
+    "interface_name_problem",
     "link_info",
     "list_links",
     "list_routes",
     "namespace_id",
     "negotiate_version",
+    "network_name_problem",
     "parse_cni_args",
     "parse_network_list",
     "parse_plugin_error",
@@ -36,6 +40,7 @@ __all__ = [
 
 CNI_VERSIONS: list[str]
 CNI_CURRENT_VERSION: str
+MAX_CONTAINER_ID_BYTES: int
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...
@@ -64,6 +69,9 @@ def build_cni_args(*, pairs: list[tuple[str, str]]) -> str: ...
 def parse_cni_args(*, value: str) -> list[tuple[str, str]]: ...
 def error_json(*, code: int, msg: str, details: str, cni_version: str) -> bytes: ...
 def namespace_id(*, path: str) -> tuple[int, int]: ...
+def container_id_problem(*, value: str) -> str | None: ...
+def network_name_problem(*, value: str) -> str | None: ...
+def interface_name_problem(*, value: str) -> str | None: ...
 def list_routes(*, netns: str) -> bytes: ...
 def set_default_route(
     *, netns: str, family: int, gateway: str, ifname: str | None = None

@@ -6,6 +6,7 @@ host-side device stays there.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -157,6 +158,24 @@ def test_del_without_daemon_and_without_record_succeeds(
 ) -> None:
     assert not engine.record_path.exists()
     assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+
+def test_an_id_too_long_for_a_record_is_refused_at_add_and_has_nothing_to_delete(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    """Its record could not be named (`<id>.json` is over 255 bytes): the ADD is refused
+    before anything runs (code 4), and each DEL, the shim's replay included, succeeds."""
+    long = dataclasses.replace(engine, container_id="c" * 300)
+    proc = _in_host(long, BRAID_THIN, long.env("ADD"), long.braid_conf({NETWORKS: "net-a"}))
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)
+    assert error["code"] == 4
+    assert "at most 250" in error["msg"]
+    assert set(kernel.links(engine.pod.name)) == {"lo"}
+    assert not engine.cni_dir.exists(), "nothing ran, nothing was written"
+    for _ in range(2):
+        assert shim_del(long, shim, no_daemon_dir) == (0, b"")
+    assert not engine.cni_dir.exists()
 
 
 @pytest.mark.parametrize("timeout", [1e30, 1.7976931348623157e308])

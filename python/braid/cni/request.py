@@ -1,8 +1,8 @@
-"""What the caller asks for one attachment, and libcni's identifier rules (reference §1.3)."""
+"""What the caller asks for one attachment, and the identifier rules (reference §1.3): libcni's,
+with braid's additions, kept in one place (``braid_cni::names``, through ``braid._native``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,9 +13,6 @@ from braid import _native
 from braid.cni.cache import CacheEntry
 from braid.cni.invoke import PluginCall
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
-
-_IDENTIFIER = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*")
-MAX_IFNAME_BYTES = 15
 
 
 @dataclass(frozen=True)
@@ -64,38 +61,42 @@ def _encode_object(value: Mapping[str, Any] | None, what: str) -> bytes | None:
         raise CniError(INVALID_ENVIRONMENT, f"{what} cannot be encoded as JSON", str(exc)) from exc
 
 
+def container_id_problem(container_id: str) -> str | None:
+    """Why ``container_id`` cannot be a container id (libcni's characters, and short enough to
+    name a file), or None when it can."""
+    return _native.container_id_problem(value=container_id)
+
+
+def network_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a network name (libcni's rule), or None when it can."""
+    return _native.network_name_problem(value=name)
+
+
+def interface_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an interface name, or None when it can: what the kernel refuses
+    (libcni's rule) and ``%``, which the kernel takes as a template and replaces."""
+    return _native.interface_name_problem(value=name)
+
+
 def validate_attachment(request: RuntimeRequest, network: str) -> None:
     """libcni's ADD-time checks of container id, network name and interface name."""
     cid = request.container_id
     if not cid:
         raise CniError(UNKNOWN_CONTAINER, "missing container ID")
-    if not _IDENTIFIER.fullmatch(cid):
-        raise CniError(
-            INVALID_ENVIRONMENT,
-            f"invalid container ID {cid!r}: it must match [a-zA-Z0-9][a-zA-Z0-9_.-]*",
-        )
-    if not network or not _IDENTIFIER.fullmatch(network):
-        raise CniError(
-            INVALID_CONFIG,
-            f"invalid network name {network!r}: it must match [a-zA-Z0-9][a-zA-Z0-9_.-]*",
-        )
+    problem = container_id_problem(cid)
+    if problem:
+        raise CniError(INVALID_ENVIRONMENT, f"invalid container ID {cid!r}: it {problem}")
+    problem = network_name_problem(network)
+    if problem:
+        raise CniError(INVALID_CONFIG, f"invalid network name {network!r}: it {problem}")
     validate_ifname(request.ifname)
 
 
 def validate_ifname(ifname: str) -> None:
-    """1..15 bytes, not ``.``/``..``, no ``/``, ``:`` or whitespace (code 4 otherwise)."""
-    problem = ""
-    size = len(ifname.encode())
-    if size == 0:
-        problem = "it is empty"
-    elif size > MAX_IFNAME_BYTES:
-        problem = f"it is longer than {MAX_IFNAME_BYTES} bytes"
-    elif ifname in {".", ".."}:
-        problem = "it is . or .."
-    elif any(c in "/:" or c.isspace() for c in ifname):
-        problem = "it contains '/', ':' or whitespace"
+    """``interface_name_problem``, as a ``CniError`` (code 4)."""
+    problem = interface_name_problem(ifname)
     if problem:
-        raise CniError(INVALID_ENVIRONMENT, f"invalid interface name {ifname!r}: {problem}")
+        raise CniError(INVALID_ENVIRONMENT, f"invalid interface name {ifname!r}: it {problem}")
 
 
 def request_from_entry(entry: CacheEntry) -> RuntimeRequest:

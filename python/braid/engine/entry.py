@@ -70,6 +70,16 @@ class ClusterSession(Protocol):
 ClusterSessions = Callable[[BraidConfig], ClusterSession | None]
 
 
+def _without_configuration(request: CniRequest) -> bytes | None:
+    """The answers no configuration is read for: VERSION's, and a DEL's of a container id too
+    long to name an attachment record (nothing can have been attached under it)."""
+    if request.command == "VERSION":
+        return version_document()
+    if request.command == "DEL" and request.names_no_record:
+        return b""
+    return None
+
+
 def _dispatch(
     ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: EarlyAnswer | None
 ) -> bytes:
@@ -173,8 +183,9 @@ def run_cni(
     cni_version = ""
     try:
         request = read_request(env, stdin)
-        if request.command == "VERSION":
-            return version_document(), 0
+        answered = _without_configuration(request)
+        if answered is not None:
+            return answered, 0
         loaded = load_braid_config(request.config)
         config = loaded.config if policy is None else policy(loaded.config)
         cni_version = config.cni_version

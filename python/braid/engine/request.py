@@ -6,13 +6,13 @@ Every problem becomes a ``CniError`` with the code the spec gives it: 3 missing 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import msgspec
 
 from braid import _native
+from braid.cni.request import container_id_problem, interface_name_problem
 from braid.errors import (
     DECODE_FAILURE,
     INVALID_ENVIRONMENT,
@@ -23,8 +23,6 @@ from braid.errors import (
 MAX_STDIN = 1 << 20
 COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
 _VARIABLES = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH")
-_CONTAINER_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$")
-_BAD_IFNAME = re.compile(r"[/:\s]")
 
 
 @dataclass(frozen=True)
@@ -39,6 +37,12 @@ class CniRequest:
     plugin_dirs: list[str] = field(default_factory=list)
     config: bytes = b"{}"
 
+    @property
+    def names_no_record(self) -> bool:
+        """Whether the container id is too long to name an attachment record
+        (``names_no_record``)."""
+        return names_no_record(self.container_id)
+
     def arg(self, key: str) -> str:
         """The value of one ``CNI_ARGS`` key ('' when absent)."""
         for k, v in self.cni_args:
@@ -47,17 +51,10 @@ class CniRequest:
         return ""
 
 
-def validate_ifname(name: str) -> str | None:
-    """Why ``name`` is not a valid kernel interface name, or None when it is."""
-    if not name:
-        return "is empty"
-    if len(name.encode()) > 15:
-        return "is longer than 15 bytes"
-    if name in (".", ".."):
-        return "may not be '.' or '..'"
-    if _BAD_IFNAME.search(name):
-        return "may not contain '/', ':' or whitespace"
-    return None
+def names_no_record(container_id: str) -> bool:
+    """A container id too long to name an attachment record (``<id>.json``): an ADD of it is
+    refused before anything runs, so a DEL of it has nothing to tear down."""
+    return len(container_id.encode()) > _native.MAX_CONTAINER_ID_BYTES
 
 
 def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
@@ -122,12 +119,10 @@ def _check_text(env: Mapping[str, str]) -> None:
 def _check_container(command: str, container_id: str, ifname: str, netns: str) -> None:
     if not container_id:
         raise CniError(UNKNOWN_CONTAINER, f"CNI_CONTAINERID is required for {command}")
-    if not _CONTAINER_ID.match(container_id):
-        raise CniError(
-            INVALID_ENVIRONMENT,
-            f"CNI_CONTAINERID {container_id!r} may only hold letters, digits, '_', '.' and '-'",
-        )
-    problem = validate_ifname(ifname)
+    problem = container_id_problem(container_id)
+    if problem and not (command == "DEL" and names_no_record(container_id)):
+        raise CniError(INVALID_ENVIRONMENT, f"CNI_CONTAINERID {container_id!r} {problem}")
+    problem = interface_name_problem(ifname)
     if problem:
         raise CniError(INVALID_ENVIRONMENT, f"CNI_IFNAME {ifname!r} {problem}")
     if command != "DEL" and not netns:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from braid.cni.request import interface_name_problem
+
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _HEX_PAIR = re.compile(r"[0-9A-Fa-f]{2}")
-IFNAMSIZ = 16  # the kernel's limit, including the terminating NUL
 DNS1123_LABEL_MAX = 63
 DNS1123_SUBDOMAIN_MAX = 253
 
@@ -26,17 +27,10 @@ def is_dns1123_subdomain(value: str) -> bool:
 
 
 def is_interface_name(value: str) -> bool:
-    """What the kernel's dev_valid_name accepts: 1-15 bytes, not '.' or '..', no '/', ':' or
-    whitespace."""
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate cannot reach the kernel
-        return False
-    if not value or size >= IFNAMSIZ:
-        return False
-    if value in {".", ".."}:
-        return False
-    return not any(ch in "/:" or ch.isspace() for ch in value)
+    """What ``braid.cni.request.interface_name_problem`` accepts: what the kernel's
+    dev_valid_name accepts (1-15 bytes, not '.' or '..', no '/', ':' or whitespace), without
+    '%', which the kernel takes as a template."""
+    return interface_name_problem(value) is None
 
 
 def is_ip(value: str) -> bool:

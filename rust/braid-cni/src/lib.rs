@@ -3,12 +3,14 @@
 //! Versions and results of every CNI spec version from 0.1.0 to 1.1.0 and their conversion
 //! with libcni's rules ([`result`]), the network configuration model for conf and conflist
 //! ([`config`]), the stdin each plugin receives for each verb ([`inject`]), `CNI_ARGS`
-//! ([`args`]) and the error type ([`error`]). No I/O, no unsafe code, no Python.
+//! ([`args`]), the identifiers of an attachment ([`names`]) and the error type ([`error`]). No
+//! I/O, no unsafe code, no Python.
 #![forbid(unsafe_code)]
 
 pub mod args;
 pub mod config;
 pub mod inject;
+pub mod names;
 pub mod record;
 pub mod result;
 pub mod version;

@@ -9,7 +9,7 @@ mod exec;
 mod helpers;
 mod netns;
 
-use braid_cni::{args, config, inject, result, version, CniError};
+use braid_cni::{args, config, inject, names, result, version, CniError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
@@ -189,6 +189,37 @@ fn error_json(
     bytes(py, &err.to_json(&cni_version.to_string_lossy()))
 }
 
+/// Why a value from outside (`os.environ` holds undecodable bytes as lone surrogates) is
+/// refused when it is not UTF-8 text.
+const NOT_UTF8: &str = "is not valid UTF-8";
+
+/// Why `value` cannot be a container id (`braid_cni::names`); `None` when it can.
+#[pyfunction]
+#[pyo3(signature = (*, value))]
+fn container_id_problem(value: &Bound<'_, PyString>) -> Option<String> {
+    value
+        .to_str()
+        .map_or_else(|_| Some(NOT_UTF8.to_owned()), names::container_id_problem)
+}
+
+/// Why `value` cannot be a network name (`braid_cni::names`); `None` when it can.
+#[pyfunction]
+#[pyo3(signature = (*, value))]
+fn network_name_problem(value: &Bound<'_, PyString>) -> Option<&'static str> {
+    value
+        .to_str()
+        .map_or(Some(NOT_UTF8), names::network_name_problem)
+}
+
+/// Why `value` cannot be an interface name (`braid_cni::names`); `None` when it can.
+#[pyfunction]
+#[pyo3(signature = (*, value))]
+fn interface_name_problem(value: &Bound<'_, PyString>) -> Option<&'static str> {
+    value
+        .to_str()
+        .map_or(Some(NOT_UTF8), names::interface_name_problem)
+}
+
 /// `(st_dev, st_ino)` of a namespace path; `OSError` when it cannot be opened.
 #[pyfunction]
 #[pyo3(signature = (*, path))]
@@ -214,10 +245,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_cni_args, m)?)?;
     m.add_function(wrap_pyfunction!(error_json, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
+    m.add_function(wrap_pyfunction!(container_id_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(network_name_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(interface_name_problem, m)?)?;
     netns::register(m)?;
     durable::register(m)?;
     exec::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
+    m.add("MAX_CONTAINER_ID_BYTES", names::MAX_CONTAINER_ID_BYTES)?;
     Ok(())
 }

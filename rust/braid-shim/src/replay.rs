@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use braid_cni::config::summarize;
 use braid_cni::inject::{plugin_stdin, StdinRequest};
+use braid_cni::names;
 use braid_cni::record::{self, Entry};
 use braid_cni::version::negotiate;
 use braid_cni::wire::CniEnv;
@@ -23,6 +24,9 @@ use crate::settings::Settings;
 
 /// Tears down what the record of `env.container_id` describes.
 pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
+    if names::names_no_record(&env.container_id) {
+        return Ok(()); // no record can bear this id's name: nothing was ever attached
+    }
     check_container_id(&env.container_id)?;
     let cni_dir = Path::new(&settings.cni_dir);
     let path = cni_dir
@@ -131,7 +135,7 @@ fn torn_down_anyway(error: CniError, count: usize) -> CniError {
     .with_details(error.details)
 }
 
-/// libcni's container id rule: the id names files, so nothing else is accepted.
+/// The container id rule (`braid_cni::names`): the id names files, so nothing else is accepted.
 fn check_container_id(id: &str) -> Result<(), CniError> {
     if id.is_empty() {
         return Err(CniError::new(
@@ -139,16 +143,13 @@ fn check_container_id(id: &str) -> Result<(), CniError> {
             "CNI_CONTAINERID is required for DEL",
         ));
     }
-    let mut chars = id.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
-    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if first_ok && rest_ok {
-        return Ok(());
+    match names::container_id_problem(id) {
+        None => Ok(()),
+        Some(problem) => Err(CniError::new(
+            codes::INVALID_ENVIRONMENT,
+            format!("CNI_CONTAINERID {id:?} {problem}"),
+        )),
     }
-    Err(CniError::new(
-        codes::INVALID_ENVIRONMENT,
-        format!("CNI_CONTAINERID {id:?} may only hold letters, digits, '_', '.' and '-'"),
-    ))
 }
 
 /// One error listing every failed attachment (the first failure's code).
@@ -293,7 +294,7 @@ fn stdin_for(
 
 #[cfg(test)]
 mod tests {
-    use super::check_container_id;
+    use super::{check_container_id, delete, CniEnv};
 
     #[test]
     fn container_ids_follow_libcni() {
@@ -302,5 +303,21 @@ mod tests {
         for bad in ["../x", "a/b", "-a", "a b"] {
             assert_eq!(check_container_id(bad).unwrap_err().code, 4, "{bad}");
         }
+    }
+
+    #[test]
+    fn an_id_too_long_for_a_record_has_nothing_to_delete() {
+        // No settings file, socket or lock is looked at: the DEL is over before them.
+        let env = CniEnv {
+            command: "DEL".into(),
+            container_id: "a".repeat(300),
+            ..CniEnv::default()
+        };
+        let settings = crate::settings::parse(
+            br#"{"type": "braid", "cniDir": "/nonexistent/braid-replay-test"}"#,
+        )
+        .unwrap();
+        assert_eq!(delete(&env, &settings), Ok(()));
+        assert!(!std::path::Path::new("/nonexistent/braid-replay-test").exists());
     }
 }

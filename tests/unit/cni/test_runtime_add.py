@@ -150,6 +150,10 @@ def test_capability_args_reach_declaring_plugins_only(fake_plugins, runtime, att
         ("ok", "e:0", 4),
         ("ok", "..", 4),
         ("ok", "e 0", 4),
+        ("ok", "eth%d", 4),
+        ("ok", "\udcff", 4),
+        ("a" * 251, "eth0", 4),
+        ("\udcff", "eth0", 4),
     ],
 )
 def test_add_validates_identifiers(fake_plugins, runtime, make_net, *, container_id, ifname, code):

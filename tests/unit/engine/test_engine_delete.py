@@ -167,6 +167,22 @@ def test_gc_deletes_only_containers_the_runtime_no_longer_has(dirs: Any) -> None
     assert (dirs.cni_dir / "records" / "alive.json").exists()
 
 
+def test_del_of_an_id_too_long_for_a_record_succeeds_and_runs_nothing(dirs: Any) -> None:
+    """An ADD of such an id is refused before anything runs: no delegate ever saw it."""
+    long_id = "a" * 300
+    assert run_cni(dirs.env("DEL", long_id), dirs.stdin()) == (b"", 0)
+    assert dirs.calls("DEL") == []
+    assert not dirs.cni_dir.exists()
+
+
+def test_add_of_an_id_too_long_for_a_record_is_code_4_before_anything(dirs: Any) -> None:
+    out, code = run_cni(dirs.env("ADD", "a" * 251, CNI_NETNS="/run/netns/x"), dirs.stdin())
+    assert (code, json.loads(out)["code"]) == (1, 4)
+    assert "at most 250" in json.loads(out)["msg"]
+    assert dirs.calls("ADD") == []
+    assert not dirs.cni_dir.exists()
+
+
 @pytest.mark.parametrize("timeout", [1e30, 1.7976931348623157e308])
 def test_a_huge_plugin_timeout_is_no_deadline(dirs: Any, timeout: float) -> None:
     write_record(dirs)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from braid.engine.request import MAX_STDIN, read_request, validate_ifname
+from braid.cni.request import interface_name_problem
+from braid.engine.request import MAX_STDIN, read_request
 from braid.errors import DECODE_FAILURE, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
 GOOD_ENV = {
@@ -59,12 +60,26 @@ def test_missing_container_id_is_code_3(command: str) -> None:
         {"CNI_IFNAME": "eth/0"},
         {"CNI_IFNAME": "eth:0"},
         {"CNI_IFNAME": ".."},
+        {"CNI_IFNAME": "eth%d"},
+        {"CNI_CONTAINERID": "a" * 251},
+        {"CNI_COMMAND": "CHECK", "CNI_CONTAINERID": "a" * 251},
         {"CNI_NETNS": ""},
         {"CNI_ARGS": "NOEQUALS"},
     ],
 )
 def test_invalid_environment_is_code_4(change: dict[str, str]) -> None:
     assert code_of({**GOOD_ENV, **change}) == INVALID_ENVIRONMENT
+
+
+def test_the_longest_container_id_names_a_record_file() -> None:
+    longest = "a" * (255 - len(".json"))
+    assert read_request({**GOOD_ENV, "CNI_CONTAINERID": longest}, STDIN).container_id == longest
+
+
+def test_a_del_of_an_id_too_long_for_a_record_is_read_and_names_no_record() -> None:
+    request = read_request({**GOOD_ENV, "CNI_COMMAND": "DEL", "CNI_CONTAINERID": "a" * 300}, STDIN)
+    assert request.names_no_record
+    assert not read_request(GOOD_ENV, STDIN).names_no_record
 
 
 def test_missing_netns_is_refused_for_check_but_not_for_del() -> None:
@@ -137,8 +152,16 @@ def test_version_needs_neither_environment_nor_stdin() -> None:
 
 @pytest.mark.parametrize(
     ("name", "problem"),
-    [("eth0", None), ("a" * 15, None), ("é" * 8, "longer"), (" x", "whitespace"), (".", "'.'")],
+    [
+        ("eth0", None),
+        ("a" * 15, None),
+        ("é" * 8, "longer"),
+        (" x", "whitespace"),
+        (".", "'.'"),
+        ("eth%d", "'%'"),
+        ("\udcff", "UTF-8"),
+    ],
 )
 def test_interface_names(name: str, problem: str | None) -> None:
-    found = validate_ifname(name)
+    found = interface_name_problem(name)
     assert (found is None) if problem is None else (problem in (found or ""))
