@@ -17,7 +17,7 @@ from braid.engine.request import CniRequest, read_request
 from braid.engine.spares import SpareFiles, SparePools
 from braid.engine.teardown import delete
 from braid.errors import INTERNAL, CniError
-from braid.nad.config import BraidConfig, load_braid_config
+from braid.nad.config import BraidConfig, check_network_name, load_braid_config
 from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore, FileStores, Store
 
@@ -187,6 +187,8 @@ def run_cni(
         if answered is not None:
             return answered, 0
         loaded = load_braid_config(request.config)
+        if request.command != "DEL":
+            check_network_name(loaded.config)
         config = loaded.config if policy is None else policy(loaded.config)
         cni_version = config.cni_version
         configure_logging(config)

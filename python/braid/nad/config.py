@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from braid.cni.request import network_name_problem
 from braid.errors import INVALID_CONFIG, CniError
 
 BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
@@ -181,6 +182,15 @@ def _check_values(config: BraidConfig) -> None:
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
+
+
+def check_network_name(config: BraidConfig) -> None:
+    """braid's own network ``name``, by libcni's rule (code 7): what the runtime passes for an
+    ADD, CHECK, GC or STATUS. (A DEL is not refused for it: it tears down what an ADD left,
+    and libcni checks the name at ADD only. The daemon's own configuration file needs none.)"""
+    problem = network_name_problem(config.name)
+    if problem:
+        raise _fail(f"braid configuration: network name {config.name!r} {problem}")
 
 
 def load_braid_config(data: bytes) -> LoadedConfig:

@@ -167,3 +167,20 @@ def test_variables_that_are_not_utf8_are_answered_with_code_4(env: dict[str, str
     out, code = run_cni(env, b'{"cniVersion":"1.0.0","name":"braid","type":"braid"}')
     assert code == 1
     assert single_document(out)["code"] == 4
+
+
+@pytest.mark.parametrize("name", ["", "../x", "a b", "-net", "net/1", "é"])
+@pytest.mark.parametrize("command", ["ADD", "CHECK", "GC", "STATUS"])
+def test_a_network_name_libcni_refuses_is_code_7(dirs: Any, command: str, name: str) -> None:
+    env = dirs.env(command, CNI_NETNS="/run/netns/x")
+    out, code = run_cni(env, dirs.stdin(name=name, cniVersion="1.1.0"))
+    doc = single_document(out)
+    assert (code, doc["code"]) == (1, 7)
+    assert f"name {name!r}" in doc["msg"]
+    assert dirs.calls(command) == []
+
+
+def test_a_del_is_not_refused_for_its_network_name(dirs: Any) -> None:
+    """DEL tears down whatever an earlier ADD left (libcni checks names at ADD only)."""
+    assert run_cni(dirs.env("DEL"), dirs.stdin(name="../x")) == (b"", 0)
+    assert [c["plugin"] for c in dirs.calls("DEL")] == ["fakenet"]
