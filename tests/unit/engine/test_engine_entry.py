@@ -4,6 +4,8 @@ VERSION, and DEL/GC driven by the attachment record over fake plugins (no namesp
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -109,7 +111,7 @@ def test_run_cni_never_raises_and_prints_one_document(  # noqa: PLR0917 - hypoth
 
 def thin(env: dict[str, str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [str(BRAID_THIN)], env=env, input=stdin, capture_output=True, check=False, timeout=60
+        [str(BRAID_THIN)], env=env, input=stdin, capture_output=True, check=False, timeout=20
     )
 
 
@@ -184,3 +186,44 @@ def test_a_del_is_not_refused_for_its_network_name(dirs: Any) -> None:
     """DEL tears down whatever an earlier ADD left (libcni checks names at ADD only)."""
     assert run_cni(dirs.env("DEL"), dirs.stdin(name="../x")) == (b"", 0)
     assert [c["plugin"] for c in dirs.calls("DEL")] == ["fakenet"]
+
+
+def del_env(dirs: Any) -> dict[str, str]:
+    """A DEL's environment, with what the fake plugins need to run."""
+    return {**dirs.env("DEL"), "FAKE_CNI_STATE": str(dirs.state)}
+
+
+def test_a_log_file_that_is_a_fifo_never_blocks_a_call(dirs: Any, tmp_path: Path) -> None:
+    fifo = tmp_path / "braid.log"
+    os.mkfifo(fifo)
+    stdin = dirs.stdin(logFile=str(fifo), logLevel="debug", logToStderr=False)
+    proc = thin(del_env(dirs), stdin)
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert f"logFile {fifo}".encode() in proc.stderr
+
+
+def test_a_log_file_that_is_a_link_is_not_followed(dirs: Any, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    link = tmp_path / "braid.log"
+    link.symlink_to(target)
+    stdin = dirs.stdin(logFile=str(link), logLevel="debug", logToStderr=False)
+    proc = thin(del_env(dirs), stdin)
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert not target.exists()
+    assert f"logFile {link}".encode() in proc.stderr
+
+
+def test_a_log_file_is_appended_to_and_private(dirs: Any, tmp_path: Path) -> None:
+    log = tmp_path / "braid.log"
+    log.write_text("earlier line\n")
+    fresh = tmp_path / "fresh.log"
+    for path in (log, fresh):
+        stdin = dirs.stdin(
+            logFile=str(path), logLevel="error", logToStderr=False, clusterNetwork="missing"
+        )
+        proc = thin({**dirs.env("ADD"), "CNI_NETNS": "/nonexistent"}, stdin)
+        assert (proc.returncode, proc.stderr) == (1, b"")
+    assert log.read_text().startswith("earlier line\n")
+    assert "braid ERROR CNI ADD failed" in log.read_text()
+    assert "braid ERROR CNI ADD failed" in fresh.read_text()
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
