@@ -4,10 +4,14 @@ Entries live at ``<root>/results/<network>-<containerID>-<ifname>`` (directory 0
 0600) and are written atomically: a temporary file, fsync, rename, fsync of the directory.
 File names are ambiguous (names may contain ``-``), so listings read the JSON, never the name.
 The legacy format (a bare result) is read too.
+
+Also here, for every file braid keeps: ``make_private_dirs`` (each directory level it creates
+is 0700) and ``write_whole`` (a write that reports a full disk instead of stopping short).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from dataclasses import dataclass
@@ -95,7 +99,7 @@ class ResultCache:
         target = self.path(entry.network_name, entry.container_id, entry.if_name)
         data = _ENCODER.encode(entry)
         try:
-            self.results.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self.results)
             _write_atomic(target, data, durable=self.durable)
         except OSError as exc:
             raise CniError(
@@ -107,9 +111,9 @@ class ResultCache:
         path = self.path(network, container_id, ifname)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            return None
         except OSError as exc:
+            if _never_written(exc):
+                return None
             raise CorruptCacheError(path, str(exc)) from exc
         return decode_cached(path, data)
 
@@ -117,9 +121,9 @@ class ResultCache:
         path = self.path(network, container_id, ifname)
         try:
             path.unlink()
-        except FileNotFoundError:
-            return
         except OSError as exc:
+            if _never_written(exc):
+                return
             raise CniError(IO_FAILURE, f"cannot remove cached result {path}", str(exc)) from exc
         if self.durable:
             _fsync_dir(self.results)
@@ -142,6 +146,36 @@ class ResultCache:
             if container_id is None or entry.container_id == container_id:
                 entries.append(entry)
         return entries
+
+
+def _never_written(exc: OSError) -> bool:
+    """No such entry: absent, or a name too long for a file (an ADD could not write it)."""
+    return exc.errno in {errno.ENOENT, errno.ENAMETOOLONG}
+
+
+def make_private_dirs(path: str | os.PathLike[str]) -> None:
+    """Creates the directory ``path`` and each missing parent, every one with mode 0700
+    (``os.makedirs`` gives the parents the umask's mode); what exists is left as it is."""
+    target = Path(path)
+    missing: list[Path] = []
+    while not target.is_dir():
+        missing.append(target)
+        if target.parent == target:
+            break
+        target = target.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+
+
+def write_whole(fd: int, data: bytes) -> None:
+    """Writes all of ``data``; a full disk raises (``os.write`` may write part of it first)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def decode_cached(path: Path, data: bytes) -> CachedResult:

@@ -4,7 +4,8 @@
 shared and one per-container stripe file exclusively; GC holds ``gc.lock`` exclusively. The
 stripe is a hash bucket of the container id, so no lock file ever names a container (the
 contract: after a successful DEL no file names the container id). Every acquisition opens its
-own file description, so threads of one process exclude each other too.
+own file description, so threads of one process exclude each other too. Every directory made
+here is 0700, every lock file 0600, and a lock file that is a symbolic link is refused.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
+from braid.cni.cache import make_private_dirs
 from braid.errors import IO_FAILURE, CniError
 
 STRIPES = 64
@@ -59,12 +61,12 @@ class LockDirectory:
     @contextmanager
     def _flock(self, name: str, operation: int) -> Iterator[None]:
         path = self.path / name
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
                 fd = os.open(path, flags, 0o600)
             except FileNotFoundError:  # the first lock taken under this root
-                self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private_dirs(self.path)
                 fd = os.open(path, flags, 0o600)
         except OSError as exc:
             raise CniError(

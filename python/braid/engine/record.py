@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
 from braid import _native
+from braid.cni.cache import make_private_dirs, write_whole
 from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 from braid.nad.plan import Attachment
@@ -134,6 +136,8 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 _encoder = msgspec.json.Encoder()
+# A temporary file is always a new file, never one that exists, nor a link's target.
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class RecordStore:
@@ -157,24 +161,27 @@ class RecordStore:
     def write(self, record: AttachmentRecord, *, durable: bool) -> None:
         """Atomically replaces the record. ``durable``: on disk before this returns (see
         ``write_durable``). Not ``durable``: a temporary file renamed over the record, not
-        fsynced."""
+        fsynced. A write that fails (a full disk) leaves no temporary file behind."""
         if durable:
             self.write_durable(record)
             if self.spares is not None:
                 self.spares.replenish()
             return
         target = self._target(record.container_id)
-        tmp = self._tmp(target)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+        tmp = self._tmp()
         try:
             try:
-                fd = os.open(tmp, flags, 0o600)
+                fd = os.open(tmp, _TMP_FLAGS, 0o600)
             except FileNotFoundError:  # the first record under this cniDir
-                os.makedirs(self._dir, mode=0o700, exist_ok=True)
-                fd = os.open(tmp, flags, 0o600)
+                make_private_dirs(self._dir)
+                fd = os.open(tmp, _TMP_FLAGS, 0o600)
             try:
-                os.write(fd, _encoder.encode(record))
+                write_whole(fd, _encoder.encode(record))
                 os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -209,10 +216,12 @@ class RecordStore:
             spare = self.spares.take()
         if spare is not None:
             return {"data": data, "target": target, "spare": spare}
-        return {"data": data, "target": target, "tmp": self._tmp(target)}
+        return {"data": data, "target": target, "tmp": self._tmp()}
 
-    def _tmp(self, target: str) -> str:
-        return os.path.join(self._dir, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    def _tmp(self) -> str:
+        """A fresh temporary file name: random, so nobody can put a link there beforehand
+        (and it is opened ``O_EXCL`` in any case), and never the container's id."""
+        return os.path.join(self._dir, f".tmp-{secrets.token_hex(8)}")
 
     def read(self, container_id: str) -> AttachmentRecord | None:
         """The record, or None when there is none. A corrupt record raises ``CorruptRecord``."""

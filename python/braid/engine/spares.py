@@ -32,7 +32,9 @@ from pathlib import Path
 
 import msgspec
 
+from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
+from braid.cni.request import container_id_problem
 from braid.errors import CniError
 
 log = logging.getLogger("braid.engine")
@@ -40,6 +42,7 @@ log = logging.getLogger("braid.engine")
 SPARE_SIZE = 16 * 1024
 SPARE_SUFFIX = ".spare"
 FILL = b" " * SPARE_SIZE
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # A pool refills itself in the background once it is down to LOW_WATER spares, as soon as no
 # request has started for QUIET_SECONDS (its fsync commits the filesystem's journal, which
 # would hold up a delegate's own file work), or at once when only CRITICAL are left.
@@ -66,18 +69,9 @@ def spare_record(data: bytes) -> str | None:
         header = _header.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ValueError(f"not a record: {exc}") from exc
-    if not _plain_id(header.container_id):
+    if container_id_problem(header.container_id):
         raise ValueError(f"container id {header.container_id!r} cannot name a record")
     return header.container_id
-
-
-def _plain_id(container_id: str) -> bool:
-    return (
-        bool(container_id)
-        and container_id[0].isascii()
-        and container_id[0].isalnum()
-        and all(c.isascii() and (c.isalnum() or c in "_.-") for c in container_id)
-    )
 
 
 class SpareFiles:
@@ -163,7 +157,7 @@ class SpareFiles:
             try:
                 with self.locks.container(container_id):
                     _synced(path)
-                    os.makedirs(self.records, mode=0o700, exist_ok=True)
+                    make_private_dirs(self.records)
                     os.rename(path, os.path.join(self.records, f"{container_id}.json"))
                 recovered = True
                 self.log.warning(
@@ -225,14 +219,14 @@ class SpareFiles:
     def _make(self, count: int) -> list[str]:
         """``count`` new spares, written whole, then fsynced (the first fsync's journal commit
         carries the others' creation; theirs only flush data)."""
-        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        make_private_dirs(self.directory)
         fds: list[tuple[int, str]] = []
         try:
             for _ in range(count):
                 path = os.path.join(self.directory, uuid.uuid4().hex + SPARE_SUFFIX)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                fd = os.open(path, _NEW_FILE, 0o600)
                 fds.append((fd, path))
-                os.write(fd, FILL)
+                write_whole(fd, FILL)
             for fd, _ in fds:
                 os.fsync(fd)
         except OSError:

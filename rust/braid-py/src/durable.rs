@@ -45,12 +45,15 @@ fn over_spare(spare: &str, data: &[u8], target: &str) -> io::Result<()> {
     written
 }
 
+/// Writes `data` to the new file `tmp`, renames it to `target`, then fsyncs it. `tmp` is
+/// created here or not at all (`O_CREAT|O_EXCL`, which never follows a symbolic link in its
+/// place, POSIX `open`), 0600, and is removed again when anything before the rename fails (a
+/// full disk), so no failure leaves it behind.
 fn through_new_file(tmp: &str, data: &[u8], target: &str) -> io::Result<()> {
     let open = || {
         OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(0o600)
             .open(tmp)
     };
@@ -66,8 +69,11 @@ fn through_new_file(tmp: &str, data: &[u8], target: &str) -> io::Result<()> {
         }
         other => other?,
     };
-    file.write_all(data)?;
-    fs::rename(tmp, target)?;
+    let renamed = file.write_all(data).and_then(|()| fs::rename(tmp, target));
+    if renamed.is_err() {
+        let _ = fs::remove_file(tmp); // the error reported is the write's or the rename's
+    }
+    renamed?;
     file.sync_all()
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import multiprocessing
+import os
 import stat
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from braid.cni import CacheEntry, ResultCache
 from braid.cni.cache import CACHE_KIND, CorruptCacheError
 from braid.cni.locks import LockDirectory, stripe_name
+from braid.errors import CniError
 
 RESULT = b'{"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/16","gateway":"10.1.0.1"}]}'
 LIBCNI_ENTRY = {
@@ -202,3 +204,55 @@ def test_entry_without_capability_args_omits_the_key(tmp_path):
     assert cached is not None
     assert cached.entry is not None
     assert cached.entry.capability_bytes() is None
+
+
+@pytest.fixture
+def open_umask():
+    """A process umask of 0: what braid creates must be private by its own modes."""
+    previous = os.umask(0)
+    yield
+    os.umask(previous)
+
+
+def modes_below(root: Path, top: Path) -> dict[str, int]:
+    """The mode of every directory from ``top`` down, as paths relative to ``root``."""
+    found = {str(top.relative_to(root)): stat.S_IMODE(top.stat().st_mode)}
+    for path in top.rglob("*"):
+        if path.is_dir():
+            found[str(path.relative_to(root))] = stat.S_IMODE(path.stat().st_mode)
+    return found
+
+
+def test_every_directory_the_cache_makes_is_private(tmp_path, open_umask):
+    ResultCache(tmp_path / "a" / "b").write(entry())
+    assert modes_below(tmp_path, tmp_path / "a") == {
+        "a": 0o700,
+        "a/b": 0o700,
+        "a/b/results": 0o700,
+    }
+
+
+def test_every_directory_the_locks_make_is_private(tmp_path, open_umask):
+    with LockDirectory(tmp_path / "a" / "b").container("ctr1"):
+        pass
+    assert modes_below(tmp_path, tmp_path / "a") == {"a": 0o700, "a/b": 0o700, "a/b/locks": 0o700}
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in (tmp_path / "a/b/locks").iterdir())
+
+
+def test_a_lock_file_that_is_a_symbolic_link_is_refused(tmp_path):
+    victim = tmp_path / "victim"
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o700)
+    (locks / "gc.lock").symlink_to(victim)
+    with pytest.raises(CniError) as info, LockDirectory(tmp_path).gc():
+        pass
+    assert info.value.code == 5
+    assert not victim.exists()
+
+
+def test_a_name_too_long_for_a_file_was_never_cached(tmp_path):
+    cache = ResultCache(tmp_path)
+    cache.write(entry())
+    long_id = "a" * 250
+    assert cache.read("dbnet", long_id, "eth0") is None
+    cache.remove("dbnet", long_id, "eth0")  # nothing to remove: no error

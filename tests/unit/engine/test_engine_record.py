@@ -4,9 +4,11 @@ a damaged record (docs/attachment-record.md)."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +223,90 @@ def test_durable_write_fsyncs_the_renamed_file_once(tmp_path: Path, durable: boo
     assert syncs[0] > renames[0], "fsynced after the rename"
     assert calls[syncs[0]].startswith("fsync("), calls
     assert f"<{target}>" in calls[syncs[0]], "through the descriptor that wrote the record"
+
+
+@pytest.fixture
+def open_umask() -> Iterator[None]:
+    """A process umask of 0: what braid creates must be private by its own modes."""
+    previous = os.umask(0)
+    yield
+    os.umask(previous)
+
+
+@pytest.mark.usefixtures("open_umask")
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "rewrite"])
+def test_every_directory_a_write_makes_is_private(tmp_path: Path, durable: bool) -> None:
+    RecordStore(tmp_path / "a" / "cni").write(record(), durable=durable)
+    dirs = [tmp_path / "a", tmp_path / "a" / "cni", tmp_path / "a" / "cni" / "records"]
+    assert [mode(d) for d in dirs] == [0o700] * 3
+    assert mode(tmp_path / "a" / "cni" / "records" / "ctr1.json") == 0o600
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "rewrite"])
+def test_a_link_planted_where_a_temporary_file_goes_is_never_followed(
+    tmp_path: Path, durable: bool
+) -> None:
+    """Temporary names are random: a name guessed from the container id and the process id
+    (what an earlier braid used) leads nowhere."""
+    victim = tmp_path / "victim"
+    victim.write_text("root's file")
+    records = tmp_path / "records"
+    records.mkdir()
+    for guess in (f".ctr1.json.{os.getpid()}.tmp", ".ctr1.json.tmp", "ctr1.json.tmp"):
+        (records / guess).symlink_to(victim)
+    store = RecordStore(tmp_path)
+    store.write(record(), durable=durable)
+    store.write(record(), durable=durable)
+    assert victim.read_text() == "root's file"
+    assert store.read("ctr1") == record()
+    assert not stat.S_ISLNK(store.path("ctr1").lstat().st_mode)
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "rewrite"])
+def test_temporary_files_are_created_exclusively_under_random_names(
+    tmp_path: Path, durable: bool
+) -> None:
+    root = tmp_path / "cni"
+    script = WRITE_ONE.format(root=str(root), durable=durable) + (
+        f"\nRecordStore({str(root)!r}).write(record, durable={durable})"
+    )
+    calls = traced(script, tmp_path)
+    opens = [c for c in calls if c.startswith("openat") and "O_CREAT" in c and " = -1 " not in c]
+    temporaries = [c.split('"')[1] for c in opens if not c.split('"')[1].endswith("ctr1.json")]
+    assert len(temporaries) == 2, opens
+    assert len(set(temporaries)) == 2, "a fresh random name each time"
+    assert all("ctr1" not in Path(t).name for t in temporaries), temporaries
+    for call in opens:
+        assert "O_EXCL" in call, call
+        assert "0600" in call, call
+        if not durable:
+            assert "O_NOFOLLOW" in call, call
+
+
+WRITE_LIMITED = """
+import resource, signal
+from braid.engine.record import RECORD_KIND, RECORD_VERSION, AttachmentRecord, RecordStore
+from braid.errors import CniError
+store = RecordStore({root!r})
+first = AttachmentRecord(container_id="ctr0", netns="", kind=RECORD_KIND, version=1)
+store.write(first, durable=True)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+big = AttachmentRecord(container_id="ctr1", netns="x" * 5000, kind=RECORD_KIND, version=1)
+try:
+    store.write(big, durable={durable})
+except CniError as exc:
+    print(exc.code, exc.msg)
+"""
+
+
+@pytest.mark.parametrize("durable", [True, False], ids=["durable", "rewrite"])
+def test_a_write_that_fails_leaves_no_temporary_file(tmp_path: Path, durable: bool) -> None:
+    """What a full disk does, made with a file size limit: a clear error, nothing left."""
+    root = tmp_path / "cni"
+    script = WRITE_LIMITED.format(root=str(root), durable=durable)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=True, timeout=60, text=True
+    ).stdout
+    assert out.startswith("5 cannot write the attachment record of container ctr1"), out
+    assert sorted(p.name for p in (root / "records").iterdir()) == ["ctr0.json"]

@@ -3,6 +3,11 @@ fdatasync, recovery of a plan whose rename was lost, the refill thread."""
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -218,7 +223,8 @@ def test_recovery_puts_back_a_plan_whose_rename_was_lost(tmp_path: Path) -> None
 def test_spare_record_tells_blank_record_and_garbage_apart() -> None:
     assert spare_record(b" " * 64) is None
     assert spare_record(b'{"containerId":"c1"}   ') == "c1"
-    for bad in (b'{"containerId":"c1"', b'{"containerId":"../x"}', b"\0\0\0", b"[1]"):
+    too_long = b'{"containerId":"%s"}' % (b"c" * 251)
+    for bad in (b'{"containerId":"c1"', b'{"containerId":"../x"}', b"\0\0\0", b"[1]", too_long):
         with pytest.raises(ValueError, match=r"not a record|cannot name"):
             spare_record(bad)
 
@@ -229,3 +235,35 @@ def msgspec_bytes(value: object) -> bytes:
     data = msgspec.json.encode(value)
     decode_record(data, container_id="ctr1")
     return data
+
+
+def test_every_directory_the_pool_makes_is_private(tmp_path: Path) -> None:
+    previous = os.umask(0)
+    try:
+        pool = ready_pool(tmp_path / "a" / "cni")
+        pool.close()
+    finally:
+        os.umask(previous)
+    made = [tmp_path / "a", tmp_path / "a" / "cni", tmp_path / "a" / "cni" / "spares"]
+    assert [stat.S_IMODE(d.stat().st_mode) for d in made] == [0o700] * 3
+    assert {stat.S_IMODE(p.stat().st_mode) for p in spare_files(tmp_path / "a" / "cni")} == {0o600}
+
+
+def test_a_spare_that_cannot_be_written_whole_is_not_kept(tmp_path: Path) -> None:
+    """What a full disk does, made with a file size limit: no spare, short or whole, stays."""
+    script = (
+        "import resource, signal\n"
+        "from braid.engine.spares import SpareFiles\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        f"pool = SpareFiles({str(tmp_path)!r})\n"
+        "try:\n"
+        "    pool._make(2)\n"
+        "except OSError as exc:\n"
+        "    print(exc.errno)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=True, timeout=60, text=True
+    ).stdout
+    assert out.strip() == str(errno.EFBIG)
+    assert spare_files(tmp_path) == []
