@@ -1,7 +1,8 @@
 """The daemon's unix-socket server: listen, answer, drain on SIGTERM/SIGINT.
 
-The socket is ``<socketDir>/braid.sock`` (directory 0700, socket 0600: only root talks to the
-daemon). A socket left by a dead daemon is replaced; one that still answers belongs to a live
+The socket is ``<socketDir>/braid.sock`` (socket 0600: only root talks to the daemon; a
+directory the daemon makes is 0700, one that exists must be root's and writable by root
+only). A socket left by a dead daemon is replaced; one that still answers belongs to a live
 daemon and is left alone (the start fails). Readiness turns true once the service has warmed
 up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
 Connections are accepted by ``concurrency + 1`` acceptor threads, each serving on its own
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import stat
@@ -23,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from braid.cni.cache import make_private_dirs
 from braid.daemon.connection import (
     DirectConnection,
     RequestConnection,
@@ -47,11 +50,24 @@ class DaemonAlreadyRunning(Exception):
     """Another daemon answers on the socket."""
 
 
+class UnsafeSocketDirectory(OSError):
+    """The socket's directory exists but is not one only root controls."""
+
+
 def prepare_socket_dir(socket_path: Path) -> None:
-    """Creates the directory (0700) and removes a stale socket; refuses a live one."""
+    """Makes the socket's directory when it is missing (0700, as each missing parent), or
+    checks the one that exists, which is used as it is (``/run`` is never made private): a
+    directory owned by root (or by the daemon's user) that nobody else may write, else
+    ``UnsafeSocketDirectory``. Then removes a stale socket; refuses a live one."""
     directory = socket_path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    directory.chmod(0o700)
+    try:
+        found = directory.stat()
+    except FileNotFoundError:
+        make_private_dirs(directory.parent)
+        directory.mkdir(mode=0o700)
+        directory.chmod(0o700)  # whatever the umask took away
+    else:
+        _check_shared_directory(directory, found)
     try:
         mode = socket_path.lstat().st_mode
     except FileNotFoundError:
@@ -68,6 +84,23 @@ def prepare_socket_dir(socket_path: Path) -> None:
     finally:
         probe.close()
     raise DaemonAlreadyRunning(f"a daemon already answers on {socket_path}")
+
+
+def _check_shared_directory(directory: Path, found: os.stat_result) -> None:
+    """Whoever can write ``directory`` can put their own socket where the shim connects."""
+    if not stat.S_ISDIR(found.st_mode):
+        raise UnsafeSocketDirectory(f"daemonSocketDir {directory} is not a directory")
+    if found.st_uid not in {0, os.geteuid()}:
+        raise UnsafeSocketDirectory(
+            f"daemonSocketDir {directory} belongs to uid {found.st_uid}, not root: another "
+            "user could replace braid's socket; use a directory root owns"
+        )
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeSocketDirectory(
+            f"daemonSocketDir {directory} is writable by others (mode "
+            f"{stat.S_IMODE(found.st_mode):04o}): they could replace braid's socket; "
+            "remove their write permission or name a directory braid can make"
+        )
 
 
 class DaemonServer:

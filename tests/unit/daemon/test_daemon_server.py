@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import socket
 import stat
 import threading
@@ -252,3 +253,52 @@ def test_one_container_waits_for_its_running_request(tmp_path: Path) -> None:
             assert engine.peak == 1
 
     asyncio.run(go())
+
+
+def test_an_existing_directory_is_used_as_it_is(tmp_path: Path) -> None:
+    """``/run`` or a directory an administrator made: braid never changes its mode."""
+    directory = tmp_path / "run"
+    directory.mkdir()
+    directory.chmod(0o755)
+    prepare_socket_dir(directory / "braid.sock")
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o755
+
+
+def test_a_directory_braid_makes_is_private_with_its_parents(tmp_path: Path) -> None:
+    previous = os.umask(0)
+    try:
+        prepare_socket_dir(tmp_path / "a" / "run" / "braid.sock")
+    finally:
+        os.umask(previous)
+    modes = [stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("a", "a/run")]
+    assert modes == [0o700, 0o700]
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o1777, 0o757])
+def test_a_directory_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
+    directory = tmp_path / "run"
+    directory.mkdir()
+    directory.chmod(mode)
+    with pytest.raises(OSError, match="writable by others") as info:
+        prepare_socket_dir(directory / "braid.sock")
+    assert str(directory) in str(info.value)
+    assert stat.S_IMODE(directory.stat().st_mode) == mode, "left as it was"
+
+
+def test_a_directory_of_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "run"
+    directory.mkdir(mode=0o755)
+    if os.geteuid() == 0:
+        os.chown(directory, 65534, 65534)
+    else:
+        monkeypatch.setattr(server_module.os, "geteuid", lambda: os.getuid() + 1)
+    with pytest.raises(OSError, match="belongs to uid"):
+        prepare_socket_dir(directory / "braid.sock")
+
+
+def test_a_file_where_the_directory_goes_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "run").write_text("")
+    with pytest.raises(OSError, match="is not a directory"):
+        prepare_socket_dir(tmp_path / "run" / "braid.sock")
