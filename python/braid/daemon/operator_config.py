@@ -13,7 +13,6 @@ start (its socket, concurrency, metrics address, Kubernetes credentials) need a 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -26,28 +25,30 @@ from braid.nad.policy import Localizer, overlay, policy_attributes
 
 log = logging.getLogger(DAEMON_LOGGER)
 CHECK_SECONDS = 1.0
+# A configuration is a few kilobytes; a larger file is refused, never read whole.
+MAX_CONFIG_BYTES = 1 << 20
 
-Signature = tuple[int, int, int, int]
 
-
-def _signature(path: str) -> Signature | None:
-    """What tells a new version of the file (a ConfigMap update swaps a symbolic link)."""
+def read_bytes(path: str) -> bytes:
+    """The file's content (``CniError`` code 7 when it cannot be read or is too large). Its
+    content, not its timestamps, tells a new version: an edit in place within one tick of the
+    file system's clock keeps them."""
     try:
-        found = os.stat(path)  # noqa: PTH116 - per call, no Path
-    except OSError:
-        return None
-    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+        with open(path, "rb") as source:  # noqa: PTH123
+            data = source.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"cannot read the configuration {path}", str(exc)) from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise CniError(
+            INVALID_CONFIG, f"the configuration {path} is larger than {MAX_CONFIG_BYTES} bytes"
+        )
+    return data
 
 
 def read_config_file(path: str) -> LoadedConfig:
     """braid's configuration from ``path``; ``CniError`` (code 7) when it cannot be read or
     does not parse."""
-    try:
-        with open(path, "rb") as source:  # noqa: PTH123
-            data = source.read()
-    except OSError as exc:
-        raise CniError(INVALID_CONFIG, f"cannot read the configuration {path}", str(exc)) from exc
-    return load_braid_config(data)
+    return load_braid_config(read_bytes(path))
 
 
 class OperatorConfig:
@@ -70,11 +71,11 @@ class OperatorConfig:
         self.on_reload = on_reload
         self._clock = clock
         self._lock = threading.Lock()
-        self._signature = _signature(path) if path else None
-        loaded = read_config_file(path) if path else LoadedConfig(BraidConfig(), ())
+        self._content = read_bytes(path) if path else b""
+        loaded = load_braid_config(self._content) if path else LoadedConfig(BraidConfig(), ())
         self._use(loaded)
         self._checked = clock()
-        self._refused: Signature | None = None
+        self._refused: bytes | None = None
 
     def _use(self, loaded: LoadedConfig) -> None:
         self.loaded = loaded
@@ -92,13 +93,16 @@ class OperatorConfig:
             return False
         with self._lock:
             self._checked = self._clock()
-            signature = _signature(self.path)
-            if signature is None or signature in (self._signature, self._refused):
+            try:
+                content = read_bytes(self.path)
+            except CniError:
+                return False  # gone for a moment (a ConfigMap update): the policy stays
+            if content in (self._content, self._refused):
                 return False
             try:
-                loaded = read_config_file(self.path)
+                loaded = load_braid_config(content)
             except CniError as exc:
-                self._refused = signature
+                self._refused = content
                 log.error(  # noqa: TRY400 - the message says it all
                     "the configuration %s changed but is not valid (%s); the last good one "
                     "stays in force",
@@ -107,7 +111,7 @@ class OperatorConfig:
                 )
                 self._report("invalid")
                 return False
-            self._signature, self._refused = signature, None
+            self._content, self._refused = content, None
             self._use(loaded)
         log.info("the configuration %s changed; its new version applies from now", self.path)
         self._report("applied")

@@ -83,3 +83,25 @@ def test_without_a_file_each_call_keeps_its_own_configuration() -> None:
     operator = OperatorConfig(None)
     assert operator.apply(RUNTIME) is RUNTIME
     assert operator.refresh() is False
+
+
+def test_an_edit_in_place_of_the_same_size_is_seen(tmp_path: Path) -> None:
+    # Within one tick of the file system's clock, size and timestamps stay the same.
+    path = tmp_path / "braid.conf"
+    path.write_text('{"type": "braid", "logLevel": "error"}')
+    operator = OperatorConfig(str(path))
+    path.write_text('{"type": "braid", "logLevel": "debug"}')
+    assert operator.refresh() is True
+    assert operator.apply(RUNTIME).log_level == "debug"
+
+
+def test_a_file_too_large_is_refused_and_a_missing_one_keeps_the_policy(tmp_path: Path) -> None:
+    path = tmp_path / "braid.conf"
+    path.write_text('{"type": "braid", "namespaceIsolation": true}')
+    operator = OperatorConfig(str(path))
+    path.unlink()  # between a ConfigMap's two versions
+    assert operator.refresh() is False
+    assert operator.apply(RUNTIME).namespace_isolation is True
+    path.write_bytes(b" " * (2 << 20))
+    with pytest.raises(CniError, match="larger than"):
+        OperatorConfig(str(path))
