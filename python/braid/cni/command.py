@@ -147,7 +147,7 @@ def env_timeout(env: Mapping[str, str]) -> float | None:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if value <= 0:
+    if not value > 0:  # also NaN, which would be no deadline at all or none to wait for
         raise CniError(
             INVALID_ENVIRONMENT, f"BRAID_PLUGIN_TIMEOUT must be a positive number, not {raw!r}"
         )

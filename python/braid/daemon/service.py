@@ -173,7 +173,7 @@ def cni_version_of(stdin: bytes) -> str:
     """The configuration's ``cniVersion`` (for errors the daemon writes itself), or ''."""
     try:
         return msgspec.json.decode(stdin, type=_Versioned).cniVersion
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError):
         return ""
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from braid.cli import main
+from braid.cni.command import env_timeout
+from braid.errors import CniError
 
 
 @pytest.fixture
@@ -150,3 +152,10 @@ def test_exit_status_and_no_traceback_as_a_process(cni_env):
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["code"] == 7
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-3", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(value: str) -> None:
+    with pytest.raises(CniError) as refused:
+        env_timeout({"BRAID_PLUGIN_TIMEOUT": value})
+    assert refused.value.code == 4
