@@ -16,6 +16,7 @@ import msgspec
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import DEFAULT_NETWORK_ANNOTATION, Selection, parse_default_network
 from braid.nad.config import BraidConfig
+from braid.nad.isolation import check_isolation
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confdir, load_path
 from braid.nad.store import Store
@@ -78,8 +79,12 @@ def resolve_reference(
     return found, None
 
 
-def _override(value: str, config: BraidConfig, store: Store) -> Network:
+def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str) -> Network:
+    """The pod's default-network override: a NAD in ``multusNamespace`` unless it names a
+    namespace, within namespace isolation like any selection (``braid.nad.isolation``)."""
     selection = parse_default_network(value, namespace=config.multus_namespace)
+    what = f"annotation {DEFAULT_NETWORK_ANNOTATION}"
+    check_isolation(config, pod_namespace, selection.namespace, selection.name, what)
     nad = store.get_nad(selection.namespace, selection.name)
     if nad is None:
         raise CniError(
@@ -138,7 +143,10 @@ def default_networks(
     """The default network first, then ``defaultNetworks`` (not for pods in
     ``systemNamespaces``), or with inline ``delegates`` the ones after the first."""
     override = annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
-    first = _override(override, config, store) if override.strip() else _cluster(config, store)
+    if override.strip():
+        first = _override(override, config, store, pod_namespace)
+    else:
+        first = _cluster(config, store)
     if config.cluster_network:
         if pod_namespace in config.system_namespaces:
             return [first]

@@ -22,6 +22,7 @@ from braid.nad.default_network import (
     default_networks,
     delegate_from_nad,
 )
+from braid.nad.isolation import check_isolation
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.store import Store
 from braid.nad.syntax import ip_family
@@ -44,21 +45,6 @@ class PodRef(msgspec.Struct, frozen=True):
     namespace: str
     name: str
     uid: str = ""
-
-
-def _check_isolation(config: BraidConfig, pod: PodRef, selection: Selection) -> None:
-    """Spec 7.4 with Multus' rule: only NADs of the pod's namespace or a global one."""
-    if not config.namespace_isolation or selection.namespace == pod.namespace:
-        return
-    allowed = config.global_namespace_set()
-    if selection.namespace in allowed:
-        return
-    raise CniError(
-        INVALID_CONFIG,
-        f"namespace isolation: {NETWORKS_ANNOTATION} {selection.label()} refers to namespace "
-        f"{selection.namespace!r}; pods of {pod.namespace!r} may use NADs of their own namespace "
-        f"and of the global namespaces {sorted(allowed)}",
-    )
 
 
 def _selected(selection: Selection, config: BraidConfig, store: Store) -> Network:
@@ -188,7 +174,8 @@ def resolve_plan(
     networks = default_networks(config, store, pod.namespace, annotations)
     selections = parse_selections(annotations.get(NETWORKS_ANNOTATION, ""), namespace=pod.namespace)
     for selection in selections:
-        _check_isolation(config, pod, selection)
+        what = f"{NETWORKS_ANNOTATION} {selection.label()}"
+        check_isolation(config, pod.namespace, selection.namespace, selection.name, what)
     networks += [_selected(selection, config, store) for selection in selections]
     chain = auxiliary_chain(config)
     if chain is not None:

@@ -57,7 +57,7 @@ def test_configuration_page_shows_the_example_configuration() -> None:
 
 
 def test_annotations_page_error_example_is_what_braid_says() -> None:
-    (shown,) = [b.strip() for b in fenced_blocks("annotations.md", "text")]
+    (shown,) = [b.strip() for b in fenced_blocks("annotations.md", "text") if "entry" in b]
     value = '[{"name": "net-a"}, {"name": "net-b", "mac": "x"}]'
     with pytest.raises(CniError) as err:
         parse_selections(value, namespace="default")

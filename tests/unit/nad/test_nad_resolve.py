@@ -281,7 +281,7 @@ def test_neither_cluster_network_nor_delegates(conf_dir: Path) -> None:
 
 def test_default_network_override(conf_dir: Path) -> None:
     nads = {**NADS, ("kube-system", "alt"): conf("alt-net", "ptp")}
-    config = braid(conf_dir, clusterNetwork="cluster", namespaceIsolation=True)
+    config = braid(conf_dir, clusterNetwork="cluster")  # isolation: test_nad_override_policy
     plan = plan_for(config, {OVERRIDE: "alt", NETWORKS: "net-a"}, nads)
     assert summary(plan) == [(0, "eth0", "alt-net", True), (1, "net1", "my-namespace/net-a", False)]
     plan = plan_for(config, {OVERRIDE: "other-ns/net-c"}, nads)
