@@ -65,7 +65,7 @@ def run(engine: EngineSetup, command: str, **keys: Any) -> tuple[Any, int]:
 def assert_untouched(engine: EngineSetup) -> None:
     assert set(kernel.links(engine.pod.name)) == {"lo"}, "the pod got an interface"
     assert kernel.cni_container_chains(engine.host.name) == set(), "a port was mapped"
-    assert ":22 " not in kernel.nat_rules(engine.host.name)
+    assert "--dport 22 " not in kernel.nat_rules(engine.host.name)
     engine.assert_nothing_left()
     assert engine.leases(CLUSTER) == set()
 
@@ -79,4 +79,30 @@ def test_isolation_refuses_another_namespaces_network_before_anything_runs(
     assert error["code"] == 7, error
     assert "namespace isolation" in error["msg"]
     assert "kube-system/primary" in error["msg"]
+    assert_untouched(engine)
+
+
+def test_requests_of_an_allowed_override_are_refused_before_anything_runs(
+    engine: EngineSetup,
+) -> None:
+    error, code = run(engine, "ADD", namespaceIsolation=True, globalNamespaces="kube-system")
+
+    assert code == 1
+    assert error["code"] == 7, error
+    assert "key 'ips'" in error["msg"]
+    assert "allowDefaultNetworkRequests" in error["msg"]
+    assert_untouched(engine)
+
+
+def test_requests_the_operator_allows_reach_the_default_network(engine: EngineSetup) -> None:
+    keys = {"globalNamespaces": "kube-system", "allowDefaultNetworkRequests": True}
+    result, code = run(engine, "ADD", namespaceIsolation=True, **keys)
+
+    assert code == 0, result
+    assert kernel.addresses(engine.pod.name, "eth0") == {ADDRESS}
+    rules = kernel.nat_rules(engine.host.name)
+    assert "--dport 22 " in rules, rules
+    assert "--to-destination 10.253.0.77:2222" in rules, rules
+
+    assert run(engine, "DEL", namespaceIsolation=True, **keys) == (None, 0)
     assert_untouched(engine)

@@ -49,6 +49,11 @@ class Selection(msgspec.Struct, frozen=True):
         """How messages name this entry: its position and reference."""
         return f"entry {self.index} ({self.namespace}/{self.name})"
 
+    def request_keys(self) -> list[str]:
+        """The annotation keys of the per-attachment requests this entry makes, in the order
+        of the annotation's key table (``interface``, ``ips``, ...)."""
+        return [key for key, (field, _) in _KEYS.items() if getattr(self, field) not in (None, ())]
+
 
 def _fail(annotation: str, index: int, name: str, problem: str) -> CniError:
     who = f"entry {index}" + (f" ({name!r})" if name else "")

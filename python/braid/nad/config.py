@@ -45,6 +45,9 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     bin_dir: str = "/opt/cni/bin"
     readinessindicatorfile: str = ""
     namespace_isolation: bool = False
+    # Whether the default-network override's per-attachment requests (ips, portMappings, ...)
+    # reach the cluster default network; Multus never applies them.
+    allow_default_network_requests: bool = False
     global_namespaces: str | None = None
     system_namespaces: list[str] = msgspec.field(default_factory=lambda: ["kube-system"])
     multus_namespace: str = "kube-system"

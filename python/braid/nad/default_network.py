@@ -79,12 +79,29 @@ def resolve_reference(
     return found, None
 
 
+def _check_requests(selection: Selection, config: BraidConfig) -> None:
+    """Multus never applies the override's per-attachment requests to the cluster default
+    network; braid applies them only when the operator allows it, and otherwise refuses them
+    rather than ignore what the pod asked for (``docs/adr/0001-invalid-annotations-fail.md``)."""
+    requests = selection.request_keys()
+    if not requests or config.allow_default_network_requests:
+        return
+    raise CniError(
+        INVALID_CONFIG,
+        f"invalid annotation {DEFAULT_NETWORK_ANNOTATION}: key {requests[0]!r} is a "
+        "per-attachment request, which braid does not apply to the cluster default network: "
+        "remove it from the annotation, or have the operator set the braid configuration key "
+        "`allowDefaultNetworkRequests` to true",
+    )
+
+
 def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str) -> Network:
     """The pod's default-network override: a NAD in ``multusNamespace`` unless it names a
     namespace, within namespace isolation like any selection (``braid.nad.isolation``)."""
     selection = parse_default_network(value, namespace=config.multus_namespace)
     what = f"annotation {DEFAULT_NETWORK_ANNOTATION}"
     check_isolation(config, pod_namespace, selection.namespace, selection.name, what)
+    _check_requests(selection, config)
     nad = store.get_nad(selection.namespace, selection.name)
     if nad is None:
         raise CniError(

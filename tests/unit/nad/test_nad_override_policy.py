@@ -124,3 +124,61 @@ def test_without_isolation_any_namespace_may_be_named(tmp_path: Path) -> None:
     config = braid(tmp_path)
     assert plan_for(config, "team-b/theirs").default.status_name == "theirs"
     assert plan_for(config, "primary").default.status_name == "primary"
+
+
+OPEN = {"namespaceIsolation": True, "globalNamespaces": "default,kube-system"}
+REQUESTS = [
+    ("ips", ["10.253.0.77/24"]),
+    ("mac", "02:42:0a:59:02:0a"),
+    ("infiniband-guid", "c2:11:22:33:44:55:66:77"),
+    ("default-route", ["10.253.0.1"]),
+    ("cni-args", {"mtu": 1400}),
+    ("portMappings", [{"hostPort": 22, "containerPort": 2222}]),
+    ("bandwidth", {"ingressRate": 1}),
+    ("deviceID", "0000:04:00.5"),
+    ("interface", "eth0"),
+    ("interfaceRequest", "eth0"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), REQUESTS, ids=[key for key, _ in REQUESTS])
+def test_override_requests_are_refused_unless_the_operator_allows_them(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    override = json.dumps({"name": "primary", key: value})
+    error = refused(braid(tmp_path, **OPEN), override)
+    shown = "interface" if key == "interfaceRequest" else key
+    assert error.msg.startswith(f"invalid annotation {OVERRIDE}: key {shown!r} ")
+    assert "`allowDefaultNetworkRequests`" in error.msg
+    allowed = braid(tmp_path, allowDefaultNetworkRequests=True, **OPEN)
+    assert plan_for(allowed, override).default.status_name == "primary"
+
+
+def test_the_reproduced_escalation_without_isolation_is_refused_too(tmp_path: Path) -> None:
+    error = refused(braid(tmp_path), ESCALATION)
+    assert "key 'ips'" in error.msg
+
+
+def test_allowed_requests_reach_the_default_network(tmp_path: Path) -> None:
+    config = braid(tmp_path, allowDefaultNetworkRequests=True)
+    default = plan_for(config, ESCALATION).default
+    assert default.ips == ("10.253.0.77/24",)
+    assert default.args_cni == {"ips": ["10.253.0.77/24"]}
+    assert default.capability_args == {
+        "ips": ["10.253.0.77/24"],
+        "portMappings": [{"hostPort": 22, "containerPort": 2222, "protocol": "tcp"}],
+    }
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["primary", '{"name": "primary", "namespace": "kube-system", "org.example/x": 1}'],
+)
+def test_an_override_without_requests_needs_no_permission(tmp_path: Path, override: str) -> None:
+    default = plan_for(braid(tmp_path), override).default
+    assert (default.status_name, default.args_cni, default.capability_args) == ("primary", {}, {})
+
+
+def test_allow_default_network_requests_must_be_a_boolean(tmp_path: Path) -> None:
+    with pytest.raises(CniError, match="allowDefaultNetworkRequests"):
+        braid(tmp_path, allowDefaultNetworkRequests="yes")

@@ -299,8 +299,11 @@ def test_default_network_override_errors(conf_dir: Path) -> None:
     config = braid(conf_dir, clusterNetwork="cluster")
     with pytest.raises(CniError, match="kube-system/missing not found"):
         plan_for(config, {OVERRIDE: "missing"})
+    allowing = braid(conf_dir, clusterNetwork="cluster", allowDefaultNetworkRequests=True)
     with pytest.raises(CniError, match="interface 'eth9' cannot be requested"):
-        plan_for(config, {OVERRIDE: '[{"name":"shared","namespace":"default","interface":"eth9"}]'})
+        plan_for(
+            allowing, {OVERRIDE: '[{"name":"shared","namespace":"default","interface":"eth9"}]'}
+        )
 
 
 def test_namespace_isolation(conf_dir: Path) -> None:
