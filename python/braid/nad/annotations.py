@@ -49,6 +49,26 @@ class Selection(msgspec.Struct, frozen=True):
         """How messages name this entry: its position and reference."""
         return f"entry {self.index} ({self.namespace}/{self.name})"
 
+    def args_cni(self) -> dict[str, Any]:
+        """What this entry puts into each delegate's ``args.cni``: ``cni-args``, then the
+        requested ips, mac and GUID (which win over same-named ``cni-args`` keys)."""
+        args = dict(self.cni_args or {})
+        if self.ips:
+            args["ips"] = list(self.ips)
+        if self.mac is not None:
+            args["mac"] = self.mac
+        if self.infiniband_guid is not None:
+            args["infinibandGUID"] = self.infiniband_guid
+        return args
+
+    def args_cni_source(self, key: str) -> str:
+        """The annotation key that puts ``key`` into ``args.cni`` (see ``args_cni``)."""
+        sources = {"ips": bool(self.ips), "mac": self.mac is not None}
+        sources["infinibandGUID"] = self.infiniband_guid is not None
+        if sources.get(key):
+            return "infiniband-guid" if key == "infinibandGUID" else key
+        return "cni-args"
+
     def request_keys(self) -> list[str]:
         """The annotation keys of the per-attachment requests this entry makes, in the order
         of the annotation's key table (``interface``, ``ips``, ...)."""

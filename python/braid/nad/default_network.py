@@ -19,6 +19,7 @@ from braid.nad.config import BraidConfig
 from braid.nad.isolation import check_isolation
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confdir, load_path
+from braid.nad.pins import check_pins
 from braid.nad.store import Store
 from braid.nad.syntax import is_dns1123_subdomain
 
@@ -110,10 +111,12 @@ def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str)
             f"{selection.namespace}/{selection.name} not found",
         )
     delegate = delegate_from_nad(nad, config.conf_dir)
+    label = f"the default network {delegate.name!r} ({DEFAULT_NETWORK_ANNOTATION})"
+    check_pins(selection, nad, delegate, label)
     return Network(
         delegate=delegate,
         status_name=delegate.name,
-        label=f"the default network {delegate.name!r} ({DEFAULT_NETWORK_ANNOTATION})",
+        label=label,
         selection=selection,
         nad_annotations=nad.annotations,
     )

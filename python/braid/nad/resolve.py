@@ -23,6 +23,7 @@ from braid.nad.default_network import (
     delegate_from_nad,
 )
 from braid.nad.isolation import check_isolation
+from braid.nad.pins import check_pins
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.store import Store
 from braid.nad.syntax import ip_family
@@ -56,27 +57,15 @@ def _selected(selection: Selection, config: BraidConfig, store: Store) -> Networ
             f"{label}: NetworkAttachmentDefinition {selection.namespace}/{selection.name} "
             "not found",
         )
+    delegate = delegate_from_nad(nad, config.conf_dir)
+    check_pins(selection, nad, delegate, label)
     return Network(
-        delegate=delegate_from_nad(nad, config.conf_dir),
+        delegate=delegate,
         status_name=f"{selection.namespace}/{selection.name}",
         label=label,
         selection=selection,
         nad_annotations=nad.annotations,
     )
-
-
-def _args_cni(selection: Selection | None) -> dict[str, Any]:
-    """``args.cni`` for the delegates: ``cni-args``, then the requested ips, mac and GUID."""
-    if selection is None:
-        return {}
-    args = dict(selection.cni_args or {})
-    if selection.ips:
-        args["ips"] = list(selection.ips)
-    if selection.mac is not None:
-        args["mac"] = selection.mac
-    if selection.infiniband_guid is not None:
-        args["infinibandGUID"] = selection.infiniband_guid
-    return args
 
 
 def _capability_args(runtime: Mapping[str, Any], selection: Selection | None) -> dict[str, Any]:
@@ -122,7 +111,7 @@ def _attachment(
         source=network.delegate.source,
         label=network.label,
         is_default=position == 0,
-        args_cni=_args_cni(selection),
+        args_cni=selection.args_cni() if selection is not None else {},
         capability_args=_capability_args(capability_args, selection),
         ips=selection.ips if selection is not None else (),
         mac=selection.mac if selection is not None else None,

@@ -57,7 +57,8 @@ def test_configuration_page_shows_the_example_configuration() -> None:
 
 
 def test_annotations_page_error_example_is_what_braid_says() -> None:
-    (shown,) = [b.strip() for b in fenced_blocks("annotations.md", "text") if "entry" in b]
+    blocks = fenced_blocks("annotations.md", "text")
+    (shown,) = [b.strip() for b in blocks if b.startswith("invalid annotation")]
     value = '[{"name": "net-a"}, {"name": "net-b", "mac": "x"}]'
     with pytest.raises(CniError) as err:
         parse_selections(value, namespace="default")
@@ -67,8 +68,8 @@ def test_annotations_page_error_example_is_what_braid_says() -> None:
 def test_annotations_page_yaml_examples_parse() -> None:
     import yaml  # noqa: PLC0415
 
-    blocks = fenced_blocks("annotations.md", "yaml")
-    values = [yaml.safe_load(b)["k8s.v1.cni.cncf.io/networks"] for b in blocks]
+    docs = [yaml.safe_load(b) for b in fenced_blocks("annotations.md", "yaml")]
+    values = [d["k8s.v1.cni.cncf.io/networks"] for d in docs if "kind" not in d]
     text, structured = (parse_selections(v, namespace="default") for v in values)
     assert [(s.namespace, s.name, s.interface) for s in text] == [
         ("default", "net-a", None),
