@@ -193,13 +193,39 @@ def _json_entry(entry: Any, index: int, namespace: str, annotation: str) -> Sele
     return Selection(index=index, name=name, namespace=ns or namespace, extra=extra, **fields)
 
 
-def _decode_json(value: str, annotation: str) -> Any:
-    try:
-        return msgspec.json.decode(value.encode("utf-8"))
-    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as exc:
+def _not_json(annotation: str, exc: Exception) -> CniError:
+    return CniError(INVALID_CONFIG, f"invalid annotation {annotation}: not valid JSON", str(exc))
+
+
+def _check_count(count: int, annotation: str, max_entries: int | None) -> None:
+    if max_entries is not None and count > max_entries:
         raise CniError(
-            INVALID_CONFIG, f"invalid annotation {annotation}: not valid JSON", str(exc)
+            INVALID_CONFIG,
+            f"invalid annotation {annotation}: selects {count} networks, more than the "
+            f"{max_entries} braid allows per pod (braid configuration key `maxSelections`)",
+        )
+
+
+def _json_entries(value: str, annotation: str, max_entries: int | None) -> list[Any]:
+    """The entries of the JSON format, counted (and refused beyond ``max_entries``) before
+    any entry is decoded; the override may be one object instead of a list."""
+    try:
+        doc = msgspec.json.decode(value.encode("utf-8"), type=list[msgspec.Raw] | dict[str, Any])
+    except msgspec.ValidationError:
+        raise CniError(
+            INVALID_CONFIG, f"invalid annotation {annotation}: expected a JSON list"
         ) from None
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as exc:
+        raise _not_json(annotation, exc) from None
+    if isinstance(doc, dict):
+        if annotation != DEFAULT_NETWORK_ANNOTATION:
+            raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: expected a JSON list")
+        return [doc]
+    _check_count(len(doc), annotation, max_entries)
+    try:
+        return [msgspec.json.decode(raw) for raw in doc]
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _not_json(annotation, exc) from None
 
 
 def is_json_form(value: str) -> bool:
@@ -208,23 +234,25 @@ def is_json_form(value: str) -> bool:
 
 
 def parse_selections(
-    value: str, *, namespace: str, annotation: str = NETWORKS_ANNOTATION
+    value: str,
+    *,
+    namespace: str,
+    annotation: str = NETWORKS_ANNOTATION,
+    max_entries: int | None = None,
 ) -> list[Selection]:
     """The attachments an annotation selects, in order; ``namespace`` is the default namespace
-    of entries that name none. An empty value selects nothing."""
+    of entries that name none. An empty value selects nothing. More than ``max_entries``
+    entries (``maxSelections``; None: no bound) are refused before any entry is parsed."""
     if len(value.encode("utf-8", "surrogatepass")) > MAX_ANNOTATION_BYTES:
         raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: longer than 256 KiB")
     if not value.strip():
         return []
     if not is_json_form(value):
+        _check_count(value.count(",") + 1, annotation, max_entries)
         items = value.split(",")
         return [_text_entry(item, i, namespace, annotation) for i, item in enumerate(items)]
-    doc = _decode_json(value, annotation)
-    if annotation == DEFAULT_NETWORK_ANNOTATION and isinstance(doc, dict):
-        doc = [doc]
-    if not isinstance(doc, list):
-        raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: expected a JSON list")
-    return [_json_entry(entry, i, namespace, annotation) for i, entry in enumerate(doc)]
+    entries = _json_entries(value, annotation, max_entries)
+    return [_json_entry(entry, i, namespace, annotation) for i, entry in enumerate(entries)]
 
 
 def parse_default_network(value: str, *, namespace: str) -> Selection:

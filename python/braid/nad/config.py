@@ -73,6 +73,8 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     nad_dir: str = "/etc/cni/braid/nads"
     pod_dir: str = "/etc/cni/braid/pods"
     plugin_timeout: float | None = None
+    # Bounds of what one pod makes braid resolve (docs/configuration.md, "Bounds").
+    max_selections: int = 64
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
@@ -177,6 +179,14 @@ PATH_KEYS = tuple(
 )
 
 
+# (attribute, key) of each bound: a positive integer.
+BOUND_KEYS = tuple(
+    (f.name, f.encode_name)
+    for f in msgspec.structs.fields(BraidConfig)
+    if f.name.startswith("max_")
+)
+
+
 def _check_values(config: BraidConfig) -> None:
     for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
@@ -185,6 +195,9 @@ def _check_values(config: BraidConfig) -> None:
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
+    for attribute, key in BOUND_KEYS:
+        if getattr(config, attribute) < 1:
+            raise _fail(f"braid configuration: key `{key}` must be a positive integer")
 
 
 def check_network_name(config: BraidConfig) -> None:

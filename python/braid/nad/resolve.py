@@ -160,8 +160,12 @@ def resolve_plan(
     capability_args: Mapping[str, Any] | None = None,
 ) -> AttachmentPlan:
     """The attachment plan of a pod; every problem is a CniError naming what is wrong where."""
+    selections = parse_selections(
+        annotations.get(NETWORKS_ANNOTATION, ""),
+        namespace=pod.namespace,
+        max_entries=config.max_selections,
+    )
     networks = default_networks(config, store, pod.namespace, annotations)
-    selections = parse_selections(annotations.get(NETWORKS_ANNOTATION, ""), namespace=pod.namespace)
     for selection in selections:
         what = f"{NETWORKS_ANNOTATION} {selection.label()}"
         check_isolation(config, pod.namespace, selection.namespace, selection.name, what)
