@@ -1,11 +1,13 @@
 # Hand-written stub of the Rust extension; checked against the built module by mypy.stubtest.
 
-from typing import Literal, final
+from typing import Any, Literal, final
 
 __all__ = [
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
     "MAX_CONTAINER_ID_BYTES",
+    "RECORD_KIND",
+    "RECORD_VERSION",
     "DurableWrite",
     "PluginProcess",
     "StartingPlugin",
@@ -14,6 +16,7 @@ __all__ = [
     "conf_to_list",
     "container_id_problem",
     "convert_result",
+    "decode_record",
     "error_json",
     "interface_name_problem",
     "link_info",
@@ -28,6 +31,7 @@ __all__ = [
     "parse_plugin_result",
     "parse_version_output",
     "plugin_stdin",
+    "record_container",
     "result_version",
     "run_sequence",
     "select_list_version",
@@ -41,6 +45,8 @@ __all__ = [
 CNI_VERSIONS: list[str]
 CNI_CURRENT_VERSION: str
 MAX_CONTAINER_ID_BYTES: int
+RECORD_KIND: str
+RECORD_VERSION: int
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...
@@ -134,3 +140,11 @@ def run_sequence(
         float,
     ]
 ]: ...
+
+# A record's (or an entry's) fields by attribute name; JSON members as bytes or None.
+_Fields = dict[str, Any]
+
+def decode_record(
+    *, data: bytes, container_id: str
+) -> tuple[_Fields | None, tuple[int, str, str, list[_Fields], bool] | None]: ...
+def record_container(*, data: bytes) -> str | None: ...

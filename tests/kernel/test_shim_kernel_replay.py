@@ -322,3 +322,60 @@ def test_del_without_daemon_replays_a_plan_left_in_a_spare(
     assert not lost.exists()
     assert not engine.record_path.exists()
     assert (engine.cni_dir / "spares" / "blank.spare").exists(), "another spare is left alone"
+
+
+def cut_short(engine: EngineSetup, where: str) -> bytes:
+    """What a power failure can leave of the record's last write (renamed, not flushed): a
+    prefix of it. `where`: inside the second entry, after the entries, or nothing at all."""
+    data = engine.record_path.read_bytes()
+    at = {
+        "second-entry": data.index(b'"ifname":"net1"'),
+        "after-entries": data.index(b'"networkStatus"') + 20,
+        "nothing": 0,
+    }[where]
+    engine.record_path.write_bytes(data[:at])
+    return data[:at]
+
+
+@pytest.mark.parametrize("where", ["second-entry", "nothing"])
+def test_a_record_cut_short_is_kept_with_code_11_until_the_daemon_resolves_the_pod(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path, where: str
+) -> None:
+    """The shim cannot know what a record cut short lost: it tears down what is left of it,
+    keeps the record and answers code 11 (try again later), every time, until a DEL reaches
+    the engine, which resolves the pod's networks and tears down the rest."""
+    thin_add(engine, "net-a,net-b")
+    cut = cut_short(engine, where)
+
+    for _ in range(2):
+        code, stdout = shim_del(engine, shim, no_daemon_dir)
+        error = json.loads(stdout)
+        assert (code, error["code"]) == (1, 11), error
+        assert f"container {engine.container_id} is corrupt" in error["msg"]
+        assert "keeps the record" in error["msg"]
+        assert engine.record_path.read_bytes() == cut, "the record stays as it was"
+    expected = {"lo", "net1", "net2"} if where == "second-entry" else {"lo", "eth0", "net1", "net2"}
+    assert set(kernel.links(engine.pod.name)) == expected, "what is left of it was torn down"
+
+    stdin = engine.braid_conf({NETWORKS: "net-a,net-b"})
+    proc = _in_host(engine, BRAID_THIN, {**engine.env("DEL"), "CNI_ARGS": DEL_ARGS}, stdin)
+    assert (proc.returncode, json.loads(proc.stdout)["code"]) == (1, 5), proc.stdout
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-b")
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+
+def test_a_record_cut_after_its_entries_is_replayed_whole(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    """Every entry was read: the shim tears all of them down, removes the record and reports
+    the damage (code 5); the retry has nothing left to do."""
+    thin_add(engine, "net-a,net-b")
+    cut_short(engine, "after-entries")
+
+    code, stdout = shim_del(engine, shim, no_daemon_dir)
+
+    assert (code, json.loads(stdout)["code"]) == (1, 5)
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a", "net-b")
+    assert shim_del(engine, shim, no_daemon_dir) == (0, b"")

@@ -17,7 +17,6 @@ teardown after a crash; a lost final rewrite only costs the DEL its ``prevResult
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 from pathlib import Path
@@ -31,8 +30,10 @@ from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 from braid.nad.plan import Attachment
 
-RECORD_KIND = "braidAttachmentRecord"
-RECORD_VERSION = 1
+RECORD_KIND = _native.RECORD_KIND
+RECORD_VERSION = _native.RECORD_VERSION
+# "Absent": omitted when written (msgspec compares defaults by identity).
+NO_RAW = msgspec.Raw()
 
 State = Literal["planned", "added", "failed", "deleted"]
 
@@ -61,7 +62,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     default_route: list[str] | None = None
     auxiliary_chain: bool = False
     state: State = "planned"
-    result: msgspec.Raw = msgspec.Raw()
+    result: msgspec.Raw = NO_RAW
     error: str | None = None
 
     @classmethod
@@ -132,7 +133,7 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
     pod_name: str = ""
     pod_uid: str = ""
     attachments: list[AttachmentEntry] = msgspec.field(default_factory=list)
-    network_status: msgspec.Raw = msgspec.Raw()
+    network_status: msgspec.Raw = NO_RAW
 
 
 _encoder = msgspec.json.Encoder()
@@ -280,50 +281,55 @@ def _write_failed(container_id: str, exc: Exception) -> CniError:
 
 
 class CorruptRecord(CniError):
-    """A record that cannot be decoded whole; ``salvaged`` holds what it still describes."""
+    """A record that cannot be decoded whole; ``salvaged`` holds what it still describes, and
+    ``complete`` says whether that is every attachment it held."""
 
-    def __init__(self, container_id: str, reason: str, salvaged: list[AttachmentEntry]) -> None:
-        super().__init__(
-            IO_FAILURE,
-            f"the attachment record of container {container_id} is corrupt",
-            reason,
-        )
+    def __init__(
+        self, code: int, msg: str, details: str, salvaged: list[AttachmentEntry], *, complete: bool
+    ) -> None:
+        super().__init__(code, msg, details)
         self.salvaged = salvaged
+        self.complete = complete
 
 
 def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
-    """Decodes a record; on failure salvages every attachment entry that still decodes."""
-    try:
-        record = msgspec.json.decode(data, type=AttachmentRecord)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptRecord(container_id, str(exc), _salvage(data)) from exc
-    if record.kind != RECORD_KIND or record.version != RECORD_VERSION:
-        reason = f"unsupported record kind {record.kind!r} version {record.version}"
-        raise CorruptRecord(container_id, reason, record.attachments)
-    return record
+    """Decodes a record with braid's one record decoder (``braid_cni::record``, which the
+    shim's DEL replay uses too); a damaged one raises ``CorruptRecord`` with every entry that
+    still decodes, from what is left of a record cut short too."""
+    fields, damage = _native.decode_record(data=data, container_id=container_id)
+    if damage is not None:
+        code, msg, details, salvaged, complete = damage
+        entries = [_entry(found) for found in salvaged]
+        raise CorruptRecord(code, msg, details, entries, complete=complete)
+    if fields is None:  # pragma: no cover - the decoder answers one of the two
+        raise CniError(IO_FAILURE, f"the attachment record of container {container_id} is lost")
+    return AttachmentRecord(
+        **{
+            **fields,
+            "kind": RECORD_KIND,
+            "attachments": [_entry(found) for found in fields["attachments"]],
+            "network_status": _raw(fields["network_status"]),
+        }
+    )
 
 
-def _salvage(data: bytes) -> list[AttachmentEntry]:
-    """Entries of a damaged record that still decode on their own (best effort). Each entry
-    is decoded from its own JSON text, so its raw ``result`` survives as it was written; a
-    truncated record still yields every entry written whole before the damage."""
-    text = data.decode("utf-8", errors="replace")
-    start = text.find('"attachments"')
-    start = text.find("[", start) if start >= 0 else -1
-    if start < 0:
-        return []
-    decoder = json.JSONDecoder()
-    salvaged: list[AttachmentEntry] = []
-    pos = start + 1
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] != "{":
-            return salvaged
-        try:
-            _, end = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            return salvaged
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            salvaged.append(msgspec.json.decode(text[pos:end].encode(), type=AttachmentEntry))
-        pos = end
+def _entry(fields: dict[str, Any]) -> AttachmentEntry:
+    return AttachmentEntry(
+        **{
+            **fields,
+            "args_cni": _object(fields["args_cni"]),
+            "capability_args": _object(fields["capability_args"]),
+            "result": _raw(fields["result"]),
+        }
+    )
+
+
+def _object(data: bytes | None) -> dict[str, Any]:
+    return {} if data is None else _objects.decode(data)
+
+
+def _raw(data: bytes | None) -> msgspec.Raw:
+    return NO_RAW if data is None else msgspec.Raw(data)
+
+
+_objects = msgspec.json.Decoder(dict[str, Any])

@@ -30,8 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
-import msgspec
-
+from braid import _native
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
 from braid.cni.request import container_id_problem
@@ -52,26 +51,18 @@ QUIET_SECONDS = 0.02
 CRITICAL = 2
 
 
-class _Header(msgspec.Struct, rename="camel"):
-    container_id: str
-    kind: str = ""
-
-
-_header = msgspec.json.Decoder(_Header)
-
-
 def spare_record(data: bytes) -> str | None:
-    """The container id of the record a spare holds; None for a blank spare. Raises
-    ``ValueError`` for anything else (a torn write, a stranger's file)."""
+    """The container id of the record a spare holds (read by braid's one record decoder,
+    ``braid_cni::record``, as the shim reads it); None for a blank spare. Raises ``ValueError``
+    for anything else (a torn write, a stranger's file)."""
     if not data.strip(b" "):
         return None
-    try:
-        header = _header.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ValueError(f"not a record: {exc}") from exc
-    if container_id_problem(header.container_id):
-        raise ValueError(f"container id {header.container_id!r} cannot name a record")
-    return header.container_id
+    container_id = _native.record_container(data=data)
+    if container_id is None:
+        raise ValueError("not a record: no JSON object naming its container")
+    if container_id_problem(container_id):
+        raise ValueError(f"container id {container_id!r} cannot name a record")
+    return container_id
 
 
 class SpareFiles:

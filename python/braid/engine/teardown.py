@@ -10,6 +10,7 @@ silently skipping a delegate is not (Multus's IP leaks).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from braid.cni import NetworkList, Runtime
@@ -23,7 +24,7 @@ from braid.engine.context import (
 )
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
-from braid.errors import CniError, TeardownError
+from braid.errors import TRY_AGAIN_LATER, CniError, TeardownError
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import resolve_plan
 from braid.nad.store import pod_annotations
@@ -75,12 +76,12 @@ def _network_of(entry: AttachmentEntry) -> NetworkList | CniError:
 
 def _fallback_record(
     ctx: EngineContext, request: CniRequest, capability_args: dict[str, Any]
-) -> AttachmentRecord:
-    """What to tear down when there is no record: the plan if still resolvable, else the
-    default network alone (annotations and NADs may have changed since ADD)."""
+) -> tuple[AttachmentRecord, CniError | None]:
+    """What to tear down when there is no record: the pod's plan if still resolvable, else the
+    default network alone (annotations and NADs may have changed since ADD); and why the pod's
+    own plan could not be resolved (None when it was)."""
     pod = pod_of(request)
     store = ctx.store or NoStore()
-    plan: AttachmentPlan | None = None
     try:
         annotations = pod_annotations(capability_args, ctx.store, pod.namespace, pod.name, pod.uid)
         plan = resolve_plan(
@@ -93,7 +94,7 @@ def _fallback_record(
         )
     except CniError as exc:
         log.warning(
-            "container %s: no record and no plan (%s); DEL of the default network only",
+            "container %s: no usable record and no plan (%s); DEL of the default network only",
             request.container_id,
             exc,
         )
@@ -105,7 +106,30 @@ def _fallback_record(
             ifname=request.ifname,
             capability_args=capability_args,
         )
-    return new_record(ctx, request, plan)
+        return new_record(ctx, request, plan), exc
+    return new_record(ctx, request, plan), None
+
+
+def _salvage_record(
+    ctx: EngineContext,
+    request: CniRequest,
+    capability_args: dict[str, Any],
+    corrupt: CorruptRecord,
+) -> tuple[AttachmentRecord, CniError | None]:
+    """What to tear down after a damaged record: what it still describes plus the fallback
+    plan (``_fallback_record``), and why the pod's own plan could not be resolved. When not
+    even the default network resolves, what the record still describes alone."""
+    try:
+        record, unresolved = _fallback_record(ctx, request, capability_args)
+    except CniError as exc:
+        empty = AttachmentPlan(pod_namespace="", pod_name="", pod_uid="", attachments=())
+        record, unresolved = new_record(ctx, request, empty), exc
+    known = {(e.network_name, e.ifname) for e in record.attachments}
+    for entry in corrupt.salvaged:
+        if (entry.network_name, entry.ifname) not in known:
+            record.attachments.append(entry)
+    record.attachments.sort(key=lambda e: e.position)
+    return record, unresolved
 
 
 def delete(
@@ -132,17 +156,22 @@ def _delete_locked(
 ) -> None:
     records = ctx.records()
     corrupt: CorruptRecord | None = None
+    unresolved: CniError | None = None
     with ctx.locks().container(request.container_id):
         try:
             record = records.read(request.container_id)
         except CorruptRecord as exc:
             corrupt, record = exc, None
-        if record is None:
-            record = _fallback_record(ctx, request, capability_args)
-            if corrupt is not None:
-                _merge_salvaged(record, corrupt.salvaged)
+        if corrupt is not None:
+            record, unresolved = _salvage_record(ctx, request, capability_args, corrupt)
+        elif record is None:
+            record, _ = _fallback_record(ctx, request, capability_args)
         runtime = ctx.runtime(request)
         errors = tear_down(runtime, record, record.attachments, netns=request.netns)
+        if corrupt is not None and not corrupt.complete and unresolved is not None:
+            # What the record lost may still be attached: it stays as it is (a rewrite would
+            # make it look whole) until the pod's networks can be resolved.
+            raise _kept(corrupt, records.path(request.container_id), record, unresolved, errors)
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
@@ -150,17 +179,30 @@ def _delete_locked(
             answer(b"")
         records.remove(request.container_id)
     if corrupt is not None:
+        also = "plus the default network" if unresolved is not None else "plus the pod's networks"
         raise CniError(
             corrupt.code,
             f"{corrupt.msg}; braid tore down the {len(record.attachments)} attachment(s) it "
-            "still describes plus the default network",
+            f"still describes {also}",
             corrupt.details,
         )
 
 
-def _merge_salvaged(record: AttachmentRecord, salvaged: list[AttachmentEntry]) -> None:
-    known = {(e.network_name, e.ifname) for e in record.attachments}
-    for entry in salvaged:
-        if (entry.network_name, entry.ifname) not in known:
-            record.attachments.append(entry)
-    record.attachments.sort(key=lambda e: e.position)
+def _kept(
+    corrupt: CorruptRecord,
+    path: Path,
+    record: AttachmentRecord,
+    unresolved: CniError,
+    errors: list[CniError],
+) -> CniError:
+    """Code 11 for a damaged record that may not describe every attachment while the pod's
+    networks cannot be resolved: what braid did, why it stops there, and the way out."""
+    done = len(record.attachments) - len(errors)
+    return CniError(
+        TRY_AGAIN_LATER,
+        f"{corrupt.msg} and may not describe every attachment; braid tore down {done} of the "
+        f"{len(record.attachments)} it knows of, but cannot resolve the pod's networks now "
+        f"({unresolved.msg}); the record {path} is kept and DEL fails until they resolve (try "
+        "again later, or remove the record to give up on what it lost)",
+        "; ".join(filter(None, [corrupt.details, *(str(e) for e in errors)])),
+    )

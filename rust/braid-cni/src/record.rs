@@ -1,9 +1,15 @@
-//! The attachment record (`docs/attachment-record.md`): decoding what the shim replays for DEL.
+//! The attachment record (`docs/attachment-record.md`): its one decoder, used by the shim's
+//! DEL replay and, through `braid._native`, by the engine.
 //!
-//! Field rules follow the engine's reader: `containerId` and `netns` are required, every other
-//! key has a default, a key of the wrong kind makes the whole record undecodable, unknown keys
-//! are ignored. A record that does not decode, or is of another `kind` or `version`, is
-//! [`Damaged`]: the error (code 5) plus every attachment entry that still decodes on its own.
+//! `containerId`, `netns`, `kind` and `version` are required, every other key has a default,
+//! a key of the wrong kind makes the whole record undecodable, unknown keys are ignored. A
+//! record that does not decode, or is of another `kind` or `version`, is [`Damaged`]: the
+//! error (code 5), every attachment entry that still decodes on its own, and whether those are
+//! all the record held ([`Damaged::complete`]). A record that is not whole JSON (cut short by
+//! a power failure) is read up to the damage (`prefix`): every entry written whole before it
+//! is salvaged.
+
+mod prefix;
 
 use serde_json::{Map, Value};
 
@@ -14,6 +20,8 @@ use crate::error::{codes, CniError, Result};
 pub const RECORD_KIND: &str = "braidAttachmentRecord";
 /// The `version` of the record format this crate reads.
 pub const RECORD_VERSION: u64 = 1;
+/// The `state` values of an entry; the first is the default.
+pub const STATES: [&str; 4] = ["planned", "added", "failed", "deleted"];
 
 /// A decoded record: the container and its attachments in plan order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,14 +30,24 @@ pub struct Record {
     pub container_id: String,
     /// `CNI_NETNS` of the ADD.
     pub netns: String,
+    /// The record format's version.
+    pub version: u64,
     /// braid's own configuration version.
     pub cni_version: String,
     /// The runtime's `CNI_ARGS` pairs at ADD time.
     pub cni_args: Vec<(String, String)>,
     /// The runtime's `CNI_PATH` entries at ADD time.
     pub plugin_dirs: Vec<String>,
+    /// The pod's namespace.
+    pub pod_namespace: String,
+    /// The pod's name.
+    pub pod_name: String,
+    /// The pod's UID.
+    pub pod_uid: String,
     /// The attachments, the default network first.
     pub attachments: Vec<Entry>,
+    /// The network-status list, JSON (`None` when absent).
+    pub network_status: Option<Vec<u8>>,
 }
 
 /// One attachment: a delegate network run for one interface of the pod.
@@ -55,10 +73,20 @@ pub struct Entry {
     pub args_cni: Option<Vec<u8>>,
     /// The capability arguments, a JSON object (`None` when empty).
     pub capability_args: Option<Vec<u8>>,
-    /// `planned`, `added`, `failed` or `deleted`.
+    /// The addresses the pod asked for.
+    pub ips: Vec<String>,
+    /// The MAC address the pod asked for.
+    pub mac: Option<String>,
+    /// The default-route gateways the pod asked for.
+    pub default_route: Option<Vec<String>>,
+    /// Whether this is braid's auxiliary chain.
+    pub auxiliary_chain: bool,
+    /// One of [`STATES`].
     pub state: String,
     /// The final result, JSON (`None` when absent or null).
     pub result: Option<Vec<u8>>,
+    /// Why its last DEL failed, when it did.
+    pub error: Option<String>,
 }
 
 impl Entry {
@@ -88,6 +116,10 @@ pub struct Damaged {
     pub error: CniError,
     /// Every attachment entry that decodes on its own, in plan order.
     pub salvaged: Vec<Entry>,
+    /// Whether `salvaged` is every attachment the record held: its `attachments` array was
+    /// read to its end, every entry decoded, and the record is of the kind and a version this
+    /// crate reads. When it is not, something the record described may be missing.
+    pub complete: bool,
 }
 
 /// The `containerId` a record's bytes name, without decoding the rest (`None`: not a JSON
@@ -99,46 +131,83 @@ pub fn container_of(data: &[u8]) -> Option<String> {
 
 /// Decodes the record of `container_id`.
 pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Damaged> {
-    let top = serde_json::from_slice::<Value>(data);
-    let damaged = |reason: String, top: Option<&Value>| Damaged {
+    let damaged = |reason: String, salvage: Salvage| Damaged {
         error: CniError::new(
             codes::IO_FAILURE,
             format!("the attachment record of container {container_id} is corrupt"),
         )
         .with_details(reason),
-        salvaged: top.map(salvage).unwrap_or_default(),
+        salvaged: salvage.entries,
+        complete: salvage.complete,
     };
-    let top = match top {
-        Ok(value) => value,
-        Err(err) => return Err(damaged(format!("not JSON: {err}"), None)),
+    let top = match serde_json::from_slice::<Value>(data) {
+        Ok(Value::Object(top)) => top,
+        Ok(_) => {
+            let reason = "the record is not a JSON object".to_owned();
+            return Err(damaged(reason, Salvage::default()));
+        }
+        Err(err) => {
+            let cut = prefix::read(data);
+            let entries = cut.attachments.unwrap_or_default();
+            let known = cut.attachments_closed && format_known(&cut.members);
+            let reason = format!("not whole JSON ({err}); read up to the damage");
+            return Err(damaged(reason, Salvage::of(&entries, known)));
+        }
     };
-    let record = match decode_record(&top) {
-        Ok(record) => record,
-        Err(reason) => return Err(damaged(reason, Some(&top))),
+    let items = match top.get("attachments") {
+        Some(Value::Array(items)) => Some(items.as_slice()),
+        _ => None,
     };
-    let kind = top
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or(RECORD_KIND);
-    let version = top
-        .get("version")
-        .and_then(Value::as_u64)
-        .unwrap_or(RECORD_VERSION);
-    if kind != RECORD_KIND || version != RECORD_VERSION {
-        let reason = format!("unsupported record kind {kind:?} version {version}");
-        return Err(damaged(reason, Some(&top)));
+    let salvage = || {
+        Salvage::of(
+            items.unwrap_or_default(),
+            items.is_some() && format_known(&top),
+        )
+    };
+    let record = decode_record(&top).map_err(|reason| damaged(reason, salvage()))?;
+    let kind = top.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind != RECORD_KIND || record.version != RECORD_VERSION {
+        let reason = format!(
+            "unsupported record kind {kind:?} version {}",
+            record.version
+        );
+        return Err(damaged(reason, salvage()));
     }
     Ok(record)
 }
 
+/// Whether the members say a kind and version this crate reads. Both come before
+/// `attachments` in every record braid writes, so a record cut short that reached its entries
+/// still has them.
+fn format_known(members: &Map<String, Value>) -> bool {
+    members.get("kind").and_then(Value::as_str) == Some(RECORD_KIND)
+        && members.get("version").and_then(Value::as_u64) == Some(RECORD_VERSION)
+}
+
+/// The entries of a damaged record that decode, and whether they are all it held.
+#[derive(Debug, Default)]
+struct Salvage {
+    entries: Vec<Entry>,
+    complete: bool,
+}
+
+impl Salvage {
+    /// `items` decoded one by one, in plan order; `listed_whole`: `items` is the record's
+    /// whole `attachments` array, of a format this crate reads.
+    fn of(items: &[Value], listed_whole: bool) -> Self {
+        let mut entries: Vec<Entry> = items.iter().filter_map(|i| decode_entry(i).ok()).collect();
+        let complete = listed_whole && entries.len() == items.len();
+        entries.sort_by_key(|entry| entry.position);
+        Self { entries, complete }
+    }
+}
+
 type Decoded<T> = std::result::Result<T, String>;
 
-fn decode_record(top: &Value) -> Decoded<Record> {
-    let object = top.as_object().ok_or("the record is not a JSON object")?;
-    let fields = Fields(object);
-    fields.string("kind")?;
-    fields.optional("version", Value::as_u64, "an integer")?;
-    let attachments = match object.get("attachments") {
+fn decode_record(top: &Map<String, Value>) -> Decoded<Record> {
+    let fields = Fields(top);
+    fields.required_string("kind")?;
+    let attachments = match top.get("attachments") {
         None => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
@@ -150,6 +219,9 @@ fn decode_record(top: &Value) -> Decoded<Record> {
     Ok(Record {
         container_id: fields.required_string("containerId")?,
         netns: fields.required_string("netns")?,
+        version: fields
+            .optional("version", Value::as_u64, "an integer")?
+            .ok_or("`version` is missing")?,
         cni_version: fields.string("cniVersion")?,
         cni_args: fields
             .optional("cniArgs", pairs, "a list of [key, value] pairs")?
@@ -157,7 +229,11 @@ fn decode_record(top: &Value) -> Decoded<Record> {
         plugin_dirs: fields
             .optional("pluginDirs", strings, "a list of strings")?
             .unwrap_or_default(),
+        pod_namespace: fields.string("podNamespace")?,
+        pod_name: fields.string("podName")?,
+        pod_uid: fields.string("podUid")?,
         attachments,
+        network_status: fields.json("networkStatus"),
     })
 }
 
@@ -181,32 +257,31 @@ fn decode_entry(item: &Value) -> Decoded<Entry> {
         label: fields.string("label")?,
         args_cni: fields.object_bytes("argsCni")?,
         capability_args: fields.object_bytes("capabilityArgs")?,
-        state: fields.string("state")?,
-        result: object
-            .get("result")
-            .filter(|v| !v.is_null())
-            .map(|v| serde_json::to_vec(v).unwrap_or_default()),
+        ips: fields
+            .optional("ips", strings, "a list of strings")?
+            .unwrap_or_default(),
+        mac: fields.nullable("mac", |v| v.as_str().map(str::to_owned), "a string")?,
+        default_route: fields.nullable("defaultRoute", strings, "a list of strings")?,
+        auxiliary_chain: fields
+            .optional("auxiliaryChain", Value::as_bool, "a boolean")?
+            .unwrap_or(false),
+        state: fields
+            .optional("state", state, "one of planned, added, failed, deleted")?
+            .unwrap_or(STATES[0])
+            .to_owned(),
+        result: fields.json("result"),
+        error: fields.nullable("error", |v| v.as_str().map(str::to_owned), "a string")?,
     })
 }
 
-/// Every attachment entry of a damaged record that decodes on its own, in plan order.
-fn salvage(top: &Value) -> Vec<Entry> {
-    let Some(Value::Array(items)) = top.get("attachments") else {
-        return Vec::new();
-    };
-    let mut entries: Vec<Entry> = items.iter().filter_map(|i| decode_entry(i).ok()).collect();
-    entries.sort_by_key(|entry| entry.position);
-    entries
-}
-
-/// Typed access to an object's members with the engine's defaults.
+/// Typed access to an object's members with the record's defaults.
 struct Fields<'a>(&'a Map<String, Value>);
 
 impl Fields<'_> {
     fn optional<T>(
         &self,
         key: &str,
-        get: fn(&Value) -> Option<T>,
+        get: impl Fn(&Value) -> Option<T>,
         kind: &str,
     ) -> Decoded<Option<T>> {
         match self.0.get(key) {
@@ -214,6 +289,19 @@ impl Fields<'_> {
             Some(value) => get(value)
                 .map(Some)
                 .ok_or_else(|| format!("`{key}` must be {kind}")),
+        }
+    }
+
+    /// `optional`, with `null` meaning absent.
+    fn nullable<T>(
+        &self,
+        key: &str,
+        get: impl Fn(&Value) -> Option<T>,
+        kind: &str,
+    ) -> Decoded<Option<T>> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.optional(key, get, &format!("{kind} or null")),
         }
     }
 
@@ -232,8 +320,22 @@ impl Fields<'_> {
         let object = self.optional(key, |v| v.as_object().cloned(), "an object")?;
         Ok(object
             .filter(|o| !o.is_empty())
-            .map(|o| serde_json::to_vec(&Value::Object(o)).unwrap_or_default()))
+            .map(|o| to_bytes(&Value::Object(o))))
     }
+
+    /// Any JSON member as compact bytes; absent or null is `None`.
+    fn json(&self, key: &str) -> Option<Vec<u8>> {
+        self.0.get(key).filter(|v| !v.is_null()).map(to_bytes)
+    }
+}
+
+fn to_bytes(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn state(value: &Value) -> Option<&'static str> {
+    let text = value.as_str()?;
+    STATES.into_iter().find(|known| *known == text)
 }
 
 fn strings(value: &Value) -> Option<Vec<String>> {
@@ -254,3 +356,6 @@ fn pairs(value: &Value) -> Option<Vec<(String, String)>> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

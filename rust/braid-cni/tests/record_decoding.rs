@@ -76,11 +76,12 @@ fn a_single_conf_is_up_converted_and_a_list_kept_verbatim() {
 #[test]
 fn defaults_apply_to_absent_keys() {
     let minimal = json!({"containerId": "c", "netns": "",
+        "kind": "braidAttachmentRecord", "version": 1,
         "attachments": [{"name": "n", "networkName": "n", "ifname": "eth0", "config": "{}"}]});
     let record = decode_value(&minimal).unwrap();
     let entry = &record.attachments[0];
     assert!(entry.is_list && !entry.is_default);
-    assert_eq!((entry.position, entry.state.as_str()), (0, ""));
+    assert_eq!((entry.position, entry.state.as_str()), (0, "planned"));
     assert!(record.cni_args.is_empty() && record.plugin_dirs.is_empty());
 }
 

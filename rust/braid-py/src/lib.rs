@@ -8,6 +8,7 @@ mod durable;
 mod exec;
 mod helpers;
 mod netns;
+mod record;
 
 use braid_cni::{args, config, inject, names, result, version, CniError};
 use pyo3::prelude::*;
@@ -251,6 +252,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     netns::register(m)?;
     durable::register(m)?;
     exec::register(m)?;
+    record::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     m.add("MAX_CONTAINER_ID_BYTES", names::MAX_CONTAINER_ID_BYTES)?;

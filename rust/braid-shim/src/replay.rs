@@ -54,9 +54,9 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
             None => return Ok(()),
         },
     };
-    let (entries, corrupt) = match record::decode(&data, &env.container_id) {
+    let (entries, damaged) = match record::decode(&data, &env.container_id) {
         Ok(decoded) => (decoded.attachments, None),
-        Err(damaged) => (damaged.salvaged, Some(damaged.error)),
+        Err(damaged) => (damaged.salvaged.clone(), Some(damaged)),
     };
     let dirs =
         std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned));
@@ -73,6 +73,9 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     let shown = spare
         .as_ref()
         .map_or(path.as_path(), |(spare, _)| spare.as_path());
+    if let Some(damaged) = damaged.as_ref().filter(|d| !d.complete) {
+        return Err(kept(&damaged.error, entries.len(), &failures, shown));
+    }
     if !failures.is_empty() {
         return Err(summary(&failures, shown));
     }
@@ -85,7 +88,9 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
             .with_details(err.to_string())
         })?;
     }
-    corrupt.map_or(Ok(()), |error| Err(torn_down_anyway(error, entries.len())))
+    damaged.map_or(Ok(()), |damaged| {
+        Err(torn_down_anyway(damaged.error, entries.len()))
+    })
 }
 
 fn read_record(path: &Path) -> Result<Option<Vec<u8>>, CniError> {
@@ -133,6 +138,28 @@ fn torn_down_anyway(error: CniError, count: usize) -> CniError {
         ),
     )
     .with_details(error.details)
+}
+
+/// Code 11 for a damaged record that may not describe every attachment (cut short, an entry
+/// that does not decode, a format this shim does not read): what was torn down, and why the
+/// record stays. Only the daemon, which resolves the pod's networks, can complete the DEL.
+fn kept(error: &CniError, count: usize, failures: &[CniError], record: &Path) -> CniError {
+    let details: Vec<String> = std::iter::once(error.details.clone())
+        .chain(failures.iter().map(ToString::to_string))
+        .collect();
+    CniError::new(
+        codes::TRY_AGAIN_LATER,
+        format!(
+            "{} and may not describe every attachment; the braid daemon being unreachable, the \
+             shim tore down {} of the {count} attachment(s) it still describes and keeps the \
+             record {}: the daemon, which can resolve the pod's networks, completes this DEL \
+             (try again once it runs)",
+            error.msg,
+            count - failures.len(),
+            record.display()
+        ),
+    )
+    .with_details(details.join("; "))
 }
 
 /// The container id rule (`braid_cni::names`): the id names files, so nothing else is accepted.

@@ -189,3 +189,61 @@ def test_a_huge_plugin_timeout_is_no_deadline(dirs: Any, timeout: float) -> None
     assert run_cni(dirs.env("DEL"), dirs.stdin(pluginTimeout=timeout)) == (b"", 0)
     assert len(dirs.calls("DEL")) == 3
     assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
+
+
+ANNOTATED = {"io.kubernetes.cri.pod-annotations": {"k8s.v1.cni.cncf.io/networks": "net-a"}}
+
+
+def cut_record(dirs: Any) -> bytes:
+    """The record cut inside its second entry, as a power failure can leave it: the first
+    entry is whole, the rest lost."""
+    write_record(dirs)
+    path = dirs.cni_dir / "records" / "ctr1.json"
+    data = path.read_bytes()
+    cut = data[: data.index(b'"ifname": "net1"')]
+    path.write_bytes(cut)
+    return cut
+
+
+def test_a_record_cut_short_is_kept_until_the_pods_networks_resolve(dirs: Any) -> None:
+    """What a record cut short lost may still be attached: the salvaged entries are torn down,
+    but while braid cannot resolve the pod's own networks (its NAD is missing here) the record
+    stays as it is and the DEL asks to be tried again later (code 11)."""
+    cut = cut_record(dirs)
+    stdin = dirs.stdin(runtimeConfig=ANNOTATED)
+
+    out, code = run_cni(dirs.env("DEL"), stdin)
+
+    error = json.loads(out)
+    assert (code, error["code"]) == (1, 11)
+    assert "container ctr1 is corrupt" in error["msg"]
+    assert "net-a" in error["msg"], "why the pod's networks cannot be resolved"
+    assert str(dirs.cni_dir / "records" / "ctr1.json") in error["msg"]
+    assert (dirs.cni_dir / "records" / "ctr1.json").read_bytes() == cut
+    assert [c["env"]["CNI_IFNAME"] for c in dirs.calls("DEL")] == ["eth0"]
+
+    nad = {
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": "net-a", "namespace": "default"},
+        "spec": {"config": json.dumps(SECONDARY)},
+    }
+    (dirs.root / "nads" / "net-a.json").write_text(json.dumps(nad))
+    out, code = run_cni(dirs.env("DEL"), stdin)
+
+    assert (code, json.loads(out)["code"]) == (1, 5), "the damage is still reported"
+    assert not (dirs.cni_dir / "records" / "ctr1.json").exists()
+    assert [c["env"]["CNI_IFNAME"] for c in dirs.calls("DEL")][1:] == ["net1", "eth0"]
+    assert run_cni(dirs.env("DEL"), stdin) == (b"", 0)
+
+
+def test_a_record_damaged_but_whole_goes_once_torn_down(dirs: Any) -> None:
+    """A record whose entries were all read (only after them is it cut short) needs no pod
+    networks: everything it describes is torn down and it is removed, the damage reported."""
+    write_record(dirs)
+    path = dirs.cni_dir / "records" / "ctr1.json"
+    path.write_bytes(path.read_bytes()[:-1])  # the final brace lost
+    out, code = run_cni(dirs.env("DEL"), dirs.stdin(runtimeConfig=ANNOTATED))
+
+    assert (code, json.loads(out)["code"]) == (1, 5)
+    assert [c["env"]["CNI_IFNAME"] for c in dirs.calls("DEL")] == ["net2", "net1", "eth0"]
+    assert not path.exists()

@@ -310,3 +310,47 @@ def test_a_write_that_fails_leaves_no_temporary_file(tmp_path: Path, durable: bo
     ).stdout
     assert out.startswith("5 cannot write the attachment record of container ctr1"), out
     assert sorted(p.name for p in (root / "records").iterdir()) == ["ctr0.json"]
+
+
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "records"
+
+
+def golden_cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text())["cases"]
+    return cases
+
+
+@pytest.mark.parametrize("case", golden_cases(), ids=lambda case: case["file"])
+def test_golden_records_decode_as_the_shim_decodes_them(case: dict[str, Any]) -> None:
+    """The engine reads records with the shim's decoder (``braid_cni::record`` through
+    ``_native``): the golden files give both the same outcome (``tests/fixtures/records``),
+    a record cut short included."""
+    wanted = json.loads((GOLDEN / "cases.json").read_text())["entries"]
+    data = (GOLDEN / case["file"]).read_bytes()
+    if case["decodes"]:
+        found = decode_record(data, container_id="ctr1")
+        assert (found.container_id, found.netns, found.pod_name) == (
+            "ctr1",
+            "/run/netns/pod1",
+            "web-0",
+        )
+        assert json.loads(bytes(found.network_status))[1]["interface"] == "net1"
+        entries, complete = found.attachments, True
+    else:
+        with pytest.raises(CorruptRecord) as info:
+            decode_record(data, container_id="ctr1")
+        assert info.value.code == IO_FAILURE
+        assert "container ctr1 is corrupt" in info.value.msg
+        assert case["details"] in info.value.details
+        entries, complete = info.value.salvaged, info.value.complete
+    assert complete == case["complete"]
+    assert [e.ifname for e in entries] == case["ifnames"]
+    for found_entry in entries:
+        want = wanted[found_entry.ifname]
+        assert found_entry.state == want["state"]
+        assert (found_entry.position, found_entry.is_list) == (want["position"], want["isList"])
+        assert found_entry.is_default == want["isDefault"]
+        assert found_entry.capability_args == want["capabilityArgs"]
+        assert found_entry.args_cni == (want["argsCni"] or {})
+        result = json.loads(found_entry.result_bytes() or b"null")
+        assert [ip["address"] for ip in result["ips"]] == want["resultIps"]
