@@ -59,6 +59,10 @@ def test_uninstall_as_documented_leaves_every_pod_deletable(
     node.kubectl("delete", "daemonset", "braid", "-n", nb.NAMESPACE)
     node.kubectl("delete", "configmap,serviceaccount", "-n", nb.NAMESPACE, "--all")
     node.kubectl("delete", "clusterrolebinding,clusterrole", "braid")
+    node.kubectl(
+        "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
+        "braid-network-status-only",
+    )  # fmt: skip
     node.kubectl("delete", "namespace", nb.NAMESPACE)
     assert Path("/opt/cni/bin/braid").exists(), "the shim stays for the pods braid attached"
     # 3. braid's configuration off the node: new pods get the default network directly.

@@ -81,8 +81,10 @@ def error_for_status(
         code, hint = (
             INVALID_CONFIG,
             (
-                f"{identity} is not allowed to do this; grant it braid's RBAC role "
-                "(deploy/base: NADs and pods get/list/watch, pods/status patch, events create)"
+                f"{identity} is not allowed to do this: check braid's RBAC role (deploy/base: "
+                "NADs and pods get/list/watch, pods/status patch, events create) and, for a "
+                "status write, the admission policy's message (only the network-status "
+                "annotation, only pods on this node, with a token bound to this node)"
             ),
         )
     else:
