@@ -85,3 +85,31 @@ def test_ten_thousand_selections_are_refused_and_memory_stays_flat(
         f"peak {peak / 1024:.1f} MiB\n"
     )
     assert peak - at_rest < 8 * 1024, f"grew {(peak - at_rest) / 1024:.1f} MiB"
+
+
+@pytest.mark.parametrize(
+    ("pad", "count", "key"),
+    [(1 << 20, 60, "maxNadBytes"), (60_000, 60, "maxPlanBytes")],
+    ids=["1MB-nad", "60KB-nad"],
+)
+def test_big_nads_selected_many_times_are_refused_and_memory_stays_flat(
+    engine: EngineSetup, daemon: Daemon, pad: int, count: int, key: str
+) -> None:
+    engine.nad("big", {"cniVersion": "1.0.0", "type": "kabsent", "pad": "x" * pad})
+    stdin = engine.braid_conf({NETWORKS: ",".join(["big"] * count)})
+    call(daemon, engine, "ADD", engine.braid_conf(None))  # warm: imports, caches, spares
+    call(daemon, engine, "DEL", engine.braid_conf(None))
+    at_rest = daemon.rss_kib()
+    with RssPeak(daemon) as sampled:
+        for _ in range(ROUNDS):
+            error, code = call(daemon, engine, "ADD", stdin)
+            assert code == 1
+            assert error["code"] == 7, error
+            assert f"`{key}`" in error["msg"]
+    engine.assert_nothing_left()
+    grown = (sampled.peak_kib - at_rest) / 1024
+    sys.stderr.write(
+        f"\n{pad}-byte NAD x {count} x {ROUNDS} ADDs: RSS at rest {at_rest / 1024:.1f} MiB, "
+        f"peak {sampled.peak_kib / 1024:.1f} MiB\n"
+    )
+    assert grown < 16, f"grew {grown:.1f} MiB"

@@ -198,12 +198,23 @@ def _not_json(annotation: str, exc: Exception) -> CniError:
 
 
 def _check_count(count: int, annotation: str, max_entries: int | None) -> None:
-    if max_entries is not None and count > max_entries:
-        raise CniError(
-            INVALID_CONFIG,
-            f"invalid annotation {annotation}: selects {count} networks, more than the "
-            f"{max_entries} braid allows per pod (braid configuration key `maxSelections`)",
-        )
+    if max_entries is None or count <= max_entries:
+        return
+    if annotation == DEFAULT_NETWORK_ANNOTATION:
+        raise _override_count(count)
+    raise CniError(
+        INVALID_CONFIG,
+        f"invalid annotation {annotation}: selects {count} networks, more than the "
+        f"{max_entries} braid allows per pod (braid configuration key `maxSelections`)",
+    )
+
+
+def _override_count(count: int) -> CniError:
+    return CniError(
+        INVALID_CONFIG,
+        f"invalid annotation {DEFAULT_NETWORK_ANNOTATION}: names {count} networks, exactly one "
+        "is needed",
+    )
 
 
 def _json_entries(value: str, annotation: str, max_entries: int | None) -> list[Any]:
@@ -239,12 +250,19 @@ def parse_selections(
     namespace: str,
     annotation: str = NETWORKS_ANNOTATION,
     max_entries: int | None = None,
+    max_bytes: int = MAX_ANNOTATION_BYTES,
 ) -> list[Selection]:
     """The attachments an annotation selects, in order; ``namespace`` is the default namespace
-    of entries that name none. An empty value selects nothing. More than ``max_entries``
-    entries (``maxSelections``; None: no bound) are refused before any entry is parsed."""
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_ANNOTATION_BYTES:
-        raise CniError(INVALID_CONFIG, f"invalid annotation {annotation}: longer than 256 KiB")
+    of entries that name none. An empty value selects nothing. A value over ``max_bytes``
+    (``maxAnnotationBytes``), or more than ``max_entries`` entries (``maxSelections``; None: no
+    bound) are refused before any entry is parsed."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise CniError(
+            INVALID_CONFIG,
+            f"invalid annotation {annotation}: {size} bytes, more than the {max_bytes} braid "
+            "allows (braid configuration key `maxAnnotationBytes`)",
+        )
     if not value.strip():
         return []
     if not is_json_form(value):
@@ -255,13 +273,17 @@ def parse_selections(
     return [_json_entry(entry, i, namespace, annotation) for i, entry in enumerate(entries)]
 
 
-def parse_default_network(value: str, *, namespace: str) -> Selection:
+def parse_default_network(
+    value: str, *, namespace: str, max_bytes: int = MAX_ANNOTATION_BYTES
+) -> Selection:
     """The ``v1.multus-cni.io/default-network`` override: exactly one entry, same grammar."""
-    found = parse_selections(value, namespace=namespace, annotation=DEFAULT_NETWORK_ANNOTATION)
+    found = parse_selections(
+        value,
+        namespace=namespace,
+        annotation=DEFAULT_NETWORK_ANNOTATION,
+        max_entries=1,
+        max_bytes=max_bytes,
+    )
     if len(found) != 1:
-        raise CniError(
-            INVALID_CONFIG,
-            f"invalid annotation {DEFAULT_NETWORK_ANNOTATION}: names {len(found)} networks, "
-            "exactly one is needed",
-        )
+        raise _override_count(len(found))
     return found[0]

@@ -75,6 +75,9 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     plugin_timeout: float | None = None
     # Bounds of what one pod makes braid resolve (docs/configuration.md, "Bounds").
     max_selections: int = 64
+    max_annotation_bytes: int = 256 * 1024  # Kubernetes' own bound for all of a pod's
+    max_nad_bytes: int = 64 * 1024
+    max_plan_bytes: int = 1024 * 1024
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the

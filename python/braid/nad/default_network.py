@@ -40,13 +40,23 @@ class Network(msgspec.Struct, frozen=True):
     auxiliary_chain: bool = False
 
 
-def delegate_from_nad(nad: NetworkAttachmentDefinition, conf_dir: str) -> DelegateConfig:
+def delegate_from_nad(
+    nad: NetworkAttachmentDefinition, conf_dir: str, *, max_bytes: int | None = None
+) -> DelegateConfig:
     """Spec 3.4.1: ``spec.config``, else a conflist then a conf in ``conf_dir`` whose name is
-    the NAD's, else failure. A config without ``name`` gets the NAD's name (3.4.2)."""
+    the NAD's, else failure. A config without ``name`` gets the NAD's name (3.4.2). A
+    ``spec.config`` over ``max_bytes`` (``maxNadBytes``) is refused before it is parsed."""
     where = f"NetworkAttachmentDefinition {nad.namespace}/{nad.name}"
     if nad.config is not None:
+        data = nad.config.encode("utf-8", "surrogatepass")
+        if max_bytes is not None and len(data) > max_bytes:
+            raise CniError(
+                INVALID_CONFIG,
+                f"{where}: spec.config is {len(data)} bytes, more than the {max_bytes} braid "
+                "allows (braid configuration key `maxNadBytes`)",
+            )
         source = f"{where} ({nad.source})" if nad.source else where
-        return delegate_from_bytes(nad.config.encode(), source=source, default_name=nad.name)
+        return delegate_from_bytes(data, source=source, default_name=nad.name)
     found = find_in_confdir(conf_dir, nad.name)
     if found is None:
         raise CniError(
@@ -66,7 +76,7 @@ def resolve_reference(
     if is_dns1123_subdomain(ref):
         nad = store.get_nad(config.multus_namespace, ref)
         if nad is not None:
-            return delegate_from_nad(nad, config.conf_dir), nad
+            return delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes), nad
     found = find_in_confdir(config.conf_dir, ref)
     if found is None and "/" in ref:
         found = load_path(ref)
@@ -99,7 +109,9 @@ def _check_requests(selection: Selection, config: BraidConfig) -> None:
 def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str) -> Network:
     """The pod's default-network override: a NAD in ``multusNamespace`` unless it names a
     namespace, within namespace isolation like any selection (``braid.nad.isolation``)."""
-    selection = parse_default_network(value, namespace=config.multus_namespace)
+    selection = parse_default_network(
+        value, namespace=config.multus_namespace, max_bytes=config.max_annotation_bytes
+    )
     what = f"annotation {DEFAULT_NETWORK_ANNOTATION}"
     check_isolation(config, pod_namespace, selection.namespace, selection.name, what)
     _check_requests(selection, config)
@@ -110,7 +122,7 @@ def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str)
             f"annotation {DEFAULT_NETWORK_ANNOTATION}: NetworkAttachmentDefinition "
             f"{selection.namespace}/{selection.name} not found",
         )
-    delegate = delegate_from_nad(nad, config.conf_dir)
+    delegate = delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes)
     label = f"the default network {delegate.name!r} ({DEFAULT_NETWORK_ANNOTATION})"
     check_pins(selection, nad, delegate, label)
     return Network(

@@ -48,6 +48,26 @@ class PodRef(msgspec.Struct, frozen=True):
     uid: str = ""
 
 
+class _PlanSize:
+    """The bytes of delegate configuration a plan holds so far, refused (code 7) as soon as
+    they pass ``limit`` (``maxPlanBytes``): nothing more is looked up."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+
+    def add(self, network: Network) -> Network:
+        self.total += len(network.delegate.data)
+        if self.total > self.limit:
+            raise CniError(
+                INVALID_CONFIG,
+                f"{network.label}: the pod's plan would hold {self.total} bytes of delegate "
+                f"configuration, more than the {self.limit} braid allows (braid configuration "
+                "key `maxPlanBytes`)",
+            )
+        return network
+
+
 def _selected(selection: Selection, config: BraidConfig, store: Store) -> Network:
     label = f"{NETWORKS_ANNOTATION} {selection.label()}"
     nad = store.get_nad(selection.namespace, selection.name)
@@ -57,7 +77,7 @@ def _selected(selection: Selection, config: BraidConfig, store: Store) -> Networ
             f"{label}: NetworkAttachmentDefinition {selection.namespace}/{selection.name} "
             "not found",
         )
-    delegate = delegate_from_nad(nad, config.conf_dir)
+    delegate = delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes)
     check_pins(selection, nad, delegate, label)
     return Network(
         delegate=delegate,
@@ -164,15 +184,17 @@ def resolve_plan(
         annotations.get(NETWORKS_ANNOTATION, ""),
         namespace=pod.namespace,
         max_entries=config.max_selections,
+        max_bytes=config.max_annotation_bytes,
     )
-    networks = default_networks(config, store, pod.namespace, annotations)
+    plan = _PlanSize(config.max_plan_bytes)
+    networks = [plan.add(n) for n in default_networks(config, store, pod.namespace, annotations)]
     for selection in selections:
         what = f"{NETWORKS_ANNOTATION} {selection.label()}"
         check_isolation(config, pod.namespace, selection.namespace, selection.name, what)
-    networks += [_selected(selection, config, store) for selection in selections]
+    networks += [plan.add(_selected(selection, config, store)) for selection in selections]
     chain = auxiliary_chain(config)
     if chain is not None:
-        networks.append(chain)
+        networks.append(plan.add(chain))
     runtime = capability_args or {}
     attachments = [
         _attachment(position, network, ifname or DEFAULT_IFNAME, runtime)

@@ -177,7 +177,7 @@ def test_invalid_json_entries_name_entry_and_key(entry: dict[str, object], needl
         ('[{"name": "a"}', "not valid JSON"),
         ('"net-a"', "expected a JSON list"),
         ("[" * 50_000, "not valid JSON"),
-        ("[" + " " * (256 * 1024) + "]", "longer than 256 KiB"),
+        ("[" + " " * (256 * 1024) + "]", "more than the 262144 braid allows"),
         ('[{"name": "a", "ips": [NaN]}]', "not valid JSON"),
     ],
 )

@@ -1,6 +1,7 @@
-"""Bounds of what one pod can make braid resolve: selections per pod (``maxSelections``).
-Each is refused with code 7 before any lookup or delegate runs further, naming the limit and
-the key that raises it."""
+"""Bounds of what one pod can make braid resolve: selections per pod (``maxSelections``), the
+annotation's size (``maxAnnotationBytes``), a NAD's ``spec.config`` (``maxNadBytes``) and the
+whole plan (``maxPlanBytes``). Each is refused with code 7 before any lookup or delegate runs
+further, naming the limit and the key that raises it."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from braid.nad import resolve_plan as resolve
 from braid.nad.plan import AttachmentPlan
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
+OVERRIDE = "v1.multus-cni.io/default-network"
 POD = PodRef(namespace="team-a", name="web-0")
 SMALL = json.dumps({"cniVersion": "1.0.0", "type": "bridge"})
 
 
 class Store:
-    """Every NAD has ``config``; counts the lookups."""
+    """A NAD ``net-a`` in every namespace, whose config is ``config``; counts the lookups."""
 
     def __init__(self, config: str = SMALL) -> None:
         self.config = config
@@ -31,6 +33,8 @@ class Store:
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         self.lookups += 1
+        if name != "net-a":
+            return None
         return NetworkAttachmentDefinition(namespace=namespace, name=name, config=self.config)
 
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
@@ -96,7 +100,52 @@ def test_ten_thousand_selections_cost_no_memory(tmp_path: Path) -> None:
     assert peak < 2 << 20, f"{peak} bytes at the peak to refuse it"
 
 
-@pytest.mark.parametrize("key", ["maxSelections"])
+@pytest.mark.parametrize("annotation", [NETWORKS, OVERRIDE])
+def test_an_annotation_over_max_annotation_bytes_is_refused(
+    tmp_path: Path, annotation: str
+) -> None:
+    value = json.dumps({"name": "net-a", "org.example/pad": "x" * 2000})
+    config = braid(tmp_path, maxAnnotationBytes=1024)
+    msg = refused(config, {annotation: value})
+    assert msg == (
+        f"invalid annotation {annotation}: {len(value)} bytes, more than the 1024 braid allows "
+        "(braid configuration key `maxAnnotationBytes`)"
+    )
+    plan_for(braid(tmp_path), {NETWORKS: f"[{value}]"})
+
+
+def test_the_default_annotation_bound_is_kubernetes_own(tmp_path: Path) -> None:
+    value = "[" + " " * (256 * 1024) + "]"
+    assert "more than the 262144 braid allows" in refused(braid(tmp_path), {NETWORKS: value})
+
+
+@pytest.mark.parametrize("annotation", [NETWORKS, OVERRIDE])
+def test_a_nad_over_max_nad_bytes_is_refused(tmp_path: Path, annotation: str) -> None:
+    big = json.dumps({"cniVersion": "1.0.0", "type": "bridge", "pad": "x" * (64 * 1024)})
+    msg = refused(braid(tmp_path), {annotation: "net-a"}, Store(big))
+    namespace = "team-a" if annotation == NETWORKS else "kube-system"  # multusNamespace
+    assert f"NetworkAttachmentDefinition {namespace}/net-a: spec.config is {len(big)} bytes" in msg
+    assert "more than the 65536 braid allows (braid configuration key `maxNadBytes`)" in msg
+    config = braid(tmp_path, maxNadBytes=1 << 20, namespaceIsolation=False)
+    assert plan_for(config, {annotation: "net-a"}, Store(big)).attachments
+
+
+def test_a_plan_over_max_plan_bytes_is_refused_at_the_selection_crossing_it(
+    tmp_path: Path,
+) -> None:
+    nad = json.dumps({"cniVersion": "1.0.0", "type": "bridge", "pad": "x" * 60_000})
+    store = Store(nad)
+    msg = refused(braid(tmp_path), {NETWORKS: text_form(20)}, store)
+    assert msg.startswith(f"{NETWORKS} entry 17 (team-a/net-a): the pod's plan would hold ")
+    assert "more than the 1048576 braid allows (braid configuration key `maxPlanBytes`)" in msg
+    assert store.lookups == 1 + 18  # the cluster network's, then none past entry 17
+    raised = braid(tmp_path, maxPlanBytes=2 << 20)
+    assert len(plan_for(raised, {NETWORKS: text_form(20)}, Store(nad)).attachments) == 21
+
+
+@pytest.mark.parametrize(
+    "key", ["maxSelections", "maxAnnotationBytes", "maxNadBytes", "maxPlanBytes"]
+)
 @pytest.mark.parametrize("value", [0, -1, "64", 1.5])
 def test_bounds_must_be_positive_integers(tmp_path: Path, key: str, value: Any) -> None:
     with pytest.raises(CniError, match=f"`{key}`"):
