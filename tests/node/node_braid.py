@@ -361,8 +361,13 @@ def wait_until(probe: Any, timeout: float = 30.0, interval: float = 0.5) -> Any:
 
 
 def parent_link() -> Iterator[None]:
-    """The veth pair the macvlan NADs attach to (created and removed by the caller's fixture)."""
+    """The veth pair the macvlan NADs attach to (created and removed by the caller's fixture).
+    The tier shares the host's network namespace: a pair of this name left by a run that was
+    killed before its teardown is the tier's own, and is replaced."""
     with IPRoute() as ip:
+        stale = ip.link_lookup(ifname=PARENT)
+        if stale:
+            ip.link("del", index=stale[0])
         ip.link("add", ifname=PARENT, kind="veth", peer=PARENT_PEER)
         for name in (PARENT, PARENT_PEER):
             (index,) = ip.link_lookup(ifname=name)
