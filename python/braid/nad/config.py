@@ -78,6 +78,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     max_annotation_bytes: int = 256 * 1024  # Kubernetes' own bound for all of a pod's
     max_nad_bytes: int = 64 * 1024
     max_plan_bytes: int = 1024 * 1024
+    max_nad_file_bytes: int = 1024 * 1024
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the

@@ -46,15 +46,52 @@ def _fail(where: str, msg: str) -> CniError:
     return CniError(INVALID_CONFIG, f"{where}: {msg}")
 
 
-def _load_documents(path: Path) -> list[Any]:
+class FileBound(msgspec.Struct, frozen=True):
+    """The most bytes read from one manifest file, and what a refusal says to do."""
+
+    max_bytes: int
+    advice: str
+
+
+NAD_FILES = (
+    "a NAD file (braid configuration key `maxNadFileBytes`): split it into smaller files, or "
+    "raise the key"
+)
+POD_FILES = "a pod manifest file: split it into smaller files"
+DEFAULT_FILE_BOUND = FileBound(1 << 20, NAD_FILES)
+
+
+def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
+    """PyYAML's libyaml loader, an order of magnitude faster than the pure Python one, which
+    is the fallback only where PyYAML was built without libyaml. Both build the same objects
+    (``SafeConstructor``): plain data, no Python tags."""
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_bounded(path: Path, bound: FileBound) -> str:
+    """The file's text; more than ``bound.max_bytes`` is refused without reading the rest."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as file:
+            data = file.read(bound.max_bytes + 1)
+    except OSError as exc:
         raise _fail(str(path), f"cannot be read: {exc}") from None
+    if len(data) > bound.max_bytes:
+        raise _fail(
+            str(path),
+            f"more than {bound.max_bytes} bytes, the most braid reads from {bound.advice}",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(str(path), f"cannot be read: {exc}") from None
+
+
+def _load_documents(path: Path, bound: FileBound) -> list[Any]:
+    text = _read_bounded(path, bound)
     try:
         if path.suffix == ".json":
             return [json.loads(text)]
-        return list(yaml.safe_load_all(text))
+        return list(yaml.load_all(text, Loader=yaml_loader()))  # a safe loader, C or Python
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         kind = "JSON" if path.suffix == ".json" else "YAML"
         raise _fail(str(path), f"not valid {kind}: {exc}") from None
@@ -80,9 +117,12 @@ def _expand(doc: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     yield where, doc
 
 
-def manifest_objects(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(location, object) for every object in a manifest file; location names file and doc."""
-    docs = _load_documents(path)
+def manifest_objects(
+    path: Path, bound: FileBound = DEFAULT_FILE_BOUND
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(location, object) for every object in a manifest file of at most ``bound`` bytes;
+    location names file and doc."""
+    docs = _load_documents(path, bound)
     for i, doc in enumerate(docs):
         where = f"{path} document {i + 1}" if len(docs) > 1 else str(path)
         yield from _expand(doc, where)

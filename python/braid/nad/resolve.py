@@ -25,7 +25,7 @@ from braid.nad.default_network import (
 from braid.nad.isolation import check_isolation
 from braid.nad.pins import check_pins
 from braid.nad.plan import Attachment, AttachmentPlan
-from braid.nad.store import Store
+from braid.nad.store import FileStore, Store
 from braid.nad.syntax import ip_family
 
 DEFAULT_IFNAME = "eth0"
@@ -180,6 +180,8 @@ def resolve_plan(
     capability_args: Mapping[str, Any] | None = None,
 ) -> AttachmentPlan:
     """The attachment plan of a pod; every problem is a CniError naming what is wrong where."""
+    if isinstance(store, FileStore):
+        store = store.limited(config.max_nad_file_bytes)
     selections = parse_selections(
         annotations.get(NETWORKS_ANNOTATION, ""),
         namespace=pod.namespace,

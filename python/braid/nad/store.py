@@ -17,9 +17,13 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.manifests import (
+    DEFAULT_FILE_BOUND,
     MANIFEST_SUFFIXES,
+    NAD_FILES,
     NAD_KIND,
+    POD_FILES,
     POD_KIND,
+    FileBound,
     NetworkAttachmentDefinition,
     PodManifest,
     manifest_files,
@@ -89,16 +93,20 @@ def _index(found: _Found[_Manifest], item: _Manifest, what: str) -> None:
     found[key] = item
 
 
+POD_FILE_BOUND = FileBound(1 << 20, POD_FILES)
+
+
 def _read_kind(directory: Path | None, kind: str, make: Callable[[dict[str, Any], str], _Manifest],
-               what: str) -> _Found[_Manifest]:  # fmt: skip
-    """Every object of ``kind`` in the directory's manifest files; a file that cannot be read
-    is recorded as a problem and the other files are still read."""
+               what: str, bound: FileBound) -> _Found[_Manifest]:  # fmt: skip
+    """Every object of ``kind`` in the directory's manifest files; a file that cannot be read,
+    or is larger than ``bound``, is recorded as a problem and the other files are still
+    read."""
     found: _Found[_Manifest] = _Found()
     for path in manifest_files(directory) if directory is not None else []:
         try:
             items = [
                 make(obj, where)
-                for where, obj in manifest_objects(path)
+                for where, obj in manifest_objects(path, bound)
                 if object_kind(obj, where) == kind
             ]
         except CniError as exc:
@@ -139,43 +147,43 @@ def directory_stamp(directory: Path | None) -> Stamp:
     return tuple(found)
 
 
+Reader = Callable[[Path | None, FileBound], "_Found[_Manifest]"]
+
+
 class _Snapshot(Generic[_Manifest]):
-    """The objects of one directory, read once; with ``revalidate`` re-read when its files
-    changed (the daemon's long-lived stores)."""
+    """The objects of one directory, read once (and again under another bound); with
+    ``revalidate`` re-read when its files changed (the daemon's long-lived stores)."""
 
     def __init__(
-        self,
-        directory: Path | None,
-        read: Callable[[Path | None], _Found[_Manifest]],
-        *,
-        revalidate: bool,
+        self, directory: Path | None, read: Reader[_Manifest], *, revalidate: bool
     ) -> None:
         self.directory = directory
-        self.read: Callable[[Path | None], _Found[_Manifest]] = read
+        self.read: Reader[_Manifest] = read
         self.revalidate = revalidate
-        self._held: tuple[Stamp, _Found[_Manifest]] | None = None
+        self._held: tuple[Stamp, FileBound, _Found[_Manifest]] | None = None
 
-    def get(self) -> _Found[_Manifest]:
-        held = self._held
+    def get(self, bound: FileBound) -> _Found[_Manifest]:
+        held = self._held if self._held is not None and self._held[1] == bound else None
         if held is not None and not self.revalidate:
-            return held[1]
+            return held[2]
         stamp = directory_stamp(self.directory) if self.revalidate else ()
         if held is not None and held[0] == stamp:
-            return held[1]
+            return held[2]
         read_at = time.time_ns()
-        found = self.read(self.directory)
+        found = self.read(self.directory, bound)
         newest = max((entry[4] for entry in stamp), default=0)
         if not self.revalidate or newest < read_at - int(RACY_SECONDS * 1e9):
-            self._held = (stamp, found)
+            self._held = (stamp, bound, found)
         return found
 
 
-def _read_nads(directory: Path | None) -> _Found[NetworkAttachmentDefinition]:
-    return _read_kind(directory, NAD_KIND, nad_from_object, "NetworkAttachmentDefinition")
+def _read_nads(directory: Path | None, bound: FileBound) -> _Found[NetworkAttachmentDefinition]:
+    what = "NetworkAttachmentDefinition"
+    return _read_kind(directory, NAD_KIND, nad_from_object, what, bound)
 
 
-def _read_pods(directory: Path | None) -> _Found[PodManifest]:
-    return _read_kind(directory, POD_KIND, pod_from_object, "pod")
+def _read_pods(directory: Path | None, bound: FileBound) -> _Found[PodManifest]:
+    return _read_kind(directory, POD_KIND, pod_from_object, "pod", bound)
 
 
 class FileStore:
@@ -185,7 +193,10 @@ class FileStore:
 
     Files are read once, on first use. With ``revalidate`` (a store kept across requests, see
     ``FileStores``) each lookup first compares the files' stamps (one ``stat`` per file) and
-    reads the directory again when any file was added, removed, replaced or changed."""
+    reads the directory again when any file was added, removed, replaced or changed.
+
+    A file over 1 MiB is not parsed: it is a problem of its directory (a NAD file's bound is
+    ``maxNadFileBytes``, which ``limited`` sets, as resolution does)."""
 
     def __init__(
         self, nad_dir: str | Path, pod_dir: str | Path | None = None, *, revalidate: bool = False
@@ -198,6 +209,16 @@ class FileStore:
         self._pods: _Source[PodManifest] = _Snapshot(
             self.pod_dir, _read_pods, revalidate=revalidate
         )
+        self.nad_bound = DEFAULT_FILE_BOUND
+
+    def limited(self, max_file_bytes: int) -> FileStore:
+        """This store reading NAD files of at most ``max_file_bytes`` (``maxNadFileBytes``);
+        the objects already read are shared, those read under another bound are not."""
+        if max_file_bytes == self.nad_bound.max_bytes:
+            return self
+        view = copy.copy(self)
+        view.nad_bound = FileBound(max_file_bytes, NAD_FILES)
+        return view
 
     def pinned(self) -> FileStore:
         """This store as one request sees it: with ``revalidate``, each directory's files are
@@ -210,42 +231,44 @@ class FileStore:
 
     def nads(self) -> dict[tuple[str, str], NetworkAttachmentDefinition]:
         """Every NAD of ``nad_dir`` by (namespace, name); any broken file is an error."""
-        found = self._nads.get()
+        found = self._nads.get(self.nad_bound)
         found.check()
         return found
 
     def pods(self) -> dict[tuple[str, str], PodManifest]:
         """Every pod manifest of ``pod_dir`` by (namespace, name); any broken file is an error."""
-        found = self._pods.get()
+        found = self._pods.get(POD_FILE_BOUND)
         found.check()
         return found
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         """The NAD; a broken file elsewhere in ``nad_dir`` fails only lookups it may hide."""
-        return self._nads.get().lookup((namespace, name))
+        return self._nads.get(self.nad_bound).lookup((namespace, name))
 
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
         del uid  # file manifests rarely carry one; only the Kubernetes store checks it
-        pod = self._pods.get().lookup((namespace, name))
+        pod = self._pods.get(POD_FILE_BOUND).lookup((namespace, name))
         return None if pod is None else pod.annotations
 
 
 class _Source(Protocol[_Manifest]):
-    def get(self) -> _Found[_Manifest]: ...
+    def get(self, bound: FileBound) -> _Found[_Manifest]: ...
 
 
 class _Pinned(Generic[_Manifest]):
     """A snapshot's objects for one request: checked (and read again if changed) on the first
-    lookup only; every later lookup of the request sees the same objects."""
+    lookup only; every later lookup of the request under the same bound sees the same
+    objects."""
 
     def __init__(self, snapshot: _Source[_Manifest]) -> None:
         self._snapshot: _Source[_Manifest] = snapshot
-        self._found: _Found[_Manifest] | None = None
+        self._found: dict[FileBound, _Found[_Manifest]] = {}
 
-    def get(self) -> _Found[_Manifest]:
-        if self._found is None:
-            self._found = self._snapshot.get()
-        return self._found
+    def get(self, bound: FileBound) -> _Found[_Manifest]:
+        found = self._found.get(bound)
+        if found is None:
+            found = self._found[bound] = self._snapshot.get(bound)
+        return found
 
 
 class FileStores:

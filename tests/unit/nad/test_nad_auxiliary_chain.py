@@ -197,7 +197,7 @@ def test_the_record_keeps_the_flag_and_rebuilds_the_empty_prev_result(cluster_fi
         netns="/run/netns/p",
         kind=RECORD_KIND,
         version=RECORD_VERSION,
-        attachments=[AttachmentEntry.of(a) for a in plan.attachments],
+        attachments=[AttachmentEntry.of(a, dict(a.capability_args)) for a in plan.attachments],
     )
     raw = msgspec.json.encode(written)
     assert [e.get("auxiliaryChain", False) for e in json.loads(raw)["attachments"]] == [

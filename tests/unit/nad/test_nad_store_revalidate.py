@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from braid.nad import store as store_module
+from braid.nad.manifests import FileBound
 from braid.nad.store import FileStore, FileStores
 
 
@@ -38,9 +39,9 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path | None]:
     reads: list[Path | None] = []
     real = store_module._read_nads
 
-    def counting(directory: Path | None) -> dict[tuple[str, str], object]:
+    def counting(directory: Path | None, bound: FileBound) -> dict[tuple[str, str], object]:
         reads.append(directory)
-        return real(directory)  # type: ignore[return-value]
+        return real(directory, bound)  # type: ignore[return-value]
 
     monkeypatch.setattr(store_module, "_read_nads", counting)
     return reads
