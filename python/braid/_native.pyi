@@ -22,6 +22,7 @@ __all__ = [
     "link_info",
     "list_links",
     "list_routes",
+    "merge_capability_args",
     "namespace_id",
     "negotiate_version",
     "network_name_problem",
@@ -37,6 +38,7 @@ __all__ = [
     "select_list_version",
     "set_default_route",
     "spawn_plugin",
+    "split_capability_args",
     "start_durable_write",
     "start_plugin",
     "write_durable",
@@ -148,3 +150,5 @@ def decode_record(
     *, data: bytes, container_id: str
 ) -> tuple[_Fields | None, tuple[int, str, str, list[_Fields], bool] | None]: ...
 def record_container(*, data: bytes) -> str | None: ...
+def merge_capability_args(*, runtime: bytes, own: bytes) -> bytes: ...
+def split_capability_args(*, runtime: bytes, entries: list[bytes]) -> tuple[bytes, list[bytes]]: ...

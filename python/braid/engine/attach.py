@@ -118,7 +118,7 @@ def _add(
         FIRST_DELEGATES.start_early(ctx, request, ahead)
         with phase("store_lookup"):
             plan = plan_for(ctx, request, capability_args)
-        record = new_record(ctx, request, plan)
+        record = new_record(ctx, request, plan, capability_args)
         with ctx.locks().container(request.container_id):
             default, status = _add_locked(ctx, request, plan, record, ahead=ahead, answer=answer)
     finally:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from braid.cni import (
     Runtime,
@@ -32,6 +32,7 @@ from braid.engine.record import (
     AttachmentEntry,
     AttachmentRecord,
     RecordStore,
+    plan_entries,
 )
 from braid.engine.request import CniRequest
 from braid.engine.spares import SpareFiles
@@ -213,13 +214,20 @@ def runtime_request(
         netns=record.netns if netns is None else netns,
         ifname=entry.ifname,
         cni_args=list(record.cni_args),
-        capability_args=dict(entry.capability_args),
+        capability_args=record.capabilities(entry),
         args_cni=dict(entry.args_cni) or None,
         initial_prev_result=initial,
     )
 
 
-def new_record(ctx: EngineContext, request: CniRequest, plan: AttachmentPlan) -> AttachmentRecord:
+def new_record(
+    ctx: EngineContext,
+    request: CniRequest,
+    plan: AttachmentPlan,
+    capability_args: dict[str, Any],
+) -> AttachmentRecord:
+    """The record of ``plan``, resolved with the runtime's ``capability_args``."""
+    runtime, entries = plan_entries(plan.attachments, capability_args)
     return AttachmentRecord(
         container_id=request.container_id,
         netns=request.netns,
@@ -228,10 +236,11 @@ def new_record(ctx: EngineContext, request: CniRequest, plan: AttachmentPlan) ->
         cni_version=ctx.config.cni_version,
         cni_args=list(request.cni_args),
         plugin_dirs=list(request.plugin_dirs),
+        capability_args=runtime,
         pod_namespace=plan.pod_namespace,
         pod_name=plan.pod_name,
         pod_uid=plan.pod_uid,
-        attachments=[AttachmentEntry.of(a) for a in plan.attachments],
+        attachments=entries,
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +46,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     when ``is_list`` is false); the other fields are what each delegate call needs and what
     the result is verified against; ``auxiliary_chain`` marks the auxiliary chain, whose ADD
     starts from an empty ``prevResult`` (``braid.nad.plan.empty_prev_result``).
+    ``capability_args`` are the entry's own: what its delegates get is the record's with these
+    over them (``AttachmentRecord.capabilities``).
     """
 
     name: str
@@ -66,7 +69,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     error: str | None = None
 
     @classmethod
-    def of(cls, attachment: Attachment) -> AttachmentEntry:
+    def of(cls, attachment: Attachment, capability_args: dict[str, Any]) -> AttachmentEntry:
+        """The entry of ``attachment``, holding ``capability_args`` as its own."""
         try:
             text = attachment.config.decode()
         except UnicodeDecodeError as exc:
@@ -83,7 +87,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
             is_default=attachment.is_default,
             label=attachment.label,
             args_cni=dict(attachment.args_cni),
-            capability_args=dict(attachment.capability_args),
+            capability_args=capability_args,
             ips=list(attachment.ips),
             mac=attachment.mac,
             default_route=None
@@ -93,7 +97,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
         )
 
     def attachment(self) -> Attachment:
-        """The plan entry this record entry was made from (for status and verification)."""
+        """The plan entry this record entry was made from (for status and verification), with
+        the entry's own capability arguments only."""
         return Attachment(
             position=self.position,
             ifname=self.ifname,
@@ -118,7 +123,8 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
-    """All attachments of one container, in plan order (the default network first)."""
+    """All attachments of one container, in plan order (the default network first);
+    ``capability_args``: the runtime's, which each entry's own go over (format 2)."""
 
     container_id: str
     netns: str
@@ -129,14 +135,45 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
     cni_version: str = ""
     cni_args: list[tuple[str, str]] = msgspec.field(default_factory=list)
     plugin_dirs: list[str] = msgspec.field(default_factory=list)
+    # Before ``attachments``: a reader of a record cut short finds it with the entries.
+    capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
     pod_namespace: str = ""
     pod_name: str = ""
     pod_uid: str = ""
     attachments: list[AttachmentEntry] = msgspec.field(default_factory=list)
     network_status: msgspec.Raw = NO_RAW
 
+    def capabilities(self, entry: AttachmentEntry) -> dict[str, Any]:
+        """What ``entry``'s delegates get as capability arguments: the record's with the
+        entry's own over them (``braid_cni::record``, the rule the shim follows)."""
+        merged = _native.merge_capability_args(
+            runtime=_encoder.encode(self.capability_args),
+            own=_encoder.encode(entry.capability_args),
+        )
+        return _objects.decode(merged)
+
+
+def plan_entries(
+    attachments: Iterable[Attachment], runtime: dict[str, Any]
+) -> tuple[dict[str, Any], list[AttachmentEntry]]:
+    """The record's capability arguments and its entries for ``attachments``, whose
+    capability arguments are ``runtime``'s with each one's requests over them: the runtime's
+    are kept once (``braid_cni::record`` splits them; those of an attachment that lacks one of
+    them are kept whole, and none at the top)."""
+    planned = list(attachments)
+    top, owns = _native.split_capability_args(
+        runtime=_encoder.encode(runtime),
+        entries=[_encoder.encode(a.capability_args) for a in planned],
+    )
+    entries = [
+        AttachmentEntry.of(attachment, _objects.decode(own))
+        for attachment, own in zip(planned, owns, strict=True)
+    ]
+    return _objects.decode(top), entries
+
 
 _encoder = msgspec.json.Encoder()
+_objects = msgspec.json.Decoder(dict[str, Any])
 # A temporary file is always a new file, never one that exists, nor a link's target.
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -307,6 +344,7 @@ def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
         **{
             **fields,
             "kind": RECORD_KIND,
+            "capability_args": _object(fields["capability_args"]),
             "attachments": [_entry(found) for found in fields["attachments"]],
             "network_status": _raw(fields["network_status"]),
         }
@@ -330,6 +368,3 @@ def _object(data: bytes | None) -> dict[str, Any]:
 
 def _raw(data: bytes | None) -> msgspec.Raw:
     return NO_RAW if data is None else msgspec.Raw(data)
-
-
-_objects = msgspec.json.Decoder(dict[str, Any])

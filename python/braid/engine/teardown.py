@@ -106,8 +106,8 @@ def _fallback_record(
             ifname=request.ifname,
             capability_args=capability_args,
         )
-        return new_record(ctx, request, plan), exc
-    return new_record(ctx, request, plan), None
+        return new_record(ctx, request, plan, capability_args), exc
+    return new_record(ctx, request, plan, capability_args), None
 
 
 def _salvage_record(
@@ -123,7 +123,7 @@ def _salvage_record(
         record, unresolved = _fallback_record(ctx, request, capability_args)
     except CniError as exc:
         empty = AttachmentPlan(pod_namespace="", pod_name="", pod_uid="", attachments=())
-        record, unresolved = new_record(ctx, request, empty), exc
+        record, unresolved = new_record(ctx, request, empty, capability_args), exc
     known = {(e.network_name, e.ifname) for e in record.attachments}
     for entry in corrupt.salvaged:
         if (entry.network_name, entry.ifname) not in known:

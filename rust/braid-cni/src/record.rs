@@ -1,6 +1,10 @@
 //! The attachment record (`docs/attachment-record.md`): its one decoder, used by the shim's
 //! DEL replay and, through `braid._native`, by the engine.
 //!
+//! Format 2 keeps the runtime's capability arguments once, at the top, and in each entry only
+//! the entry's own (`capabilities`); format 1, which kept them whole in every entry, is still
+//! read. An [`Entry`]'s `capability_args` are what its delegates get either way.
+//!
 //! `containerId`, `netns`, `kind` and `version` are required, every other key has a default,
 //! a key of the wrong kind makes the whole record undecodable, unknown keys are ignored. A
 //! record that does not decode, or is of another `kind` or `version`, is [`Damaged`]: the
@@ -9,17 +13,22 @@
 //! a power failure) is read up to the damage (`prefix`): every entry written whole before it
 //! is salvaged.
 
+pub mod capabilities;
+mod fields;
 mod prefix;
 
 use serde_json::{Map, Value};
 
 use crate::config::conf_to_list;
 use crate::error::{codes, CniError, Result};
+use fields::{object_json, pairs, state, strings, Decoded, Fields};
 
 /// The `kind` of a record.
 pub const RECORD_KIND: &str = "braidAttachmentRecord";
-/// The `version` of the record format this crate reads.
-pub const RECORD_VERSION: u64 = 1;
+/// The `version` of the record format this crate writes (through the engine).
+pub const RECORD_VERSION: u64 = 2;
+/// Every `version` this crate reads.
+pub const READ_VERSIONS: [u64; 2] = [1, 2];
 /// The `state` values of an entry; the first is the default.
 pub const STATES: [&str; 4] = ["planned", "added", "failed", "deleted"];
 
@@ -38,6 +47,8 @@ pub struct Record {
     pub cni_args: Vec<(String, String)>,
     /// The runtime's `CNI_PATH` entries at ADD time.
     pub plugin_dirs: Vec<String>,
+    /// The runtime's capability arguments, a JSON object (`None` when empty, and in format 1).
+    pub capability_args: Option<Vec<u8>>,
     /// The pod's namespace.
     pub pod_namespace: String,
     /// The pod's name.
@@ -71,8 +82,11 @@ pub struct Entry {
     pub label: String,
     /// Keys merged into each delegate's `args.cni`, a JSON object (`None` when empty).
     pub args_cni: Option<Vec<u8>>,
-    /// The capability arguments, a JSON object (`None` when empty).
+    /// The capability arguments its delegates get, a JSON object: the runtime's with the
+    /// entry's own over them (`None` when empty).
     pub capability_args: Option<Vec<u8>>,
+    /// The entry's own capability arguments as the record holds them (format 1: all of them).
+    pub own_capability_args: Option<Vec<u8>>,
     /// The addresses the pod asked for.
     pub ips: Vec<String>,
     /// The MAC address the pod asked for.
@@ -150,23 +164,26 @@ pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Da
             let cut = prefix::read(data);
             let entries = cut.attachments.unwrap_or_default();
             let known = cut.attachments_closed && format_known(&cut.members);
+            let runtime = runtime_capabilities(&cut.members);
             let reason = format!("not whole JSON ({err}); read up to the damage");
-            return Err(damaged(reason, Salvage::of(&entries, known)));
+            return Err(damaged(reason, Salvage::of(&entries, known, &runtime)));
         }
     };
     let items = match top.get("attachments") {
         Some(Value::Array(items)) => Some(items.as_slice()),
         _ => None,
     };
+    let runtime = runtime_capabilities(&top);
     let salvage = || {
         Salvage::of(
             items.unwrap_or_default(),
             items.is_some() && format_known(&top),
+            &runtime,
         )
     };
     let record = decode_record(&top).map_err(|reason| damaged(reason, salvage()))?;
     let kind = top.get("kind").and_then(Value::as_str).unwrap_or_default();
-    if kind != RECORD_KIND || record.version != RECORD_VERSION {
+    if kind != RECORD_KIND || !READ_VERSIONS.contains(&record.version) {
         let reason = format!(
             "unsupported record kind {kind:?} version {}",
             record.version
@@ -181,7 +198,23 @@ pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Da
 /// still has them.
 fn format_known(members: &Map<String, Value>) -> bool {
     members.get("kind").and_then(Value::as_str) == Some(RECORD_KIND)
-        && members.get("version").and_then(Value::as_u64) == Some(RECORD_VERSION)
+        && members
+            .get("version")
+            .and_then(Value::as_u64)
+            .is_some_and(|version| READ_VERSIONS.contains(&version))
+}
+
+/// The runtime's capability arguments a record's entries are merged with: its top-level
+/// `capabilityArgs`, but in format 1 (which had none there) nothing.
+fn runtime_capabilities(members: &Map<String, Value>) -> Map<String, Value> {
+    if members.get("version").and_then(Value::as_u64) == Some(1) {
+        return Map::new();
+    }
+    members
+        .get("capabilityArgs")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The entries of a damaged record that decode, and whether they are all it held.
@@ -194,34 +227,45 @@ struct Salvage {
 impl Salvage {
     /// `items` decoded one by one, in plan order; `listed_whole`: `items` is the record's
     /// whole `attachments` array, of a format this crate reads.
-    fn of(items: &[Value], listed_whole: bool) -> Self {
-        let mut entries: Vec<Entry> = items.iter().filter_map(|i| decode_entry(i).ok()).collect();
+    fn of(items: &[Value], listed_whole: bool, runtime: &Map<String, Value>) -> Self {
+        let mut entries: Vec<Entry> = items
+            .iter()
+            .filter_map(|i| decode_entry(i, runtime).ok())
+            .collect();
         let complete = listed_whole && entries.len() == items.len();
         entries.sort_by_key(|entry| entry.position);
         Self { entries, complete }
     }
 }
 
-type Decoded<T> = std::result::Result<T, String>;
-
 fn decode_record(top: &Map<String, Value>) -> Decoded<Record> {
     let fields = Fields(top);
     fields.required_string("kind")?;
+    let version = fields
+        .optional("version", Value::as_u64, "an integer")?
+        .ok_or("`version` is missing")?;
+    let runtime = if version == 1 {
+        Map::new() // format 1 had no capabilityArgs here: one is no key of it
+    } else {
+        fields
+            .optional("capabilityArgs", |v| v.as_object().cloned(), "an object")?
+            .unwrap_or_default()
+    };
     let attachments = match top.get("attachments") {
         None => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, item)| decode_entry(item).map_err(|why| format!("attachments[{i}]: {why}")))
+            .map(|(i, item)| {
+                decode_entry(item, &runtime).map_err(|why| format!("attachments[{i}]: {why}"))
+            })
             .collect::<Decoded<Vec<Entry>>>()?,
         Some(_) => return Err("`attachments` must be an array".into()),
     };
     Ok(Record {
         container_id: fields.required_string("containerId")?,
         netns: fields.required_string("netns")?,
-        version: fields
-            .optional("version", Value::as_u64, "an integer")?
-            .ok_or("`version` is missing")?,
+        version,
         cni_version: fields.string("cniVersion")?,
         cni_args: fields
             .optional("cniArgs", pairs, "a list of [key, value] pairs")?
@@ -229,6 +273,7 @@ fn decode_record(top: &Map<String, Value>) -> Decoded<Record> {
         plugin_dirs: fields
             .optional("pluginDirs", strings, "a list of strings")?
             .unwrap_or_default(),
+        capability_args: object_json(runtime),
         pod_namespace: fields.string("podNamespace")?,
         pod_name: fields.string("podName")?,
         pod_uid: fields.string("podUid")?,
@@ -237,9 +282,12 @@ fn decode_record(top: &Map<String, Value>) -> Decoded<Record> {
     })
 }
 
-fn decode_entry(item: &Value) -> Decoded<Entry> {
+fn decode_entry(item: &Value, runtime: &Map<String, Value>) -> Decoded<Entry> {
     let object = item.as_object().ok_or("not a JSON object")?;
     let fields = Fields(object);
+    let own = fields
+        .optional("capabilityArgs", |v| v.as_object().cloned(), "an object")?
+        .unwrap_or_default();
     Ok(Entry {
         name: fields.required_string("name")?,
         network_name: fields.required_string("networkName")?,
@@ -256,7 +304,8 @@ fn decode_entry(item: &Value) -> Decoded<Entry> {
             .unwrap_or(false),
         label: fields.string("label")?,
         args_cni: fields.object_bytes("argsCni")?,
-        capability_args: fields.object_bytes("capabilityArgs")?,
+        capability_args: object_json(capabilities::merged(runtime, &own)),
+        own_capability_args: object_json(own),
         ips: fields
             .optional("ips", strings, "a list of strings")?
             .unwrap_or_default(),
@@ -272,89 +321,6 @@ fn decode_entry(item: &Value) -> Decoded<Entry> {
         result: fields.json("result"),
         error: fields.nullable("error", |v| v.as_str().map(str::to_owned), "a string")?,
     })
-}
-
-/// Typed access to an object's members with the record's defaults.
-struct Fields<'a>(&'a Map<String, Value>);
-
-impl Fields<'_> {
-    fn optional<T>(
-        &self,
-        key: &str,
-        get: impl Fn(&Value) -> Option<T>,
-        kind: &str,
-    ) -> Decoded<Option<T>> {
-        match self.0.get(key) {
-            None => Ok(None),
-            Some(value) => get(value)
-                .map(Some)
-                .ok_or_else(|| format!("`{key}` must be {kind}")),
-        }
-    }
-
-    /// `optional`, with `null` meaning absent.
-    fn nullable<T>(
-        &self,
-        key: &str,
-        get: impl Fn(&Value) -> Option<T>,
-        kind: &str,
-    ) -> Decoded<Option<T>> {
-        match self.0.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(_) => self.optional(key, get, &format!("{kind} or null")),
-        }
-    }
-
-    fn string(&self, key: &str) -> Decoded<String> {
-        let text = self.optional(key, |v| v.as_str().map(str::to_owned), "a string")?;
-        Ok(text.unwrap_or_default())
-    }
-
-    fn required_string(&self, key: &str) -> Decoded<String> {
-        self.optional(key, |v| v.as_str().map(str::to_owned), "a string")?
-            .ok_or_else(|| format!("`{key}` is missing"))
-    }
-
-    /// A JSON object member as compact bytes; absent or empty is `None`.
-    fn object_bytes(&self, key: &str) -> Decoded<Option<Vec<u8>>> {
-        let object = self.optional(key, |v| v.as_object().cloned(), "an object")?;
-        Ok(object
-            .filter(|o| !o.is_empty())
-            .map(|o| to_bytes(&Value::Object(o))))
-    }
-
-    /// Any JSON member as compact bytes; absent or null is `None`.
-    fn json(&self, key: &str) -> Option<Vec<u8>> {
-        self.0.get(key).filter(|v| !v.is_null()).map(to_bytes)
-    }
-}
-
-fn to_bytes(value: &Value) -> Vec<u8> {
-    serde_json::to_vec(value).unwrap_or_default()
-}
-
-fn state(value: &Value) -> Option<&'static str> {
-    let text = value.as_str()?;
-    STATES.into_iter().find(|known| *known == text)
-}
-
-fn strings(value: &Value) -> Option<Vec<String>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned))
-        .collect()
-}
-
-fn pairs(value: &Value) -> Option<Vec<(String, String)>> {
-    value
-        .as_array()?
-        .iter()
-        .map(|pair| match strings(pair)?.as_slice() {
-            [key, value] => Some((key.clone(), value.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]

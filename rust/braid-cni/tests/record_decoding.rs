@@ -133,7 +133,7 @@ fn a_missing_required_key_is_corrupt_and_entries_are_salvaged_in_plan_order() {
 
 #[test]
 fn another_kind_or_version_is_refused_but_its_entries_are_salvaged() {
-    for (key, value) in [("kind", json!("multusCache")), ("version", json!(2))] {
+    for (key, value) in [("kind", json!("multusCache")), ("version", json!(3))] {
         let mut record = valid();
         record[key] = value;
         let err = damaged(&record);

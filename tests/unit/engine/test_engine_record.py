@@ -76,7 +76,7 @@ def test_record_is_documented_json(tmp_path: Path) -> None:
     store = RecordStore(tmp_path)
     store.write(record(), durable=True)
     doc = json.loads(store.path("ctr1").read_bytes())
-    assert (doc["kind"], doc["version"]) == ("braidAttachmentRecord", 1)
+    assert (doc["kind"], doc["version"]) == ("braidAttachmentRecord", 2)
     assert doc["containerId"] == "ctr1"
     first, second = doc["attachments"]
     assert first["result"] == json.loads(RESULT)
@@ -119,11 +119,12 @@ def encoded(**changes: Any) -> dict[str, Any]:
 
 
 def test_unsupported_version_keeps_every_entry() -> None:
-    data = json.dumps(encoded(version=2)).encode()
+    data = json.dumps(encoded(version=3)).encode()
     with pytest.raises(CorruptRecord) as info:
         decode_record(data, container_id="ctr1")
     assert info.value.code == IO_FAILURE
-    assert "version 2" in info.value.details
+    assert "version 3" in info.value.details
+    assert not info.value.complete, "a format it does not know may hold more"
     assert [e.ifname for e in info.value.salvaged] == ["eth0", "net1"]
 
 
@@ -336,6 +337,7 @@ def test_golden_records_decode_as_the_shim_decodes_them(case: dict[str, Any]) ->
         )
         assert json.loads(bytes(found.network_status))[1]["interface"] == "net1"
         entries, complete = found.attachments, True
+        capabilities = [found.capabilities(e) for e in entries]
     else:
         with pytest.raises(CorruptRecord) as info:
             decode_record(data, container_id="ctr1")
@@ -343,14 +345,15 @@ def test_golden_records_decode_as_the_shim_decodes_them(case: dict[str, Any]) ->
         assert "container ctr1 is corrupt" in info.value.msg
         assert case["details"] in info.value.details
         entries, complete = info.value.salvaged, info.value.complete
+        capabilities = [e.capability_args for e in entries]  # salvaged: whole
     assert complete == case["complete"]
     assert [e.ifname for e in entries] == case["ifnames"]
-    for found_entry in entries:
+    for found_entry, found_capabilities in zip(entries, capabilities, strict=True):
         want = wanted[found_entry.ifname]
         assert found_entry.state == want["state"]
         assert (found_entry.position, found_entry.is_list) == (want["position"], want["isList"])
         assert found_entry.is_default == want["isDefault"]
-        assert found_entry.capability_args == want["capabilityArgs"]
+        assert found_capabilities == want["capabilityArgs"]
         assert found_entry.args_cni == (want["argsCni"] or {})
         result = json.loads(found_entry.result_bytes() or b"null")
         assert [ip["address"] for ip in result["ips"]] == want["resultIps"]
