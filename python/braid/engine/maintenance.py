@@ -116,7 +116,10 @@ def gc(ctx: EngineContext, request: CniRequest) -> None:
             if record.container_id in live_ids:
                 kept.append(record)
                 continue
-            failures = tear_down(runtime, record, record.attachments, netns="")
+            # The record's netns: the delegates remove the pod's interfaces (and their host
+            # sides) while the sandbox still exists; a DEL without one only releases
+            # addresses, and the record that could remove the rest would be gone.
+            failures = tear_down(runtime, record, record.attachments, netns=record.netns)
             errors.extend(failures)
             if failures:
                 ctx.records().write(record, durable=True)
