@@ -5,12 +5,18 @@ after its plugins succeeded (a result braid cannot convert) rolls all of them ba
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import kernel_netns
+import kernel_networks as nets
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import CLUSTER, EngineSetup, bridge_nad, make_engine
+from kernel_attachment import CNI_BIN_DIR, Attachment
 
 pytestmark = pytest.mark.kernel
 
@@ -48,3 +54,40 @@ def test_gc_tears_down_a_stale_attachment_in_its_recorded_namespace(
     assert engine.leases(CLUSTER) == set()
     assert engine.leases("net-a") == set()
     engine.assert_nothing_left()
+
+
+def test_cnitool_add_of_a_list_version_it_cannot_answer_in_attaches_nothing(
+    attachment: Attachment, tmp_path: Path
+) -> None:
+    # "1.0" negotiates as 1.0.0 with the plugins, but no result is ever written in "1.0".
+    conf_dir = tmp_path / "net.d"
+    conf_dir.mkdir()
+    conf = nets.network_list("1.0.0", "kshort", nets.bridge(attachment.ipam_dir))
+    conf["cniVersion"] = "1.0"
+    (conf_dir / "kshort.conflist").write_bytes(nets.encode(conf))
+    env = {
+        "PATH": os.environ["PATH"],
+        "NETCONFPATH": str(conf_dir),
+        "CNI_PATH": str(CNI_BIN_DIR),
+        "CNI_CACHE_DIR": str(attachment.cache_dir),
+    }
+    braidctl = Path(sys.executable).parent / "braidctl"
+    argv = ["ip", "netns", "exec", attachment.host.name, str(braidctl), "cni", "add"]
+    done = subprocess.run(
+        [*argv, "kshort", attachment.pod.path],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stdout)
+    assert error["code"] == INCOMPATIBLE_VERSION
+    assert set(kernel.links(attachment.pod.name)) == {"lo"}
+    host_links = kernel.links(attachment.host.name)
+    assert not {n for n, link in host_links.items() if kernel.link_kind(link) == "veth"}
+    assert kernel.leases(attachment.ipam_dir, "kshort") == set()
+    results = attachment.cache_dir / "results"
+    assert not results.exists() or list(results.iterdir()) == []
+    assert 'cniVersion "1.0"' in error["msg"]

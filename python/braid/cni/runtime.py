@@ -41,6 +41,7 @@ from braid.cni.versions import (
     GC_AND_STATUS_SINCE,
     VersionCache,
     at_least,
+    require_answerable,
 )
 from braid.errors import INCOMPATIBLE_VERSION, CniError, TeardownError
 
@@ -123,6 +124,7 @@ class Runtime:
             return self._run_add(prepared)
 
     def _prepare(self, net: NetworkList, req: RuntimeRequest) -> PreparedAdd:
+        require_answerable(net.summary.effective_version, f'network "{net.name}"')
         plan = self._plan(net)
         prev = req.initial_prev_result
         if prev is not None:
@@ -132,13 +134,16 @@ class Runtime:
 
     def _run_add(self, prepared: PreparedAdd) -> bytes:
         net, plan, req = prepared.net, prepared.plan, prepared.req
+        # Everything after the first plugin ran is inside the rollback: a failure of the
+        # cache write or of the result's conversion leaves nothing attached.
         try:
             final = self._add_all(prepared)
+            answer = _native.convert_result(data=final, to_version=net.summary.effective_version)
             self.results.store(net, req, final)
         except CniError as exc:
             self._roll_back(net, plan, req, exc)
             raise
-        return _native.convert_result(data=final, to_version=net.summary.effective_version)
+        return answer
 
     def add_runs(self, prepared: PreparedAdd) -> list[Run]:
         """The plugin executions ``add_prepared`` will make if every plugin succeeds, in

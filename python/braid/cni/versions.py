@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from braid import _native
-from braid.errors import IO_FAILURE, CniError
+from braid.errors import INCOMPATIBLE_VERSION, IO_FAILURE, CniError
 
 CHECK_SINCE = "0.4.0"
 GC_AND_STATUS_SINCE = "1.1.0"
@@ -60,6 +60,20 @@ class VersionCache:
     def clear(self) -> None:
         with self._lock:
             self._known.clear()
+
+
+def require_answerable(version: str, what: str) -> None:
+    """Raises ``CniError`` (code 1) unless an ADD result can be handed back at ``version``:
+    one of the versions braid knows, written as the specification writes it (``"1.0"`` is
+    not one), or empty (0.1.0). ``_native.convert_result`` converts to exactly these, so a
+    caller checks before any plugin runs rather than fail to convert a result whose
+    attachment already exists."""
+    if version and version not in _native.CNI_VERSIONS:
+        raise CniError(
+            INCOMPATIBLE_VERSION,
+            f'{what} has cniVersion "{version}", which braid cannot answer in',
+            f"supported versions: {', '.join(_native.CNI_VERSIONS)}",
+        )
 
 
 def negotiate(list_version: str, list_versions: Sequence[str], plugins: list[list[str]]) -> str:
