@@ -99,7 +99,10 @@ class ResultCache:
         target = self.path(entry.network_name, entry.container_id, entry.if_name)
         data = _ENCODER.encode(entry)
         try:
+            made = not self.results.is_dir()
             make_private_dirs(self.results)
+            if made and self.durable:  # the new directory's own entry
+                _fsync_dir(self.root)
             _write_atomic(target, data, durable=self.durable)
         except OSError as exc:
             raise CniError(

@@ -228,11 +228,12 @@ class RecordStore:
     def write_durable(self, record: AttachmentRecord) -> None:
         """Replaces the record durably (``braid._native``, the GIL released meanwhile):
         written over a spare file and ``fdatasync``ed when the daemon has one ready
-        (``braid.engine.spares``: no journal commit), else through a temporary file renamed
-        over the record and fsynced after the rename, through the descriptor that wrote it:
-        the data, the new inode and the rename reach the disk in the one journal commit that
-        fsync forces on ext4, xfs and btrfs (the directory needs no fsync of its own there).
-        Raises ``CniError`` (code 5) when it could not be written."""
+        (``braid.engine.spares``: no journal commit; the spare's name was made durable with its
+        directory beforehand), else through a temporary file renamed over the record, fsynced
+        after the rename through the descriptor that wrote it (on ext4, xfs and btrfs the data,
+        the new inode and the rename reach the disk in that one journal commit), then the
+        records directory fsynced, as POSIX requires for the rename itself. Raises
+        ``CniError`` (code 5) when it could not be written."""
         try:
             _native.write_durable(**self._durable(record))
         except OSError as exc:

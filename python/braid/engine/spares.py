@@ -126,6 +126,7 @@ class SpareFiles:
         except FileNotFoundError:
             return
         recovered = False
+        adopted: list[str] = []
         for name in names:
             path = os.path.join(self.directory, name)
             try:
@@ -141,7 +142,7 @@ class SpareFiles:
                 continue
             if container_id is None:
                 if len(data) == SPARE_SIZE and name.endswith(SPARE_SUFFIX) and _synced(path):
-                    self._ready.append(path)
+                    adopted.append(path)
                 else:
                     _unlink(path)
                 continue
@@ -161,6 +162,15 @@ class SpareFiles:
                 self.log.error("cannot put back the attachment record in %s: %s", path, exc)  # noqa: TRY400
         if recovered:
             _sync_directory(self.records)
+        if adopted:  # a blank spare's name, too, is on disk before it is used
+            try:
+                _fsync_directory(self.directory)
+            except OSError as exc:
+                self.log.error(  # noqa: TRY400 - the reason is enough, no traceback
+                    "cannot flush %s; its spares are not used: %s", self.directory, exc
+                )
+            else:
+                self._ready.extend(adopted)
 
     def prepare(self) -> None:
         """Starts filling the pool in the background."""
@@ -208,8 +218,10 @@ class SpareFiles:
                     self._cond.wait()
 
     def _make(self, count: int) -> list[str]:
-        """``count`` new spares, written whole, then fsynced (the first fsync's journal commit
-        carries the others' creation; theirs only flush data)."""
+        """``count`` new spares, written whole, then fsynced, then their directory: a spare's
+        name must be on disk before it holds a plan (the plan's rename out of ``spares/`` is
+        not flushed; recovery finds the plan under that name). On ext4 and xfs the first
+        fsync's journal commit carries every creation, so the rest only flush data."""
         make_private_dirs(self.directory)
         fds: list[tuple[int, str]] = []
         try:
@@ -220,6 +232,7 @@ class SpareFiles:
                 write_whole(fd, FILL)
             for fd, _ in fds:
                 os.fsync(fd)
+            _fsync_directory(self.directory)
         except OSError:
             for _, path in fds:
                 _unlink(path)
@@ -276,11 +289,15 @@ def _synced(path: str) -> bool:
 
 def _sync_directory(path: str) -> None:
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_directory(path)
+
+
+def _fsync_directory(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: str) -> None:

@@ -67,6 +67,32 @@ def test_write_is_libcni_format_with_modes(tmp_path):
     assert [p.name for p in (tmp_path / "results").iterdir()] == ["dbnet-ctr1-eth0"]  # no tmp left
 
 
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_durable_write_fsyncs_the_file_then_the_directories(tmp_path, monkeypatch, durable):
+    flushed: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        flushed.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    cache = ResultCache(tmp_path / "cni", durable=durable)
+    cache.write(entry())
+    cache.write(entry(ifname="net1"))
+
+    results = tmp_path / "cni" / "results"
+    if not durable:
+        assert flushed == []
+        return
+    # The first write made results/ (an entry of cni/); then, per write: the file, before its
+    # rename (under its temporary name), and the directory holding the rename.
+    assert flushed[0] == str(tmp_path / "cni")
+    assert [Path(p).parent for p in flushed[1::2]] == [results, results]
+    assert all(Path(p).name.startswith(".tmp-") for p in flushed[1::2])
+    assert flushed[2::2] == [str(results), str(results)]
+
+
 def test_reads_what_libcni_writes(tmp_path):
     results = tmp_path / "results"
     results.mkdir()

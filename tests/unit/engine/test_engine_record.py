@@ -206,10 +206,13 @@ RecordStore({root!r}).write(record, durable={durable})
 
 
 @pytest.mark.parametrize("durable", [True, False], ids=["durable", "rewrite"])
-def test_durable_write_fsyncs_the_renamed_file_once(tmp_path: Path, durable: bool) -> None:
-    """One fsync, through the descriptor that wrote the record, after the rename: on ext4, xfs
-    and btrfs it commits the data and the rename together (docs/attachment-record.md). A
-    rewrite is not fsynced."""
+def test_durable_write_fsyncs_the_renamed_file_then_its_directories(
+    tmp_path: Path, durable: bool
+) -> None:
+    """An fsync through the descriptor that wrote the record, after the rename (on ext4, xfs
+    and btrfs it commits the data and the rename together, docs/attachment-record.md), then
+    one of the records directory (the rename is its entry) and of the parent of each
+    directory the write had to make. A rewrite is not fsynced."""
     root = tmp_path / "cni"
     calls = traced(WRITE_ONE.format(root=str(root), durable=durable), tmp_path)
     target = f"{root}/records/ctr1.json"
@@ -220,10 +223,20 @@ def test_durable_write_fsyncs_the_renamed_file_once(tmp_path: Path, durable: boo
     if not durable:
         assert syncs == [], calls
         return
-    assert len(syncs) == 1, calls
     assert syncs[0] > renames[0], "fsynced after the rename"
-    assert calls[syncs[0]].startswith("fsync("), calls
-    assert f"<{target}>" in calls[syncs[0]], "through the descriptor that wrote the record"
+    assert all(calls[i].startswith("fsync(") for i in syncs), calls
+    synced = [calls[i].split("<", 1)[1].split(">", 1)[0] for i in syncs]
+    # cni/ and records/ were made for this write: their entries are in tmp_path and cni/.
+    assert synced == [target, f"{root}/records", str(root), str(tmp_path)], calls
+
+
+def test_durable_write_into_an_existing_directory_fsyncs_it_alone(tmp_path: Path) -> None:
+    root = tmp_path / "cni"
+    (root / "records").mkdir(parents=True)
+    calls = traced(WRITE_ONE.format(root=str(root), durable=True), tmp_path)
+    syncs = [c for c in calls if c.startswith(("fsync", "fdatasync"))]
+    synced = [c.split("<", 1)[1].split(">", 1)[0] for c in syncs]
+    assert synced == [f"{root}/records/ctr1.json", f"{root}/records"], calls
 
 
 @pytest.fixture

@@ -267,3 +267,53 @@ def test_a_spare_that_cannot_be_written_whole_is_not_kept(tmp_path: Path) -> Non
     ).stdout
     assert out.strip() == str(errno.EFBIG)
     assert spare_files(tmp_path) == []
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What each ``os.fsync`` flushed (the path its descriptor points at), in order."""
+    flushed: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        flushed.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    return flushed
+
+
+def test_new_spares_are_fsynced_then_their_directory(tmp_path: Path, fsyncs: list[str]) -> None:
+    made = SpareFiles(tmp_path, keep=2)._make(2)
+
+    assert sorted(fsyncs[:2]) == sorted(made)
+    assert fsyncs[2:] == [str(tmp_path / "spares")], "a spare's name is on disk before use"
+
+
+def test_spares_whose_directory_cannot_be_flushed_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.fsync
+
+    def failing_on_directories(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, "directory flush refused")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_on_directories)
+    with pytest.raises(OSError, match="directory flush refused"):
+        SpareFiles(tmp_path, keep=2)._make(2)
+    assert spare_files(tmp_path) == []
+
+
+def test_blank_spares_taken_over_have_their_directory_fsynced(
+    tmp_path: Path, fsyncs: list[str]
+) -> None:
+    left = SpareFiles(tmp_path, keep=2)._make(2)
+    fsyncs.clear()
+
+    pool = SpareFiles(tmp_path, keep=2)
+    pool.recover()
+
+    assert sorted(pool._ready) == sorted(left)
+    assert fsyncs[-1] == str(tmp_path / "spares"), fsyncs
