@@ -89,7 +89,8 @@ def test_ten_thousand_selections_are_refused_and_memory_stays_flat(
 
 @pytest.mark.parametrize(
     ("pad", "count", "key"),
-    [(1 << 20, 60, "maxNadBytes"), (60_000, 60, "maxPlanBytes")],
+    # 1 MB of spec.config, in a file under maxNadFileBytes (1 MiB): refused by maxNadBytes
+    [(1_000_000, 60, "maxNadBytes"), (60_000, 60, "maxPlanBytes")],
     ids=["1MB-nad", "60KB-nad"],
 )
 def test_big_nads_selected_many_times_are_refused_and_memory_stays_flat(
