@@ -1,7 +1,7 @@
 """DEL through the compiled `braid` shim with no daemon: the attachment record, written by a real
 `braid-thin` ADD, is replayed by the shim alone (`docs/protocol.md`, "When the daemon is
-unreachable"). Both run under `ip netns exec` in the test's private host namespace, so every
-host-side device stays there.
+unreachable, silent or failing"). Both run under `ip netns exec` in the test's private host
+namespace, so every host-side device stays there.
 """
 
 from __future__ import annotations

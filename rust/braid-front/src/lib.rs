@@ -15,24 +15,23 @@
 
 extern crate alloc;
 
+mod exchange;
 pub mod sys;
 
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::time::Duration;
 
+use braid_wire::answer;
 use braid_wire::settings::{self, MAX_STDIN_BYTES};
 use braid_wire::version::version_output;
-use braid_wire::wire::{
-    body_length, decode_cni_response, encode_request, frame, not_protocol_one, talk_failed, CniEnv,
-    Request, HEADER_BYTES, SOCKET_NAME,
-};
+use braid_wire::wire::{encode_request, frame, CniEnv, CniResponse, Request, SOCKET_NAME};
 use braid_wire::{codes, CniError};
 
 /// The full shim's file name, looked for next to the front.
 pub const FULL_NAME: &str = "braid-full";
-/// How long the front's one connection attempt may wait for a full listen backlog.
-const CONNECT_TIMEOUT_MS: u64 = 1000;
+use exchange::{exchange, NoAnswer, CONNECT_TIMEOUT_MS};
 
 /// The process's arguments and environment, as the kernel laid them out on its first stack.
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +110,7 @@ pub fn run(process: Process) -> ! {
             sys::exit(0)
         }
         "ADD" | "DEL" | "CHECK" | "GC" | "STATUS" => {}
-        _ => hand_over(process, None, ""),
+        _ => hand_over(process, None, "", None),
     }
     let stdin = match read_stdin() {
         Ok(stdin) => stdin,
@@ -136,7 +135,7 @@ pub fn run(process: Process) -> ! {
         env,
         stdin: stdin.clone(),
     })) else {
-        hand_over(process, Some(&stdin), &version)
+        hand_over(process, Some(&stdin), &version, None)
     };
     let mut socket = Vec::with_capacity(settings.socket_dir.len() + SOCKET_NAME.len() + 2);
     socket.extend_from_slice(settings.socket_dir.as_bytes());
@@ -147,55 +146,65 @@ pub fn run(process: Process) -> ! {
     socket.push(0);
     let Ok(fd) = sys::connect_unix(&socket, CONNECT_TIMEOUT_MS) else {
         // Not accepting now: braid-full waits for the daemon, or replays a DEL.
-        hand_over(process, Some(&stdin), &version)
+        hand_over(process, Some(&stdin), &version, None)
     };
-    let answer = exchange(fd, &outgoing);
+    let wait = if is_del {
+        answer::DEL_ANSWER_WAIT
+    } else {
+        answer::answer_wait(&settings)
+    };
+    let result = exchange(fd, &outgoing, wait);
     sys::close(fd);
-    match answer {
-        Ok((code, stdout)) => {
-            emit(&stdout);
-            sys::exit(i32::from(code))
+    let call = Call {
+        process,
+        stdin: &stdin,
+        version: &version,
+    };
+    if is_del {
+        finish_del(&call, result, wait)
+    }
+    match result {
+        Ok(response) => {
+            emit(&response.stdout);
+            sys::exit(i32::from(response.exit_code))
         }
-        Err(err) if is_del => {
-            note(&format!(
-                "braid: DEL through the daemon failed ({err}); handing it to {FULL_NAME}\n"
-            ));
-            hand_over(process, Some(&stdin), &version)
+        Err(NoAnswer::Silent) => {
+            let shown = String::from_utf8_lossy(&socket[..socket.len() - 1]);
+            fail(&answer::no_answer(&shown, wait), &version)
         }
-        Err(err) => fail(&err, &version),
+        Err(NoAnswer::Broken(err)) => fail(&err, &version),
     }
 }
 
-/// Sends the request frame and reads the daemon's answer: its exit code and stdout.
-fn exchange(fd: i32, outgoing: &[u8]) -> Result<(u8, Vec<u8>), CniError> {
-    let mut left = outgoing;
-    while !left.is_empty() {
-        let sent = sys::send(fd, left);
-        if sent <= 0 {
-            return Err(talk_failed("sending the request failed", describe(sent)));
-        }
-        left = &left[sent.unsigned_abs()..];
-    }
-    let mut header = [0_u8; HEADER_BYTES];
-    read_exact(fd, &mut header)
-        .map_err(|why| talk_failed("it closed the connection without an answer", why))?;
-    let mut body = alloc::vec![0_u8; body_length(header)?];
-    read_exact(fd, &mut body).map_err(|why| talk_failed("its answer was cut short", why))?;
-    let response = decode_cni_response(&body).map_err(|err| not_protocol_one(&err))?;
-    Ok((response.exit_code, response.stdout))
+/// A call the daemon was asked: what a hand-over to `braid-full` needs.
+struct Call<'a> {
+    process: Process,
+    stdin: &'a [u8],
+    version: &'a str,
 }
 
-/// Fills `buf` from `fd`; what went wrong otherwise, in std's words.
-fn read_exact(fd: i32, buf: &mut [u8]) -> Result<(), String> {
-    let mut at = 0;
-    while at < buf.len() {
-        match sys::read(fd, &mut buf[at..]) {
-            0 => return Err(String::from("failed to fill whole buffer")),
-            n if n < 0 => return Err(describe(n)),
-            n => at += n.unsigned_abs(),
-        }
-    }
-    Ok(())
+/// A DEL's end: the daemon's answer when it stands, else `braid-full` replays the record (at
+/// once when the daemon was silent or refused the DEL; when the connection broke off, after
+/// asking the daemon once more).
+fn finish_del(call: &Call<'_>, result: Result<CniResponse, NoAnswer>, wait: Duration) -> ! {
+    let (why, arg) = match result {
+        Ok(response) => match answer::del_answer_refused(&response) {
+            None => {
+                emit(&response.stdout);
+                sys::exit(i32::from(response.exit_code))
+            }
+            Some(why) => (why, Some(answer::REPLAY_ARG)),
+        },
+        Err(NoAnswer::Silent) => (
+            format!("no answer within {} s", wait.as_secs_f64()),
+            Some(answer::REPLAY_ARG),
+        ),
+        Err(NoAnswer::Broken(err)) => (format!("{err}"), None),
+    };
+    note(&format!(
+        "braid: DEL through the daemon failed ({why}); handing it to {FULL_NAME}\n"
+    ));
+    hand_over(call.process, Some(call.stdin), call.version, arg)
 }
 
 /// Stdin whole, up to one byte more than [`MAX_STDIN_BYTES`]; `-errno` on a failed read.
@@ -256,9 +265,10 @@ fn write_all(fd: i32, mut bytes: &[u8]) {
     }
 }
 
-/// Executes `braid-full` in place of this process, with the same arguments and environment
-/// and `stdin` (the bytes already read) as its stdin; exits with a CNI error when it cannot.
-fn hand_over(process: Process, stdin: Option<&[u8]>, version: &str) -> ! {
+/// Executes `braid-full` in place of this process, with the same arguments (or, given `arg`,
+/// the same first argument and `arg`) and environment and `stdin` (the bytes already read) as
+/// its stdin; exits with a CNI error when it cannot.
+fn hand_over(process: Process, stdin: Option<&[u8]>, version: &str, arg: Option<&str>) -> ! {
     if let Some(data) = stdin {
         if let Err(errno) = sys::replace_stdin(data) {
             fail(
@@ -273,15 +283,36 @@ fn hand_over(process: Process, stdin: Option<&[u8]>, version: &str) -> ! {
             );
         }
     }
+    let mut own_arg = Vec::new();
+    let mut argv = Vec::new();
+    if let Some(arg) = arg {
+        own_arg.extend_from_slice(arg.as_bytes());
+        own_arg.push(0);
+        // SAFETY: `argv` is the process's own NULL-terminated array: its first entry exists.
+        #[allow(unsafe_code)]
+        let first = unsafe { *process.argv };
+        let first = if first.is_null() {
+            c"braid".as_ptr().cast()
+        } else {
+            first
+        };
+        argv = alloc::vec![first, own_arg.as_ptr(), core::ptr::null()];
+    }
+    let argv_ptr = if argv.is_empty() {
+        process.argv
+    } else {
+        argv.as_ptr()
+    };
     let mut tried = Vec::new();
     for dir in candidate_dirs(&process) {
         let mut path = dir;
         path.extend_from_slice(b"/");
         path.extend_from_slice(FULL_NAME.as_bytes());
         path.push(0);
-        // SAFETY: `path` is NUL-terminated; argv and envp are this process's own.
+        // SAFETY: `path` is NUL-terminated; envp is this process's own, argv too or built
+        // above of NUL-terminated strings that outlive the call, NULL-terminated.
         #[allow(unsafe_code)]
-        let errno = unsafe { sys::execve(&path, process.argv, process.envp) };
+        let errno = unsafe { sys::execve(&path, argv_ptr, process.envp) };
         path.pop();
         tried.push(format!(
             "{}: {}",

@@ -16,6 +16,7 @@ pub const STDOUT: i32 = 1;
 pub const STDERR: i32 = 2;
 
 pub const EINTR: isize = 4;
+pub const EAGAIN: isize = 11;
 
 const SYS_READ: usize = 0;
 const SYS_WRITE: usize = 1;
@@ -30,6 +31,7 @@ const SYS_SENDTO: usize = 44;
 const SYS_SETSOCKOPT: usize = 54;
 const SYS_EXECVE: usize = 59;
 const SYS_READLINK: usize = 89;
+const SYS_CLOCK_GETTIME: usize = 228;
 const SYS_EXIT_GROUP: usize = 231;
 const SYS_MEMFD_CREATE: usize = 319;
 
@@ -152,8 +154,6 @@ pub fn ignore_sigpipe() {
 pub fn connect_unix(path: &[u8], timeout_ms: u64) -> Result<i32, isize> {
     const AF_UNIX: usize = 1;
     const SOCK_STREAM_CLOEXEC: usize = 1 | 0o2_000_000;
-    const SOL_SOCKET: usize = 1;
-    const SO_SNDTIMEO: usize = 21;
     let mut addr = [0_u8; 110];
     if path.len() > addr.len() - 2 {
         return Err(-36); // ENAMETOOLONG
@@ -166,24 +166,7 @@ pub fn connect_unix(path: &[u8], timeout_ms: u64) -> Result<i32, isize> {
         return Err(fd);
     }
     let fd = fd as i32;
-    let timeval: [i64; 2] = [
-        (timeout_ms / 1000) as i64,
-        ((timeout_ms % 1000) * 1000) as i64,
-    ];
-    // SAFETY: `timeval` is a valid `struct timeval` of 16 bytes.
-    let set = unsafe {
-        syscall(
-            SYS_SETSOCKOPT,
-            [
-                fd as usize,
-                SOL_SOCKET,
-                SO_SNDTIMEO,
-                timeval.as_ptr() as usize,
-                16,
-                0,
-            ],
-        )
-    };
+    let set = set_timeout(fd, Timeout::Send, timeout_ms * 1000);
     // SAFETY: `addr` is a `struct sockaddr_un` holding the NUL-terminated path.
     let ret = if set < 0 {
         set
@@ -200,6 +183,53 @@ pub fn connect_unix(path: &[u8], timeout_ms: u64) -> Result<i32, isize> {
         return Err(ret);
     }
     Ok(fd)
+}
+
+/// Which of a socket's timeouts [`set_timeout`] sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// `SO_RCVTIMEO`: how long one `read` waits.
+    Receive,
+    /// `SO_SNDTIMEO`: how long one `send` (and a `connect` to a full backlog) waits.
+    Send,
+}
+
+/// Sets one of a socket's timeouts to `micros` microseconds (0: none); 0 or `-errno`.
+pub fn set_timeout(fd: i32, which: Timeout, micros: u64) -> isize {
+    const SOL_SOCKET: usize = 1;
+    let option: usize = match which {
+        Timeout::Receive => 20, // SO_RCVTIMEO
+        Timeout::Send => 21,    // SO_SNDTIMEO
+    };
+    let timeval: [i64; 2] = [(micros / 1_000_000) as i64, (micros % 1_000_000) as i64];
+    // SAFETY: `timeval` is a valid `struct timeval` of 16 bytes.
+    unsafe {
+        syscall(
+            SYS_SETSOCKOPT,
+            [
+                fd as usize,
+                SOL_SOCKET,
+                option,
+                timeval.as_ptr() as usize,
+                16,
+                0,
+            ],
+        )
+    }
+}
+
+/// Microseconds on the monotonic clock (`CLOCK_MONOTONIC`).
+pub fn monotonic_micros() -> u64 {
+    const CLOCK_MONOTONIC: usize = 1;
+    let mut timespec: [i64; 2] = [0, 0];
+    // SAFETY: `timespec` is a valid, writable `struct timespec` of 16 bytes.
+    unsafe {
+        syscall(
+            SYS_CLOCK_GETTIME,
+            [CLOCK_MONOTONIC, timespec.as_mut_ptr() as usize, 0, 0, 0, 0],
+        )
+    };
+    (timespec[0] as u64) * 1_000_000 + (timespec[1] as u64) / 1000
 }
 
 /// Makes descriptor 0 a memory file (`memfd_create(2)`) holding `data`, read from its start
@@ -265,8 +295,9 @@ pub fn readlink(path: &[u8], buf: &mut [u8]) -> isize {
 /// `execve(2)`: returns only on failure, with `-errno`.
 ///
 /// # Safety
-/// `path` must be NUL-terminated; `argv` and `envp` must be the process's own NULL-terminated
-/// arrays of NUL-terminated strings (from its initial stack).
+/// `path` must be NUL-terminated; `argv` and `envp` must be NULL-terminated arrays of
+/// NUL-terminated strings (the process's own, from its initial stack, or built to last past
+/// the call).
 pub unsafe fn execve(path: &[u8], argv: *const *const u8, envp: *const *const u8) -> isize {
     // SAFETY: as the caller vouches.
     unsafe {

@@ -72,25 +72,83 @@ pub fn request_frame(request: &Request) -> Result<Vec<u8>, CniError> {
     frame(&encode_request(request))
 }
 
-/// Sends a request frame (`request_frame`) and reads the response to a CNI call.
-pub fn exchange(mut stream: UnixStream, outgoing: &[u8]) -> Result<CniResponse, CniError> {
-    stream
-        .write_all(outgoing)
-        .and_then(|()| stream.flush())
-        .map_err(|err| broken("sending the request failed", &err))?;
-    let mut header = [0_u8; HEADER_BYTES];
-    stream
-        .read_exact(&mut header)
-        .map_err(|err| broken("it closed the connection without an answer", &err))?;
-    let mut body = vec![0_u8; body_length(header)?];
-    stream
-        .read_exact(&mut body)
-        .map_err(|err| broken("its answer was cut short", &err))?;
-    decode_cni_response(&body).map_err(|err| not_protocol_one(&err))
+/// Why an exchange gave no answer: none came in time, or the connection or the answer broke.
+#[derive(Debug)]
+pub enum NoAnswer {
+    /// Nothing within the wait: the request not taken, or no answer to it.
+    Silent,
+    /// Code 11: the connection broke off, or the answer is not protocol 1.
+    Broken(CniError),
 }
 
-fn broken(what: &str, err: &io::Error) -> CniError {
-    talk_failed(what, err.to_string())
+/// Sends a request frame (`request_frame`) and reads the response to a CNI call, all within
+/// `wait` (a daemon that accepts and then stops, freezes or deadlocks never holds the shim).
+pub fn exchange(
+    stream: UnixStream,
+    outgoing: &[u8],
+    wait: Duration,
+) -> Result<CniResponse, NoAnswer> {
+    let mut conn = Bounded {
+        stream,
+        deadline: Instant::now().checked_add(wait),
+    };
+    conn.write_all(outgoing)
+        .and_then(|()| conn.flush())
+        .map_err(|err| broken("sending the request failed", &err))?;
+    let mut header = [0_u8; HEADER_BYTES];
+    conn.read_exact(&mut header)
+        .map_err(|err| broken("it closed the connection without an answer", &err))?;
+    let mut body = vec![0_u8; body_length(header).map_err(NoAnswer::Broken)?];
+    conn.read_exact(&mut body)
+        .map_err(|err| broken("its answer was cut short", &err))?;
+    decode_cni_response(&body).map_err(|err| NoAnswer::Broken(not_protocol_one(&err)))
+}
+
+/// A connection whose every read and write ends by one deadline (`None`: none in practice).
+struct Bounded {
+    stream: UnixStream,
+    deadline: Option<Instant>,
+}
+
+impl Bounded {
+    /// What is left until the deadline (`TimedOut` once it has passed).
+    fn left(&self) -> io::Result<Option<Duration>> {
+        let Some(deadline) = self.deadline else {
+            return Ok(None);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(Some(left))
+    }
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(self.left()?)?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(self.left()?)?;
+        self.stream.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// A socket timeout (`WouldBlock`, `EAGAIN`) or the deadline passing is silence; anything
+/// else broke the exchange.
+fn broken(what: &str, err: &io::Error) -> NoAnswer {
+    match err.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => NoAnswer::Silent,
+        _ => NoAnswer::Broken(talk_failed(what, err.to_string())),
+    }
 }
 
 /// Code 11 for a daemon that stayed unreachable: the socket, the wait, what to check.

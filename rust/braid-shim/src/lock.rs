@@ -3,12 +3,19 @@
 //!
 //! Same files and protocol as `python/braid/cni/locks.py` under `<cniDir>/engine`: `gc.lock`
 //! held shared and `stripe-NN.lock` held exclusively, NN being FNV-1a 64 of the container id
-//! modulo 64 (golden names in `tests/fixtures/locks/stripes.json`). `flock(2)` through std.
+//! modulo 64 (golden names in `tests/fixtures/locks/stripes.json`). `flock(2)` through std,
+//! waited for up to a bound: a daemon stopped or frozen while holding a lock never holds the
+//! shim.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The pause between two attempts to take a lock another process holds.
+const RETRY_PAUSE: Duration = Duration::from_millis(20);
 
 const STRIPES: u64 = 64;
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -39,21 +46,43 @@ fn open(dir: &Path, name: &str) -> io::Result<File> {
         .open(dir.join(name))
 }
 
-/// Waits for and takes the container's lock under `<cni_dir>/engine/locks`.
-pub fn container(cni_dir: &Path, container_id: &str) -> io::Result<Held> {
+/// Takes the container's lock under `<cni_dir>/engine/locks`, waiting up to `wait` for it
+/// (then `TimedOut`).
+pub fn container(cni_dir: &Path, container_id: &str, wait: Duration) -> io::Result<Held> {
+    let deadline = Instant::now().checked_add(wait);
     let dir = cni_dir.join("engine").join("locks");
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&dir)?;
     let gc = open(&dir, "gc.lock")?;
-    gc.lock_shared()?;
+    take(&gc, deadline, File::try_lock_shared)?;
     let stripe = open(&dir, &stripe_name(container_id))?;
-    stripe.lock()?;
+    take(&stripe, deadline, File::try_lock)?;
     Ok(Held {
         _gc: gc,
         _stripe: stripe,
     })
+}
+
+/// Takes a lock with `attempt`, retrying while another process holds it, until `deadline`.
+fn take(
+    file: &File,
+    deadline: Option<Instant>,
+    attempt: fn(&File) -> Result<(), TryLockError>,
+) -> io::Result<()> {
+    loop {
+        match attempt(file) {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::Error(err)) => return Err(err),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        thread::sleep(left.map_or(RETRY_PAUSE, |left| left.min(RETRY_PAUSE)));
+    }
 }
 
 #[cfg(test)]
@@ -82,11 +111,31 @@ mod tests {
     #[test]
     fn lock_excludes_a_second_holder() {
         let dir = std::env::temp_dir().join(format!("braid-lock-test-{}", std::process::id()));
-        let held = container(&dir, "ctr1").expect("lock");
+        let held = container(&dir, "ctr1", Duration::ZERO).expect("lock");
         let stripe = open(&dir.join("engine").join("locks"), &stripe_name("ctr1")).expect("open");
         assert!(stripe.try_lock().is_err(), "the stripe must be held");
         drop(held);
         assert!(stripe.try_lock().is_ok(), "released on drop");
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_waited_for_up_to_the_bound() {
+        let dir = std::env::temp_dir().join(format!("braid-lock-wait-{}", std::process::id()));
+        let held = container(&dir, "ctr1", Duration::ZERO).expect("lock");
+        let start = Instant::now();
+        let err = container(&dir, "ctr1", Duration::from_millis(300)).unwrap_err();
+        let waited = start.elapsed();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(3), "{waited:?}");
+        // Released meanwhile: taken as soon as it is free.
+        let releaser = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        assert!(container(&dir, "ctr1", Duration::from_secs(10)).is_ok());
+        releaser.join().expect("releaser");
         fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

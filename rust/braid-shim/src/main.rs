@@ -1,7 +1,8 @@
 //! `braid`: the compiled CNI entrypoint. It answers VERSION itself and forwards every other
 //! verb to the per-node daemon (`docs/protocol.md`), printing exactly the daemon's answer.
-//! DEL never depends on the daemon: when it is unreachable the shim replays the container's
-//! attachment record itself (`replay`).
+//! Every wait is bounded (`braid_wire::answer`). DEL never depends on the daemon: when it is
+//! unreachable, silent for a few seconds or unable to serve the DEL, the shim replays the
+//! container's attachment record itself (`replay`).
 //!
 //! Nothing but the one JSON result or error ever reaches stdout; a panic becomes a code-999
 //! error JSON.
@@ -28,7 +29,9 @@ use std::path::Path;
 
 use braid_cni::wire::{CniEnv, CniResponse, Request};
 use braid_cni::{codes, version, CniError};
+use braid_wire::answer;
 
+use daemon::NoAnswer;
 use settings::Settings;
 
 /// What to print and the exit status, or an error with the version to render it at.
@@ -70,36 +73,62 @@ fn run() -> Outcome {
     }
 }
 
-/// ADD, CHECK, GC, STATUS: the daemon's answer, waiting up to `daemonWaitSeconds` for it.
+/// ADD, CHECK, GC, STATUS: the daemon's answer, waiting up to `daemonWaitSeconds` to reach it
+/// and then up to [`answer::answer_wait`] for its answer.
 fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
     let socket = daemon::socket_path(Path::new(&settings.socket_dir));
     let outgoing = daemon::request_frame(&Request::Cni { env, stdin })?;
     let stream = daemon::connect_waiting(&socket, settings.daemon_wait)
         .map_err(|err| daemon::unreachable(&socket, settings.daemon_wait, &err))?;
-    daemon::exchange(stream, &outgoing)
+    let wait = answer::answer_wait(settings);
+    daemon::exchange(stream, &outgoing, wait).map_err(|failure| match failure {
+        NoAnswer::Silent => answer::no_answer(&socket.display().to_string(), wait),
+        NoAnswer::Broken(err) => err,
+    })
 }
 
-/// DEL: the daemon's answer when it answers at once, else the record replayed here.
+/// DEL: the daemon's answer when it gives one that stands within [`answer::DEL_ANSWER_WAIT`],
+/// else the record replayed here. Started with [`answer::REPLAY_ARG`] (by the front, which
+/// asked already), it replays at once.
 fn delete(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
+    let asked = std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == answer::REPLAY_ARG);
+    if !asked {
+        if let Some(response) = ask_daemon(env, stdin, settings) {
+            return Ok(response);
+        }
+    }
+    replay::delete(env, settings).map(|()| success(Vec::new()))
+}
+
+/// The daemon's answer to a DEL, unless it is unreachable, silent, broken off or refused
+/// (`answer::del_answer_refused`); why not goes to stderr.
+fn ask_daemon(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Option<CniResponse> {
     let socket = daemon::socket_path(Path::new(&settings.socket_dir));
     let request = Request::Cni {
         env: env.clone(),
         stdin,
     };
-    match daemon::request_frame(&request) {
-        Ok(outgoing) => {
-            if let Ok(stream) = daemon::connect(&socket, daemon::CONNECT_TIMEOUT) {
-                match daemon::exchange(stream, &outgoing) {
-                    Ok(response) => return Ok(response),
-                    Err(err) => {
-                        eprintln!("braid: DEL through the daemon failed ({err}); replaying");
-                    }
-                }
-            }
+    let outgoing = match daemon::request_frame(&request) {
+        Ok(outgoing) => outgoing,
+        Err(err) => {
+            eprintln!("braid: DEL cannot be sent to the daemon ({err}); replaying");
+            return None;
         }
-        Err(err) => eprintln!("braid: DEL cannot be sent to the daemon ({err}); replaying"),
-    }
-    replay::delete(env, settings).map(|()| success(Vec::new()))
+    };
+    let stream = daemon::connect(&socket, daemon::CONNECT_TIMEOUT).ok()?;
+    let wait = answer::DEL_ANSWER_WAIT;
+    let why = match daemon::exchange(stream, &outgoing, wait) {
+        Ok(response) => match answer::del_answer_refused(&response) {
+            None => return Some(response),
+            Some(why) => why,
+        },
+        Err(NoAnswer::Silent) => format!("no answer within {} s", wait.as_secs_f64()),
+        Err(NoAnswer::Broken(err)) => err.to_string(),
+    };
+    eprintln!("braid: DEL through the daemon failed ({why}); replaying");
+    None
 }
 
 fn emit(bytes: &[u8]) {

@@ -7,6 +7,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use braid_cni::config::summarize;
 use braid_cni::inject::{plugin_stdin, StdinRequest};
@@ -15,11 +16,12 @@ use braid_cni::record::{self, Entry};
 use braid_cni::version::negotiate;
 use braid_cni::wire::CniEnv;
 use braid_cni::{codes, CniError};
+use braid_wire::answer::answer_wait;
 use serde_json::Value;
 
 use crate::cache;
 use crate::delegate::{Call, Delegates};
-use crate::lock;
+use crate::lock::{self, Held};
 use crate::settings::Settings;
 
 /// Tears down what the record of `env.container_id` describes.
@@ -33,17 +35,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         .join("records")
         .join(format!("{}.json", env.container_id));
     // No record: nothing was ever attached (the engine writes it before any delegate).
-    let _lock = lock::container(cni_dir, &env.container_id).map_err(|err| {
-        CniError::new(
-            codes::IO_FAILURE,
-            format!(
-                "cannot lock container {} under {}",
-                env.container_id,
-                cni_dir.display()
-            ),
-        )
-        .with_details(err.to_string())
-    })?;
+    let _lock = lock_container(cni_dir, &env.container_id, answer_wait(settings))?;
     // A plan whose rename a power failure lost is still in a spare file, and newer than any
     // record under the container's name (`docs/attachment-record.md`, "Spare files").
     let spare = find_spare(&cni_dir.join("spares"), &env.container_id);
@@ -73,7 +65,11 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     let shown = spare
         .as_ref()
         .map_or(path.as_path(), |(spare, _)| spare.as_path());
-    if let Some(damaged) = damaged.as_ref().filter(|d| !d.complete) {
+    // A damaged record stays unless it was read whole and something was torn down from it.
+    if let Some(damaged) = damaged
+        .as_ref()
+        .filter(|d| !d.complete || entries.is_empty())
+    {
         return Err(kept(&damaged.error, entries.len(), &failures, shown));
     }
     if !failures.is_empty() {
@@ -90,6 +86,34 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     }
     damaged.map_or(Ok(()), |damaged| {
         Err(torn_down_anyway(damaged.error, entries.len()))
+    })
+}
+
+/// The container's lock (`lock`), waited for up to `wait`: code 11 when another braid process
+/// (the daemon, stopped or frozen, `braid-thin`, another DEL) holds it longer.
+fn lock_container(cni_dir: &Path, container_id: &str, wait: Duration) -> Result<Held, CniError> {
+    lock::container(cni_dir, container_id, wait).map_err(|err| {
+        let lock_dir = cni_dir.join("engine").join("locks");
+        if err.kind() == io::ErrorKind::TimedOut {
+            return CniError::new(
+                codes::TRY_AGAIN_LATER,
+                format!(
+                    "container {container_id} stayed locked under {} for {} s by another braid \
+                     process (the daemon, stopped or busy with it, braid-thin or another DEL); \
+                     try again",
+                    lock_dir.display(),
+                    wait.as_secs_f64()
+                ),
+            );
+        }
+        CniError::new(
+            codes::IO_FAILURE,
+            format!(
+                "cannot lock container {container_id} under {}",
+                cni_dir.display()
+            ),
+        )
+        .with_details(err.to_string())
     })
 }
 
@@ -132,7 +156,7 @@ fn torn_down_anyway(error: CniError, count: usize) -> CniError {
     CniError::new(
         error.code,
         format!(
-            "{}; the daemon being unreachable, the shim tore down the {count} attachment(s) it \
+            "{}; without the braid daemon, the shim tore down the {count} attachment(s) it \
              still describes",
             error.msg
         ),
@@ -141,8 +165,9 @@ fn torn_down_anyway(error: CniError, count: usize) -> CniError {
 }
 
 /// Code 11 for a damaged record that may not describe every attachment (cut short, an entry
-/// that does not decode, a format this shim does not read): what was torn down, and why the
-/// record stays. Only the daemon, which resolves the pod's networks, can complete the DEL.
+/// that does not decode, a format this shim does not read) or from which nothing could be torn
+/// down (it lists no attachment): what was torn down, and why the record stays. Only the
+/// daemon, which resolves the pod's networks, can complete the DEL.
 fn kept(error: &CniError, count: usize, failures: &[CniError], record: &Path) -> CniError {
     let details: Vec<String> = std::iter::once(error.details.clone())
         .chain(failures.iter().map(ToString::to_string))
@@ -150,10 +175,10 @@ fn kept(error: &CniError, count: usize, failures: &[CniError], record: &Path) ->
     CniError::new(
         codes::TRY_AGAIN_LATER,
         format!(
-            "{} and may not describe every attachment; the braid daemon being unreachable, the \
-             shim tore down {} of the {count} attachment(s) it still describes and keeps the \
-             record {}: the daemon, which can resolve the pod's networks, completes this DEL \
-             (try again once it runs)",
+            "{} and may not describe every attachment; without the braid daemon, the shim tore \
+             down {} of the {count} attachment(s) it still describes and keeps the record {}: \
+             the daemon, which can resolve the pod's networks, completes this DEL (try again \
+             once it serves)",
             error.msg,
             count - failures.len(),
             record.display()
@@ -185,8 +210,8 @@ fn summary(failures: &[CniError], record: &Path) -> CniError {
     CniError::new(
         failures[0].code,
         format!(
-            "{} teardown step(s) failed; the braid daemon was unreachable, so the shim replayed \
-             the attachment record {}, which is kept for the retry",
+            "{} teardown step(s) failed; without the braid daemon, the shim replayed the \
+             attachment record {}, which is kept for the retry",
             failures.len(),
             record.display()
         ),
@@ -321,7 +346,7 @@ fn stdin_for(
 
 #[cfg(test)]
 mod tests {
-    use super::{check_container_id, delete, CniEnv};
+    use super::{check_container_id, codes, delete, CniEnv};
 
     #[test]
     fn container_ids_follow_libcni() {
@@ -346,5 +371,34 @@ mod tests {
         .unwrap();
         assert_eq!(delete(&env, &settings), Ok(()));
         assert!(!std::path::Path::new("/nonexistent/braid-replay-test").exists());
+    }
+
+    #[test]
+    fn a_damaged_record_nothing_was_torn_down_from_is_kept_with_code_11() {
+        // Read whole (its `attachments` array ends) yet damaged (no `containerId`, no
+        // `netns`), it lists nothing to tear down: it stays, and the DEL is to be retried.
+        let dir = std::env::temp_dir().join(format!("braid-replay-empty-{}", std::process::id()));
+        let record = dir.join("records").join("ctr1.json");
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        let data = br#"{"kind": "braidAttachmentRecord", "version": 2, "attachments": []}"#;
+        std::fs::write(&record, data).unwrap();
+        let env = CniEnv {
+            command: "DEL".into(),
+            container_id: "ctr1".into(),
+            ..CniEnv::default()
+        };
+        let conf = format!(r#"{{"type": "braid", "cniDir": "{}"}}"#, dir.display());
+        let settings = crate::settings::parse(conf.as_bytes()).unwrap();
+        for _ in 0..2 {
+            let err = delete(&env, &settings).unwrap_err();
+            assert_eq!(err.code, codes::TRY_AGAIN_LATER, "{err}");
+            assert!(err.msg.contains("keeps the record"), "{err}");
+            assert_eq!(
+                std::fs::read(&record).unwrap(),
+                data,
+                "the record stays as it was"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
