@@ -168,7 +168,7 @@ def _delete_locked(
             record, _ = _fallback_record(ctx, request, capability_args)
         runtime = ctx.runtime(request)
         errors = tear_down(runtime, record, record.attachments, netns=request.netns)
-        if corrupt is not None and not corrupt.complete and unresolved is not None:
+        if corrupt is not None and unresolved is not None and _may_hide(corrupt):
             # What the record lost may still be attached: it stays as it is (a rewrite would
             # make it look whole) until the pod's networks can be resolved.
             raise _kept(corrupt, records.path(request.container_id), record, unresolved, errors)
@@ -186,6 +186,12 @@ def _delete_locked(
             f"still describes {also}",
             corrupt.details,
         )
+
+
+def _may_hide(corrupt: CorruptRecord) -> bool:
+    """Whether a damaged record may hide an attachment: its salvage is not complete, or
+    nothing could be salvaged from it (nothing of it would be torn down)."""
+    return not corrupt.complete or not corrupt.salvaged
 
 
 def _kept(
