@@ -1,9 +1,10 @@
 """The compiled shim never waits without bound on the daemon (`docs/protocol.md`, "When the
-daemon is unreachable"): a real `braidctl daemon` stopped with SIGSTOP (accepting, as the
-kernel does for it, and never answering) makes a DEL replay the record after a few seconds and
-every other verb fail with code 11 after `daemonWaitSeconds` plus `pluginTimeout`; a DEL the
-daemon cannot serve (code 999, an answer without a CNI error, a reset connection) is replayed.
-The teardown is checked with pyroute2 in the pod's and the host's namespaces.
+daemon is unreachable, silent or failing"): a real `braidctl daemon` stopped with SIGSTOP
+(accepting, as the kernel does for it, and never answering) makes a DEL replay the record after
+a few seconds and every other verb fail with code 11 after `daemonWaitSeconds` plus
+`pluginTimeout`; a DEL the daemon cannot serve (code 999, an answer without a CNI error, a reset
+connection) is replayed. The teardown is checked with pyroute2 in the pod's and the host's
+namespaces.
 """
 
 from __future__ import annotations
