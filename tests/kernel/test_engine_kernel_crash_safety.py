@@ -1,14 +1,18 @@
 """Nothing left attached after a failure or a crash, with the real plugins: GC of a stale
-attachment tears down its interfaces in the namespace the record holds, and an ADD that fails
-after its plugins succeeded (a result braid cannot convert) rolls all of them back.
+attachment tears down its interfaces in the namespace the record holds; a version braid cannot
+answer in fails an ADD before any plugin runs; a delegate dies with the process running its ADD,
+so the runtime's DEL afterwards leaves nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import kernel_netns
@@ -91,3 +95,68 @@ def test_cnitool_add_of_a_list_version_it_cannot_answer_in_attaches_nothing(
     results = attachment.cache_dir / "results"
     assert not results.exists() or list(results.iterdir()) == []
     assert 'cniVersion "1.0"' in error["msg"]
+
+
+# A delegate that takes its time: on ADD it reads its configuration, says who it is, waits
+# DELAY seconds, then hands the configuration to the real bridge plugin.
+SLOW = "kslow"
+DELAY = 5.0
+SLOW_PLUGIN = """#!/bin/sh
+if [ "$CNI_COMMAND" != ADD ]; then exec {bridge}; fi
+cat > {dir}/stdin.$$
+sleep {delay} &
+echo "$$ $!" > {dir}/pids.tmp && mv {dir}/pids.tmp {dir}/pids
+wait
+exec {bridge} < {dir}/stdin.$$
+"""
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_delegate_dies_with_the_process_running_its_add(engine: EngineSetup) -> None:
+    # The default network's only plugin is the slow one; braid-thin runs the ADD in-process
+    # (as the daemon does), inside the test's host namespace, and is SIGKILLed mid-ADD.
+    work = engine.root / "slow"
+    work.mkdir()
+    plugin = engine.plugin_dir / SLOW
+    bridge = CNI_BIN_DIR / "bridge"
+    plugin.write_text(SLOW_PLUGIN.format(bridge=bridge, dir=work, delay=DELAY))
+    plugin.chmod(0o755)
+    conf = json.loads((engine.conf_dir / f"{CLUSTER}.conflist").read_text())
+    conf["plugins"][0]["type"] = SLOW
+    (engine.conf_dir / f"{CLUSTER}.conflist").write_text(json.dumps(conf))
+    thin = Path(sys.executable).parent / "braid-thin"
+    env = {"PATH": os.environ["PATH"], **engine.env("ADD")}
+    braid = subprocess.Popen(
+        ["ip", "netns", "exec", engine.host.name, str(thin)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        assert braid.stdin is not None
+        braid.stdin.write(engine.braid_conf(None))
+        braid.stdin.close()
+        assert wait_until((work / "pids").exists, 30), "the delegate never got its ADD"
+        delegate, sleeper = (int(p) for p in (work / "pids").read_text().split())
+        assert kernel.process_alive(delegate)
+    finally:
+        braid.kill()
+        braid.wait()
+
+    died = wait_until(lambda: not kernel.process_alive(delegate), DELAY / 2)
+    engine.delete()  # the runtime's DEL, once the ADD failed
+    # Without its death the delegate would now finish the ADD, after the DEL: wait for that.
+    wait_until(lambda: not kernel.process_alive(delegate), DELAY + 10)
+    if kernel.process_alive(sleeper):
+        os.kill(sleeper, signal.SIGKILL)
+    assert engine.leases(CLUSTER) == set()
+    engine.assert_nothing_left()
+    assert died, "the delegate outlived the process that started it"

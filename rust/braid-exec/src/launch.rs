@@ -9,6 +9,19 @@
 //! nothing; the caller blocks every signal around the `clone`, and the child sets every handled
 //! signal back to its default before unblocking them, so no handler of the caller's ever runs
 //! in the child.
+//!
+//! A plugin does not outlive the process that started it: the child asks for `SIGKILL` when
+//! its parent dies (`PR_SET_PDEATHSIG`, kept across `execve` for the plugins braid runs: it is
+//! cleared only for set-user-ID, set-group-ID or file-capability binaries), so a daemon killed
+//! in the middle of an ADD leaves no delegate to finish it after the runtime's DEL. The
+//! kernel's "parent" here is the *thread* that called `clone`: the plugin is killed when that
+//! thread ends, even if the process goes on. braid starts plugins only from threads that
+//! outlive them: the thread that then waits for the plugin, or braid's helper threads (started
+//! once, never ended). A caller must not start one from a thread that ends while the plugin
+//! runs. A parent that died before the request was made is caught by comparing `getppid()`
+//! with the caller's pid taken before the `clone`: the child then exits without running the
+//! plugin. Only the plugin itself gets the signal: a helper it started (an IPAM plugin) and
+//! left running is the plugin's to stop.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -40,6 +53,8 @@ struct ChildPlan {
     within: Within,
     /// The descriptors that become the child's 0, 1 and 2.
     streams: [RawFd; 3],
+    /// The caller's process id, taken before the `clone`: the child's parent while it lives.
+    parent: libc::pid_t,
     /// Set by the child when it fails before `execve` succeeds (the caller reads it once the
     /// child has exec'd or exited: the memory is shared).
     errno: libc::c_int,
@@ -94,6 +109,8 @@ pub(crate) fn launch(
         envp,
         within,
         streams: [stdin_fd, child_out.as_raw_fd(), child_err.as_raw_fd()],
+        // SAFETY: getpid(2) cannot fail.
+        parent: unsafe { libc::getpid() },
         errno: 0,
     };
     let pid = clone_child(&mut plan)?;
@@ -163,6 +180,15 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // own signal handlers (no CLONE_SIGHAND), mask, root, namespaces and descriptor table
     // (no CLONE_FILES, no CLONE_FS).
     unsafe {
+        // Killed with the thread that started it (the module's documentation says why); if
+        // that happened already, `getppid` names another process and the plugin never runs.
+        let signal = libc::c_ulong::from(libc::SIGKILL.unsigned_abs());
+        if libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) != 0 {
+            return fail(plan);
+        }
+        if libc::getppid() != plan.parent {
+            libc::_exit(127);
+        }
         let mut action: libc::sigaction = std::mem::zeroed();
         for signal in 1..libc::SIGRTMAX() {
             if libc::sigaction(signal, std::ptr::null(), &raw mut action) == 0
