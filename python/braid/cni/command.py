@@ -120,20 +120,30 @@ def cni_args_from(value: str) -> list[tuple[str, str]]:
     """``CNI_ARGS`` pairs; like cnitool, an empty key or value is refused."""
     if not value:
         return []
-    pairs = _native.parse_cni_args(value=value)
+    pairs = _native.parse_cni_args(value=_utf8_text("CNI_ARGS", value))
     for key, val in pairs:
         if not key or not val:
             raise CniError(INVALID_ENVIRONMENT, f"invalid CNI_ARGS pair {key}={val!s}")
     return pairs
 
 
+def _utf8_text(name: str, value: str) -> str:
+    """``value`` when it is UTF-8 text: ``os.environ`` holds undecodable bytes as lone
+    surrogates, which the parsers cannot take (code 4 rather than an internal error)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise CniError(INVALID_ENVIRONMENT, f"{name} is not valid UTF-8") from None
+    return value
+
+
 def capability_args_from(value: str) -> dict[str, Any]:
     if not value:
         return {}
     try:
-        decoded = msgspec.json.decode(value)
-    except msgspec.DecodeError as exc:
-        raise CniError(INVALID_ENVIRONMENT, "CAP_ARGS is not valid JSON", str(exc)) from exc
+        decoded = msgspec.json.decode(_utf8_text("CAP_ARGS", value))
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise CniError(INVALID_ENVIRONMENT, "CAP_ARGS is not valid JSON", str(exc)) from None
     if not isinstance(decoded, dict):
         raise CniError(INVALID_ENVIRONMENT, "CAP_ARGS must be a JSON object")
     return decoded

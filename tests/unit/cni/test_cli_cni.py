@@ -107,6 +107,11 @@ def test_version_prints_negotiation(cni_env, capsys):
         (["cni", "add", "clinet", "/ns/a"], {"CNI_ARGS": "FOO=a=b"}, 4, "invalid pair"),
         (["cni", "add", "clinet", "/ns/a"], {"CNI_ARGS": "FOO="}, 4, "CNI_ARGS"),
         (["cni", "add", "clinet", "/ns/a"], {"CAP_ARGS": "[1]"}, 4, "CAP_ARGS"),
+        # Found by fuzzing (fuzz/python/fuzz_cni_args_py.py): undecodable bytes in the
+        # environment were an internal error (999), and a deeply nested CAP_ARGS too.
+        (["cni", "add", "clinet", "/ns/a"], {"CNI_ARGS": "K=\udc85"}, 4, "CNI_ARGS is not valid"),
+        (["cni", "add", "clinet", "/ns/a"], {"CAP_ARGS": '{"a":"\udc85"}'}, 4, "CAP_ARGS is not"),
+        (["cni", "add", "clinet", "/ns/a"], {"CAP_ARGS": "[" * 100_000}, 4, "CAP_ARGS is not"),
         (
             ["cni", "add", "clinet", "/ns/a"],
             {"BRAID_PLUGIN_TIMEOUT": "soon"},
