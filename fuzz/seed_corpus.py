@@ -1,0 +1,121 @@
+"""Seeds for braid's fuzz targets (docs/fuzzing.md), from the test fixtures and the CNI and
+NPWG spec examples: writes one file per seed under DIR/<target>/ (default target/fuzz/seeds).
+``fuzz/run.sh --reseed`` minimises them into the committed corpus, fuzz/corpus/<target>/."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+CNI_ARGS = [
+    "",
+    "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0",
+    "K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=1234-5678",
+    "FOO=a=b",
+    "FOO=bar;",
+    "=",
+    "IP=10.1.0.5;MAC=aa:bb:cc:dd:ee:ff",
+]
+ANNOTATIONS = [
+    "net1",
+    "ns1/net1@eth1, net2,other-ns/net3",
+    "macvlan-conf@net2",
+    '[{"name": "net1"}]',
+    '[{"name": "macvlan-net", "namespace": "ns1", "interface": "mv0", '
+    '"ips": ["10.1.1.5/24", "2001:db8::5"], "mac": "c2:b0:57:49:47:f1", '
+    '"default-route": ["10.1.1.1"], "cni-args": {"k": "v"}, "org.example.x": [1, 2.50]}]',
+    '[{"name": "ib", "infiniband-guid": "c2:11:22:33:44:55:66:77", "deviceID": "0000:00:1f.6",'
+    ' "portMappings": [{"hostPort": 8080, "containerPort": 80}], "bandwidth": {"ingressRate": 1},'
+    ' "interfaceRequest": "net5", "ipam-claim-reference": "x"}]',
+    '{"name": "override-net", "namespace": "kube-system"}',
+    '"net1"',
+]
+VERSION_OUTPUTS = [
+    {"cniVersion": "1.1.0", "supportedVersions": ["0.1.0", "0.4.0", "1.0.0", "1.1.0"]},
+    {"cniVersion": "0.2.0"},
+]
+ERROR_OBJECTS = [
+    {"cniVersion": "1.0.0", "code": 7, "msg": "invalid config", "details": "no type"},
+    {"code": 11, "msg": "try again"},
+]
+
+
+def dumps(value: Any) -> bytes:
+    return value.encode() if isinstance(value, str) else json.dumps(value).encode()
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body
+
+
+def config_seeds() -> list[bytes]:
+    inputs = FIXTURES / "cni" / "config" / "inputs"
+    seeds = [p.read_bytes() for p in sorted(inputs.iterdir()) if p.is_file()]
+    for case in sorted((FIXTURES / "cni" / "config").glob("*.json")):
+        value = json.loads(case.read_text())["input"]
+        if not (isinstance(value, str) and value.startswith("@")):
+            seeds.append(dumps(value))
+    seeds += [p.read_bytes() for p in sorted((ROOT / "examples" / "net.d").iterdir())]
+    return seeds
+
+
+def result_seeds() -> list[bytes]:
+    seeds = [dumps(v) for v in VERSION_OUTPUTS + ERROR_OBJECTS]
+    for case in sorted((FIXTURES / "cni" / "convert").glob("*/*.json")):
+        seeds.append(dumps(json.loads(case.read_text())["input"]))
+    seeds += [p.read_bytes() for p in sorted((FIXTURES / "nad" / "results").glob("*.json"))]
+    return seeds
+
+
+def record_seeds() -> list[bytes]:
+    records = FIXTURES / "records"
+    return [p.read_bytes() for p in sorted(records.glob("*.json")) if p.name != "cases.json"]
+
+
+def wire_seeds() -> list[bytes]:
+    bodies = [p.read_bytes().strip() for p in sorted((FIXTURES / "protocol").glob("*.json"))]
+    braid_conf = (ROOT / "examples" / "nads" / "braid.conf").read_bytes()
+    response = {"protocol": 1, "exitCode": 0, "stdout": base64.b64encode(b"{}\n").decode()}
+    bodies += [braid_conf, dumps(response), dumps({"protocol": 1, "ready": True})]
+    return bodies + [frame(body) for body in bodies]
+
+
+def annotation_seeds() -> list[bytes]:
+    seeds = [a.encode() for a in ANNOTATIONS]
+    for pod in sorted((ROOT / "examples" / "nads" / "pods").glob("*.yaml")):
+        annotations = yaml.safe_load(pod.read_text())["metadata"].get("annotations", {})
+        seeds += [str(v).encode() for v in annotations.values()]
+    return seeds
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
+    cni_args = [a.encode() for a in CNI_ARGS]
+    targets = {
+        "cni_config": config_seeds(),
+        "cni_result": result_seeds(),
+        "record": record_seeds(),
+        "wire": wire_seeds(),
+        "daemon_protocol": wire_seeds(),
+        "cni_args": cni_args,
+        "cni_args_py": cni_args,
+        "annotations": annotation_seeds(),
+    }
+    for target, seeds in targets.items():
+        folder = out / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, seed in enumerate(seeds):
+            (folder / f"seed-{number:03d}").write_bytes(seed)
+
+
+if __name__ == "__main__":
+    main()
