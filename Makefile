@@ -80,7 +80,7 @@ test-rust: ## cargo test of every crate
 	cargo test --locked --workspace
 
 test-unit: native ## Python unit tier (no privileges)
-	$(PY) -m pytest tests --ignore=tests/kernel --ignore=tests/runtime --ignore=tests/cluster --ignore=tests/image --ignore=tests/node -q
+	$(PY) -m pytest tests --ignore=tests/kernel --ignore=tests/runtime --ignore=tests/cluster --ignore=tests/image --ignore=tests/node --ignore=tests/soak -q
 
 test-fuzz: native ## fuzz every parser of outside input, bounded and seeded (docs/fuzzing.md)
 	fuzz/run.sh
