@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from braid.engine.attach import AddOutcome, add
 from braid.engine.context import EngineContext
+from braid.engine.detach import detach
 from braid.engine.entry import run_cni
 from braid.engine.maintenance import check, gc, status
 from braid.engine.record import AttachmentRecord, RecordStore
@@ -23,6 +24,7 @@ __all__ = [
     "add",
     "check",
     "delete",
+    "detach",
     "gc",
     "read_request",
     "run_cni",

@@ -16,9 +16,7 @@ none and writes before it prints.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -36,18 +34,17 @@ from braid.engine.context import (
 )
 from braid.engine.early import FIRST_DELEGATES
 from braid.engine.phases import phase
+from braid.engine.readiness import wait_ready
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interfaces_free, requests_honoured
-from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.errors import CniError
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.status import network_status
 from braid.nad.store import pod_annotations
 
-READINESS_TIMEOUT = 45.0
-READINESS_POLL = 1.0
 EarlyAnswer = Callable[[bytes], None]
 
 
@@ -57,21 +54,6 @@ class AddOutcome(msgspec.Struct, frozen=True):
     result: bytes
     network_status: bytes
     plan: AttachmentPlan
-
-
-def wait_ready(path: str, timeout: float = READINESS_TIMEOUT) -> None:
-    """Waits for the readiness indicator file (Multus: poll 1 s, up to 45 s)."""
-    if not path:
-        return
-    deadline = time.monotonic() + timeout
-    while not Path(path).exists():
-        if time.monotonic() >= deadline:
-            raise CniError(
-                TRY_AGAIN_LATER,
-                f"the cluster default network is not ready: {path} does not exist",
-                "braid waits for the readiness indicator file before attaching pods",
-            )
-        time.sleep(min(READINESS_POLL, max(0.0, deadline - time.monotonic())))
 
 
 def plan_for(
@@ -112,7 +94,7 @@ def _add(
     capability_args: dict[str, Any],
     answer: EarlyAnswer | None,
 ) -> AddOutcome:
-    wait_ready(ctx.config.readinessindicatorfile)
+    wait_ready(ctx.config.readinessindicatorfile, operation="attaching")
     ahead = StartsAhead()  # whatever happens, nothing it started outlives the ADD
     try:
         FIRST_DELEGATES.start_early(ctx, request, ahead)

@@ -14,10 +14,10 @@ from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.engine.attach import EarlyAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
+from braid.engine.detach import detach
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
 from braid.engine.spares import SpareFiles, SparePools
-from braid.engine.teardown import delete
 from braid.errors import INTERNAL, CniError
 from braid.nad.config import BraidConfig, check_network_name, load_braid_config
 from braid.nad.resolve import PodRef
@@ -107,7 +107,7 @@ def _dispatch(
     if request.command == "ADD":
         return add(ctx, request, caps, answer).result
     if request.command == "DEL":
-        delete(ctx, request, caps, answer)
+        detach(ctx, request, caps, answer)
     elif request.command == "CHECK":
         check(ctx, request)
     elif request.command == "GC":
