@@ -154,6 +154,51 @@ def test_api_down_during_del_still_tears_everything_down(
     assert not node.record_exists()
 
 
+@pytest.mark.parametrize(
+    ("keys", "later"),
+    [({}, {"mtu": 9000, "gateway": ["10.9.0.1"]}), ({"networkStatusKeys": "v1"}, {})],
+)
+def test_the_published_status_holds_the_configured_keys(
+    keys: dict[str, str],
+    later: dict[str, object],
+    node: Node,
+    kube_admin: kubernetes.client.ApiClient,
+    kube_namespace: str,
+) -> None:
+    """``networkStatusKeys``: by default the annotation carries Multus's ``mtu`` and
+    ``gateway`` besides spec v1's keys; with ``v1`` it carries v1's keys alone."""
+    config = json.dumps({"cniVersion": "1.1.0", "name": "blue", "type": "fakesec"})
+    create_nad(kube_admin, kube_namespace, "blue", config)
+    uid = create_pod(kube_admin, kube_namespace, "web", {"k8s.v1.cni.cncf.io/networks": "blue"})
+    result = {
+        "cniVersion": "1.1.0",
+        "interfaces": [
+            {"name": "net1", "mac": "02:00:00:00:00:01", "mtu": 9000, "sandbox": node.netns}
+        ],
+        "ips": [{"address": "10.9.0.5/24", "gateway": "10.9.0.1", "interface": 0}],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dns": {"nameservers": ["10.9.0.53"]},
+    }
+    (node.state / "fakesec.json").write_text(json.dumps({"ADD": {"stdout": json.dumps(result)}}))
+
+    out, code = node.run("ADD", namespace=kube_namespace, pod="web", uid=uid, **keys)
+
+    assert code == 0, out
+    published = json.loads(status_of(kube_admin, kube_namespace, "web") or "[]")
+    assert published[1] == {
+        "name": f"{kube_namespace}/blue",
+        "interface": "net1",
+        "ips": ["10.9.0.5"],
+        "mac": "02:00:00:00:00:01",
+        "default": False,
+        "dns": {"nameservers": ["10.9.0.53"]},
+        **later,
+    }
+    v1_keys = {"name", "interface", "ips", "mac", "default", "dns"}
+    if not later:
+        assert all(set(entry) <= v1_keys for entry in published), published
+
+
 def test_skip_status_without_networks(
     node: Node,
     kube_admin: kubernetes.client.ApiClient,

@@ -151,22 +151,23 @@ def _finish(
     """After the last attachment: the network-status, its publication, the answer and the
     record's one rewrite (every result and the status; atomic, not fsynced), each as early as
     its reader needs it. Returns the default network's result and the status."""
+    keys = ctx.config.network_status_keys
     if answer is None:  # braid-thin prints after this returns: the record first
         with phase("record_write"):
-            status = _set_status(record)
+            status = _set_status(record, keys)
             ctx.records().write(record, durable=False)
         _publish(ctx, runtime, record, request, status)
         return _default_result(ctx, record), status
     # A publisher's refusal fails the ADD, so it gets the status before the answer; without
     # one, only the rewrite after the answer needs it (from results already validated).
     publishing = ctx.publisher is not None
-    status = _set_status(record) if publishing else b""
+    status = _set_status(record, keys) if publishing else b""
     if publishing:
         _publish(ctx, runtime, record, request, status)  # times its own work
     default = _default_result(ctx, record)
     answer(default)
     if not publishing:
-        status = _status_after_answer(record)
+        status = _status_after_answer(record, keys)
     _rewrite_after_answer(ctx, record)
     return default, status
 
@@ -210,20 +211,22 @@ class PlanGate:
         self.write.settle()
 
 
-def _set_status(record: AttachmentRecord) -> bytes:
-    """The network-status of every attachment, also kept in the record."""
+def _set_status(record: AttachmentRecord, keys: str) -> bytes:
+    """The network-status of every attachment, also kept in the record (``keys``:
+    ``networkStatusKeys``)."""
     status = network_status(
-        (entry.attachment(), entry.result_bytes()) for entry in record.attachments
+        ((entry.attachment(), entry.result_bytes()) for entry in record.attachments),
+        keys=keys,
     )
     record.network_status = msgspec.Raw(status)
     return status
 
 
-def _status_after_answer(record: AttachmentRecord) -> bytes:
+def _status_after_answer(record: AttachmentRecord, keys: str) -> bytes:
     """``_set_status`` once the ADD has been answered: every result was validated when its
     plugin returned, so this cannot fail; if it ever did, the record keeps no status."""
     try:
-        return _set_status(record)
+        return _set_status(record, keys)
     except CniError as exc:
         log.error(
             "container %s: no network-status for the attachment record: %s",

@@ -12,6 +12,7 @@ import msgspec
 
 from braid.cni.request import network_name_problem
 from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.status import KEY_SETS
 
 BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
 LOG_LEVELS = frozenset({"debug", "verbose", "error", "panic"})
@@ -70,6 +71,8 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
     status_write_policy: str = "background"
     skip_status_without_networks: bool = False
+    # "multus": NPWG v1's keys plus Multus's `mtu` and `gateway`; "v1": v1's keys alone.
+    network_status_keys: str = "multus"
     nad_dir: str = "/etc/cni/braid/nads"
     pod_dir: str = "/etc/cni/braid/pods"
     plugin_timeout: float | None = None
@@ -197,6 +200,8 @@ def _check_values(config: BraidConfig) -> None:
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
     if config.status_write_policy not in ("background", "fail"):
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
+    if config.network_status_keys not in KEY_SETS:
+        raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
     for attribute, key in BOUND_KEYS:

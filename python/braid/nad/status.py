@@ -3,6 +3,13 @@ CNI results, whatever the result's version.
 
 Addresses are written without their prefix length, as Multus writes them (consumers parse them
 as plain IPs), though the spec's example shows prefixes.
+
+Spec section 5.3 reserves every key without a period to the specification. ``keys`` says which
+maps braid writes (braid configuration key ``networkStatusKeys``): ``"multus"``, v1's keys plus
+``mtu`` and ``gateway`` as Multus writes them (no NPWG version defines those two); ``"v1"``,
+v1's keys alone. Under ``"v1"`` the two are left out, not renamed to dotted keys of braid's own:
+their only readers know them by Multus's names, a copy under another name would be a format
+nobody reads, and both come from the attachment's CNI result, which the attachment record keeps.
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from braid.errors import PLUGIN_FAILURE, CniError
 from braid.nad.plan import Attachment
 
 NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status"
+MULTUS_KEYS = "multus"
+V1_KEYS = "v1"
+KEY_SETS = (MULTUS_KEYS, V1_KEYS)
 _LEGACY_VERSIONS = frozenset({"", "0.1.0", "0.2.0"})
 
 
@@ -176,12 +186,15 @@ def _mtu(iface: dict[str, Any]) -> int | None:
     return None
 
 
-def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]:
+def status_entry(
+    attachment: Attachment, result: bytes | None, *, keys: str = MULTUS_KEYS
+) -> dict[str, Any]:
     """One network-status map: name, interface, ips, mac, mtu, default, dns, gateway (empty
     ones left out; ``mtu`` and ``gateway`` as Multus reports them: the sandbox interface's
     ``mtu`` and the gateways of the result's default routes, a route without ``gw`` through
-    its family's IP gateway). A missing or null result gives
+    its family's IP gateway; neither with ``keys`` ``"v1"``). A missing or null result gives
     the minimal map with the interface braid asked for."""
+    later = keys != V1_KEYS  # the keys no NPWG version defines: mtu, gateway
     doc = _decode(result, attachment) if result is not None else None
     entry: dict[str, Any] = {"name": attachment.status_name}
     ips: list[str] = []
@@ -193,16 +206,16 @@ def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]
     elif doc.get("cniVersion", "") in _LEGACY_VERSIONS and "interfaces" not in doc:
         entry["interface"] = attachment.ifname
         ips = _legacy_ips(doc)
-        gateways = _gateways(doc, None, legacy=True)
+        gateways = _gateways(doc, None, legacy=True) if later else []
     else:
         index, iface = _sandbox_interface(doc)
         if isinstance(iface.get("name"), str) and iface["name"]:
             entry["interface"] = iface["name"]
             found_mac = iface.get("mac")
             mac = found_mac if isinstance(found_mac, str) else ""
-            mtu = _mtu(iface)
+            mtu = _mtu(iface) if later else None
         ips = _modern_ips(doc, index)
-        gateways = _gateways(doc, index, legacy=False)
+        gateways = _gateways(doc, index, legacy=False) if later else []
     if ips:
         entry["ips"] = ips
     if mac:
@@ -218,6 +231,9 @@ def status_entry(attachment: Attachment, result: bytes | None) -> dict[str, Any]
     return entry
 
 
-def network_status(results: Iterable[tuple[Attachment, bytes | None]]) -> bytes:
-    """The annotation's JSON value for (attachment, result) pairs in plan order."""
-    return msgspec.json.encode([status_entry(a, r) for a, r in results])
+def network_status(
+    results: Iterable[tuple[Attachment, bytes | None]], *, keys: str = MULTUS_KEYS
+) -> bytes:
+    """The annotation's JSON value for (attachment, result) pairs in plan order; ``keys``:
+    ``"multus"`` or ``"v1"`` (``status_entry``)."""
+    return msgspec.json.encode([status_entry(a, r, keys=keys) for a, r in results])

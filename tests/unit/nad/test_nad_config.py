@@ -76,6 +76,7 @@ def test_defaults_are_multus_defaults_plus_braid_keys() -> None:
     assert cfg.plugin_timeout is None
     assert cfg.nad_dir == "/etc/cni/braid/nads"
     assert cfg.pod_dir == "/etc/cni/braid/pods"
+    assert cfg.network_status_keys == "multus"
 
 
 def test_global_namespaces_set_means_default_must_be_listed() -> None:
@@ -87,6 +88,19 @@ def test_braid_keys() -> None:
     doc = {"type": "braid", "nadDir": "/n", "podDir": "/p", "pluginTimeout": 2.5}
     cfg = load_braid_config(json.dumps(doc).encode()).config
     assert (cfg.nad_dir, cfg.pod_dir, cfg.plugin_timeout) == ("/n", "/p", 2.5)
+
+
+@pytest.mark.parametrize("value", ["multus", "v1"])
+def test_network_status_keys(value: str) -> None:
+    loaded = load({"type": "braid", "networkStatusKeys": value})
+    assert (loaded.config.network_status_keys, loaded.warnings) == (value, ())
+
+
+@pytest.mark.parametrize("value", ["V1", "v1.3", "", "all"])
+def test_network_status_keys_outside_its_values_is_code_7(value: str) -> None:
+    with pytest.raises(CniError, match="`networkStatusKeys` must be 'multus' or 'v1'") as err:
+        load({"type": "braid", "networkStatusKeys": value})
+    assert err.value.code == 7
 
 
 def test_unknown_keys_are_warnings_not_failures() -> None:
@@ -129,6 +143,7 @@ def test_odd_values_are_warnings() -> None:
         ("delegates", {"type": "x"}, "delegates"),
         ("pluginTimeout", "10s", "pluginTimeout"),
         ("capabilities", {"ips": "yes"}, "capabilities"),
+        ("networkStatusKeys", 1, "networkStatusKeys"),
     ],
 )
 def test_wrong_types_fail_with_code_7_naming_the_key(key: str, value: object, path: str) -> None:

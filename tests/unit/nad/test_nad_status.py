@@ -144,3 +144,42 @@ def test_network_status_list_has_exactly_one_default_in_plan_order() -> None:
     assert [e["name"] for e in doc] == ["cluster", "ns/net-a", "ns/net-a"]
     assert [e["default"] for e in doc] == [True, False, False]
     assert [e["interface"] for e in doc] == ["eth0", "net1", "net2"]
+
+
+# Spec v1 section 5.3: the keys it defines; every other undotted key is reserved to the spec.
+V1_KEYS = {"name", "interface", "ips", "mac", "default", "dns"}
+
+
+@pytest.mark.parametrize(
+    ("name", "ifname", "later"),
+    [
+        ("bridge-1.0.0.json", "net1", {"gateway"}),
+        ("ipoib-1.1.0.json", "ib0", {"mtu"}),
+        ("bridge-0.2.0.json", "net4", {"gateway"}),
+    ],
+)
+def test_multus_keys_add_mtu_and_gateway_and_v1_keys_leave_them_out(
+    name: str, ifname: str, later: set[str]
+) -> None:
+    """``networkStatusKeys``: ``multus`` (the default) writes v1's keys plus ``mtu`` and
+    ``gateway``; ``v1`` writes the very same map without them, and no other undotted key."""
+    multus = status_entry(attachment("ns/n", ifname), result(name))
+    assert status_entry(attachment("ns/n", ifname), result(name), keys="multus") == multus
+    strict = status_entry(attachment("ns/n", ifname), result(name), keys="v1")
+
+    assert set(multus) - set(strict) == later
+    assert strict == {k: v for k, v in multus.items() if k not in later}
+    assert set(strict) <= V1_KEYS
+    assert not [k for k in strict if k not in V1_KEYS and "." not in k]
+
+
+def test_v1_keys_reach_the_whole_list() -> None:
+    pairs = [
+        (attachment("cluster", "eth0", default=True), result("bridge-1.0.0.json")),
+        (attachment("other-ns/ib", "ib0"), result("ipoib-1.1.0.json")),
+    ]
+    multus = json.loads(network_status(pairs))
+    strict = json.loads(network_status(pairs, keys="v1"))
+    assert ("gateway" in multus[0], "mtu" in multus[1]) == (True, True)
+    assert [set(e) <= V1_KEYS for e in strict] == [True, True]
+    assert [e["ips"] for e in strict] == [e["ips"] for e in multus]
