@@ -32,9 +32,9 @@ CALL_SECONDS = 30.0  # a runtime's deadline for one plugin call
 # How long the daemon stays stopped at most: longer than the shim's DEL deadline.
 FREEZE_SECONDS = float(os.environ.get("SOAK_FREEZE_SECONDS", "8"))
 RUNTIME_ADD_SECONDS = 1.0  # the runtime gives up on an ADD to a stopped daemon after this
-HANG_TIMEOUT = 1  # pluginTimeout of the cycles whose delegate hangs
+HANG_TIMEOUT = 0.5  # pluginTimeout of the cycles whose delegate hangs
 DEL_ATTEMPTS = 6
-DEL_PAUSE = 0.3
+DEL_PAUSE = 0.1
 KEEP_VETHS = frozenset({PARENT, PARENT_PEER})
 
 

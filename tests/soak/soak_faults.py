@@ -30,8 +30,8 @@ HANG_DELEGATE = "hang-delegate"
 # pluginTimeout) are rarer, so that 300 cycles stay within about four minutes on two cores.
 WEIGHTS = {
     NONE: 5,
-    KILL_ADD: 3,
-    KILL_DEL: 3,
+    KILL_ADD: 2.5,
+    KILL_DEL: 2.5,
     FREEZE_ADD: 0.5,
     FREEZE_DEL: 0.5,
     TORN_RECORD: 4,
