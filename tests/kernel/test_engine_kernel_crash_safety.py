@@ -19,12 +19,13 @@ import kernel_netns
 import kernel_networks as nets
 import kernel_oracle as kernel
 import pytest
-from engine_fixtures import CLUSTER, EngineSetup, bridge_nad, make_engine
+from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
 from kernel_attachment import CNI_BIN_DIR, Attachment
 
 pytestmark = pytest.mark.kernel
 
 INCOMPATIBLE_VERSION = 1
+CONVERSION_REFUSED = 101
 
 
 @pytest.fixture
@@ -56,6 +57,39 @@ def test_gc_tears_down_a_stale_attachment_in_its_recorded_namespace(
 
     assert (result, code) == (None, 0)
     assert engine.leases(CLUSTER) == set()
+    assert engine.leases("net-a") == set()
+    engine.assert_nothing_left()
+
+
+def test_braid_version_it_cannot_answer_in_attaches_nothing(engine: EngineSetup) -> None:
+    # braid's own cniVersion is what the default network's result is converted to: a version
+    # braid cannot convert to is refused before any delegate runs.
+    result, code = engine.run("ADD", {NETWORKS: "net-a"}, cniVersion="9.9.9")
+
+    assert code == 1
+    assert isinstance(result, dict)
+    assert result["code"] == INCOMPATIBLE_VERSION
+    assert "9.9.9" in result["msg"]
+    assert engine.leases(CLUSTER) == set()
+    assert engine.leases("net-a") == set()
+    engine.assert_nothing_left()
+
+
+def test_a_default_result_that_cannot_be_converted_rolls_the_add_back(
+    engine: EngineSetup,
+) -> None:
+    # braid answers in 0.2.0; a default network without IPAM succeeds with no address, which
+    # no 0.2.0 result can hold: the failure comes after the plugins succeeded.
+    conf = json.loads((engine.conf_dir / f"{CLUSTER}.conflist").read_text())
+    del conf["plugins"][0]["ipam"]
+    (engine.conf_dir / f"{CLUSTER}.conflist").write_text(json.dumps(conf))
+
+    result, code = engine.run("ADD", {NETWORKS: "net-a"}, cniVersion="0.2.0")
+
+    assert code == 1
+    assert isinstance(result, dict)
+    assert result["code"] == CONVERSION_REFUSED
+    assert "no valid IP addresses" in result["msg"]
     assert engine.leases("net-a") == set()
     engine.assert_nothing_left()
 

@@ -24,6 +24,7 @@ import msgspec
 from braid import _native
 from braid.cni import Runtime
 from braid.cni.exec import StartsAhead
+from braid.cni.versions import require_answerable
 from braid.engine.context import (
     EngineContext,
     NoStore,
@@ -94,6 +95,8 @@ def _add(
     capability_args: dict[str, Any],
     answer: EarlyAnswer | None,
 ) -> AddOutcome:
+    # Before anything runs: the default network's result is converted to it at the end.
+    require_answerable(ctx.config.cni_version, "braid's configuration")
     wait_ready(ctx.config.readinessindicatorfile, operation="attaching")
     ahead = StartsAhead()  # whatever happens, nothing it started outlives the ADD
     try:
@@ -148,28 +151,40 @@ def _finish(
     request: CniRequest,
     answer: EarlyAnswer | None,
 ) -> tuple[bytes, bytes]:
-    """After the last attachment: the network-status, its publication, the answer and the
-    record's one rewrite (every result and the status; atomic, not fsynced), each as early as
-    its reader needs it. Returns the default network's result and the status."""
+    """After the last attachment: the default network's result, the network-status, its
+    publication, the answer and the record's one rewrite (every result and the status; atomic,
+    not fsynced), each as early as its reader needs it. Whatever of it can fail does so before
+    the answer and rolls the ADD back: no failure leaves an attachment behind. Returns the
+    default network's result and the status."""
     keys = ctx.config.network_status_keys
-    if answer is None:  # braid-thin prints after this returns: the record first
-        with phase("record_write"):
-            status = _set_status(record, keys)
-            ctx.records().write(record, durable=False)
-        _publish(ctx, runtime, record, request, status)
-        return _default_result(ctx, record), status
-    # A publisher's refusal fails the ADD, so it gets the status before the answer; without
-    # one, only the rewrite after the answer needs it (from results already validated).
-    publishing = ctx.publisher is not None
-    status = _set_status(record, keys) if publishing else b""
-    if publishing:
-        _publish(ctx, runtime, record, request, status)  # times its own work
-    default = _default_result(ctx, record)
+    try:
+        default = _default_result(ctx, record)
+        status = _before_answer(ctx, record, keys, thin=answer is None)
+    except CniError as exc:
+        _roll_back(ctx, runtime, record, request, exc)
+        raise
+    _publish(ctx, runtime, record, request, status)  # times its own work; rolls back
+    if answer is None:  # braid-thin prints after this returns
+        return default, status
     answer(default)
-    if not publishing:
+    if ctx.publisher is None:
         status = _status_after_answer(record, keys)
     _rewrite_after_answer(ctx, record)
     return default, status
+
+
+def _before_answer(ctx: EngineContext, record: AttachmentRecord, keys: str, *, thin: bool) -> bytes:
+    """The network-status (``keys``: ``networkStatusKeys``) when it is needed before the
+    answer: by a publisher (its refusal fails the ADD) or by braid-thin, which also rewrites
+    the record before it prints. Otherwise ``b""``: only the rewrite after the answer needs
+    it, made then from results already validated (``_status_after_answer``)."""
+    if not thin and ctx.publisher is None:
+        return b""
+    status = _set_status(record, keys)
+    if thin:
+        with phase("record_write"):
+            ctx.records().write(record, durable=False)
+    return status
 
 
 class PlanGate:
