@@ -12,6 +12,7 @@ import time
 
 from braid.cni.hostroot import HostRoot
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
+from braid.daemon.descriptors import raise_descriptor_limit
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
@@ -19,6 +20,7 @@ from braid.daemon.service import DaemonService
 from braid.daemon.settings import (
     DEFAULT_CACHE_SYNC_SECONDS,
     DEFAULT_DRAIN_SECONDS,
+    DEFAULT_FRAME_SECONDS,
     DEFAULT_WATCH_SECONDS,
     DaemonSettings,
     node_name_of,
@@ -68,6 +70,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--queue-size", type=int, help="requests waiting at most (default 512)")
     parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=0,
+        help="connections on the socket at once (default: concurrency + queue + 32, within "
+        "the descriptor limit); one more is answered with code 11",
+    )
+    parser.add_argument(
+        "--frame-seconds",
+        type=float,
+        default=DEFAULT_FRAME_SECONDS,
+        help="how long a client has to send its request frame (default 3)",
+    )
+    parser.add_argument(
         "--metrics-address",
         help="HOST:PORT of /metrics, /healthz, /readyz (daemonMetricsAddress; '' disables)",
     )
@@ -113,6 +128,8 @@ def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSet
         watch_seconds=args.watch_seconds,
         host_root=args.host_root,
         cni_conf_dir=args.cni_conf_dir,
+        max_connections=args.max_connections,
+        frame_seconds=args.frame_seconds,
     )
 
 
@@ -180,6 +197,7 @@ def threads_left(timeout: float) -> list[str]:
 def run_daemon(args: argparse.Namespace) -> int:
     install_json_logging()
     log.info("braid %s starting", package_version())
+    raise_descriptor_limit()
     try:
         root = host_root_of(args.host_root)
         operator = OperatorConfig(args.config or None, root)

@@ -8,17 +8,26 @@ arrive (starting from what the acceptor already read), and the answer is written
 service has it (``DaemonService.answer``'s ``reply``), which can be before the request's own
 work is over (the engine's final record write, the log line, the metrics); the task stays in
 ``active`` until then, so a draining daemon waits for it.
+
+Every connection holds a ``bounds.Lease`` until it is closed: a frame that would take the
+bytes all connections hold beyond their bound is answered code 11. A client never closes
+before reading its answer (``docs/protocol.md``): one that does has given up, and a request of
+its that has not started yet is dropped, never run (``ClientPresence``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import select
 import socket
 import threading
 import time
+from enum import Enum
 
+from braid.daemon.bounds import Lease
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.protocol import (
     HEADER_BYTES,
@@ -30,11 +39,26 @@ from braid.daemon.protocol import (
     frame_body,
     incomplete_frame,
 )
-from braid.daemon.service import DaemonService
-from braid.errors import INTERNAL, INVALID_ENVIRONMENT, CniError
+from braid.daemon.service import ClientPresence, DaemonService
+from braid.errors import INTERNAL, INVALID_ENVIRONMENT, TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
 Response = CniResponse | HealthResponse
+READ_CHUNK = 65536
+REFUSAL_SEND_SECONDS = 0.5
+REFUSAL_READ_CHUNKS = 16
+
+
+def held_too_much(lease: Lease) -> CniResponse:
+    """The answer to a frame that would take the bytes every connection holds beyond the
+    bound (the connection is closed after it)."""
+    return error_response(
+        CniError(
+            TRY_AGAIN_LATER,
+            "the braid daemon holds as many request bytes as it may; try again",
+            f"request frames held at once are bounded to {lease.bound} bytes",
+        )
+    )
 
 
 class RequestConnection(asyncio.Protocol):
@@ -45,13 +69,17 @@ class RequestConnection(asyncio.Protocol):
         service: DaemonService,
         active: set[asyncio.Future[Response]],
         frame_timeout: float,
-        initial: bytes = b"",
+        lease: Lease,
+        initial: bytearray | None = None,
     ) -> None:
-        self._initial = initial  # bytes the acceptor already read from this connection
+        # The bytes the acceptor already read from this connection: the buffer goes on from it.
+        self._buffer = initial if initial is not None else bytearray()
         self._service = service
         self._active = active
         self._frame_timeout = frame_timeout
-        self._buffer = bytearray()
+        self._lease = lease
+        self._client = ClientPresence()
+        self._work: asyncio.Task[Response] | None = None
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._received = False
@@ -63,13 +91,15 @@ class RequestConnection(asyncio.Protocol):
         self._transport = transport if isinstance(transport, asyncio.Transport) else None
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._frame_timeout, self._timed_out)
-        if self._initial:
-            initial, self._initial = self._initial, b""
-            self.data_received(initial)
+        if self._buffer:
+            self.data_received(b"")
 
     def data_received(self, data: bytes) -> None:
         if self._received:
             return  # one request per connection: anything after the frame is ignored
+        if not self._lease.hold(len(self._buffer) + len(data)):
+            self._refuse_held()
+            return
         self._buffer += data
         try:
             body = frame_body(self._buffer)
@@ -85,11 +115,27 @@ class RequestConnection(asyncio.Protocol):
     def eof_received(self) -> bool:
         if not self._received:
             self._refuse(incomplete_frame(self._buffer))
+        else:
+            self._client_left()
         return True  # keep the transport open: the answer is written, then it is closed
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()
-        if not self._answered and self._received:
+        self._buffer = bytearray()
+        self._lease.leave()
+        if self._received:
+            self._client_left()
+
+    def _client_left(self) -> None:
+        """The client closed before its answer: a request that has not started is dropped
+        (its task cancelled while it waits for its turn); one that runs goes on."""
+        if self._answered or self._client.gone:
+            return
+        self._client.gone = True
+        work = self._work
+        if work is not None and not self._client.started and not work.done():
+            work.cancel()
+        elif work is not None:
             log.warning("the client left before its answer; the work it asked for goes on")
 
     def reply(self, response: Response) -> None:
@@ -136,13 +182,19 @@ class RequestConnection(asyncio.Protocol):
 
     def _start(self, body: bytes) -> None:
         work = self._loop.create_task(
-            self._service.answer(body, self.reply, self.reply_from_thread)
+            self._service.answer(body, self.reply, self.reply_from_thread, self._client)
         )
+        self._work = work
         self._active.add(work)
         work.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Future[Response]) -> None:
         self._active.discard(task)
+        if self._client.gone and not self._client.started:
+            if not task.cancelled():
+                task.exception()  # retrieved: a dropped request's outcome matters to nobody
+            self._close()  # dropped before it started: nobody to answer
+            return
         if task.cancelled():
             self.reply(error_response(CniError(INTERNAL, "the request was cancelled")))
             return
@@ -152,6 +204,19 @@ class RequestConnection(asyncio.Protocol):
             self.reply(error_response(CniError(INTERNAL, f"internal error: {error!r}")))
             return
         self.reply(task.result())
+
+    def _close(self) -> None:
+        with self._lock:
+            self._answered = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _refuse_held(self) -> None:
+        self._received = True
+        self._stop_timer()
+        self._buffer = bytearray()
+        log.warning("refused a request: the request bytes held reached their bound")
+        self.reply(held_too_much(self._lease))
 
     def _refuse(self, reason: str) -> None:
         self._received = True
@@ -181,8 +246,9 @@ class DirectConnection:
 
     SEND_TIMEOUT = 5.0
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, lease: Lease) -> None:
         self._sock = sock
+        self._lease = lease
         self._lock = threading.Lock()
         self._answered = False
         sock.setblocking(True)
@@ -209,6 +275,7 @@ class DirectConnection:
                 return False
             finally:
                 self._sock.close()
+                self._lease.leave()
         return True
 
     def close(self) -> None:
@@ -216,28 +283,79 @@ class DirectConnection:
         with self._lock:
             self._answered = True
             self._sock.close()
+            self._lease.leave()
 
 
-def read_first_frame(sock: socket.socket, wait: float) -> tuple[bytes | None, bytes]:
-    """In an acceptor thread, right after ``accept``: (the frame's body, b"") when the whole
-    frame arrives within ``wait`` seconds and nothing follows it, else (None, the bytes read)
-    for the event loop to go on from (a frame in pieces, a malformed or oversized one, a
-    client that closed or says nothing: ``RequestConnection`` answers each as it always has)."""
+class FirstRead(Enum):
+    """How an acceptor's first read of a connection ended (``read_first_frame``)."""
+
+    WHOLE = "whole"  # the whole frame and nothing after it: served by the acceptor
+    LATER = "later"  # the event loop goes on from what was read
+    HELD_TOO_MUCH = "held too much"  # the bytes bound was reached: refuse the connection
+
+
+def read_first_frame(
+    sock: socket.socket, wait: float, lease: Lease, listener: socket.socket | None = None
+) -> tuple[FirstRead, bytes | None, bytearray]:
+    """In an acceptor thread, right after ``accept``: (``WHOLE``, the frame's body, the bytes)
+    when the whole frame arrives within ``wait`` seconds and nothing follows it, else
+    (``LATER``, None, the bytes read) for the event loop to go on from (a frame in pieces, a
+    malformed or oversized one, a client that closed or says nothing: ``RequestConnection``
+    answers each as it always has), or ``HELD_TOO_MUCH`` when reading more would take the
+    bytes every connection holds beyond their bound.
+
+    While the connection has sent nothing, another connection waiting on ``listener`` ends
+    the wait at once: a crowd of silent connections never holds the acceptors back from a
+    request behind them."""
     data = bytearray()
     deadline = time.monotonic() + wait
     try:
+        if not _first_bytes(sock, wait, listener):
+            return FirstRead.LATER, None, data
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                return None, bytes(data)
+                return FirstRead.LATER, None, data
             sock.settimeout(left)
-            chunk = sock.recv(65536)
+            chunk = sock.recv(READ_CHUNK)
             if not chunk:
-                return None, bytes(data)
+                return FirstRead.LATER, None, data
+            if not lease.hold(len(data) + len(chunk)):
+                return FirstRead.HELD_TOO_MUCH, None, data
             data += chunk
             body = frame_body(data)
             if body is not None:
                 whole = len(data) == len(body) + HEADER_BYTES
-                return (body, b"") if whole else (None, bytes(data))
+                return (FirstRead.WHOLE, body, data) if whole else (FirstRead.LATER, None, data)
     except (OSError, FrameError):  # a timeout is an OSError too
-        return None, bytes(data)
+        return FirstRead.LATER, None, data
+
+
+def _first_bytes(sock: socket.socket, wait: float, listener: socket.socket | None) -> bool:
+    """Whether ``sock`` has something to read within ``wait`` seconds, False as soon as
+    ``listener`` has another connection waiting while it has nothing yet."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    if listener is not None:
+        poller.register(listener, select.POLLIN)
+    ready = dict(poller.poll(wait * 1000))
+    return sock.fileno() in ready
+
+
+def refuse_connection(sock: socket.socket, response: CniResponse) -> None:
+    """Answers a connection the daemon does not take (beyond a bound) and closes it. What the
+    client already sent is read first, so that closing does not reset its connection before
+    it has read the answer."""
+    try:
+        sock.setblocking(True)  # MSG_DONTWAIT is only honoured without a timeout
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            for _ in range(REFUSAL_READ_CHUNKS):  # a bounded read: a sender may never stop
+                if not sock.recv(READ_CHUNK, socket.MSG_DONTWAIT):
+                    break
+        sock.settimeout(REFUSAL_SEND_SECONDS)
+        sock.sendall(encode_frame(response))
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the client has gone already
+    finally:
+        sock.close()

@@ -7,7 +7,11 @@ daemon and is left alone (the start fails). Readiness turns true once the servic
 up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
 Connections are accepted by ``concurrency + 1`` acceptor threads, each serving on its own
 thread the requests nothing holds back and handing the others to the event loop
-(``docs/daemon.md``, "Threads"). Shutdown stops accepting (the listener is shut down, which
+(``docs/daemon.md``, "Threads"). What clients may hold is bounded (``docs/daemon.md``,
+"Bounds"): connections (beyond the bound one is answered code 11 and closed at once), request
+bytes, and the seconds to send a frame; the descriptor limit is raised at start and shared
+so that no client can starve a CNI call of descriptors (``braid.daemon.descriptors``).
+Shutdown stops accepting (the listener is shut down, which
 wakes the acceptors), turns readiness false, waits for the requests in flight (up to the drain
 time), removes the socket, stops the Kubernetes side and returns.
 """
@@ -26,21 +30,27 @@ import time
 from pathlib import Path
 
 from braid.cni.cache import make_private_dirs
+from braid.daemon.bounds import ClientBounds, Lease
 from braid.daemon.connection import (
     DirectConnection,
+    FirstRead,
     RequestConnection,
     Response,
+    held_too_much,
     read_first_frame,
+    refuse_connection,
 )
+from braid.daemon.descriptors import budget_of
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.probes import start_probe_server
-from braid.daemon.protocol import frame_of
+from braid.daemon.protocol import error_response
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import DaemonSettings
+from braid.errors import TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
-FRAME_TIMEOUT = 10.0  # a client that connects and says nothing is dropped
 ACCEPT_RETRY_SECONDS = 1.0
+REFUSAL_LOG_SECONDS = 1.0
 # How long an acceptor waits for a new connection's frame before the event loop takes over.
 FIRST_FRAME_SECONDS = 0.2
 DRAIN_POLL_SECONDS = 0.01
@@ -118,6 +128,12 @@ class DaemonServer:
         self._inflight = 0  # connections an acceptor thread is serving
         self._inflight_lock = threading.Lock()
         self.probe_server: asyncio.Server | None = None
+        self._refused = 0  # connections refused since the last log line about it
+        self._refusal_logged = 0.0
+        self.bounds = ClientBounds(
+            max_connections=settings.wanted_connections,
+            max_held_bytes=settings.max_held_frame_bytes,
+        )
 
     def stop(self) -> None:
         """Begins the graceful shutdown (what SIGTERM and SIGINT do)."""
@@ -138,20 +154,30 @@ class DaemonServer:
             listener.close()
             raise
         path.chmod(0o600)
+        budget = budget_of(self.settings)
+        self.bounds.max_connections = budget.socket_connections
         self._start_acceptors(listener, loop)
         inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
-        probes = await start_probe_server(self.service, *endpoint) if endpoint else None
+        probes = (
+            await start_probe_server(self.service, *endpoint, budget.probe_connections)
+            if endpoint
+            else None
+        )
         self.probe_server = probes
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop)
         warm_up = asyncio.create_task(self.service.warm_up(self.settings.cache_sync_seconds))
         self.serving.set()
         log.info(
-            "serving on %s (concurrency %d, queue %d)",
+            "serving on %s (concurrency %d, queue %d, at most %d connections, %d on the "
+            "metrics port; descriptor limit %d)",
             path,
             self.settings.concurrency,
             self.settings.queue_size,
+            budget.socket_connections,
+            budget.probe_connections,
+            budget.limit,
         )
         try:
             await self.stopping.wait()
@@ -190,51 +216,93 @@ class DaemonServer:
                 log.error("cannot accept a connection (retrying in 1 s): %s", exc)  # noqa: TRY400
                 time.sleep(ACCEPT_RETRY_SECONDS)
                 continue
+            lease = self.bounds.enter()
+            if lease is None:
+                self._refused_connection(conn)
+                continue
             try:
-                self._serve_accepted(conn, loop)
+                self._serve_accepted(conn, lease, listener, loop)
             except Exception:  # a bug must not cost the daemon an acceptor
                 log.exception("serving a connection failed")
                 conn.close()
+                lease.leave()
 
-    def _serve_accepted(self, conn: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+    def _refused_connection(self, conn: socket.socket) -> None:
+        """A connection beyond the bound: answered code 11 and closed at once (logged at most
+        once a second: a flood must not flood the log too)."""
+        refuse_connection(
+            conn,
+            error_response(
+                CniError(
+                    TRY_AGAIN_LATER,
+                    "the braid daemon has as many connections open as it may; try again",
+                    f"at most {self.bounds.max_connections} connections at once",
+                )
+            ),
+        )
+        with self._inflight_lock:
+            self._refused += 1
+            now = time.monotonic()
+            if now - self._refusal_logged < REFUSAL_LOG_SECONDS:
+                return
+            refused, self._refused, self._refusal_logged = self._refused, 0, now
+        log.warning(
+            "refused %d connection(s) beyond the bound of %d", refused, self.bounds.max_connections
+        )
+
+    def _serve_accepted(
+        self,
+        conn: socket.socket,
+        lease: Lease,
+        listener: socket.socket,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         """In an acceptor thread: the frame (the shim sends it whole right after connecting),
         then either the request served here, or the connection handed to the event loop."""
         with self._inflight_lock:
             self._inflight += 1
         try:
-            body, read = read_first_frame(conn, FIRST_FRAME_SECONDS)
+            outcome, body, read = read_first_frame(conn, FIRST_FRAME_SECONDS, lease, listener)
+            if outcome is FirstRead.HELD_TOO_MUCH:
+                log.warning("refused a request: the request bytes held reached their bound")
+                refuse_connection(conn, held_too_much(lease))
+                lease.leave()
+                return
             if body is not None:
-                direct = DirectConnection(conn)
+                direct = DirectConnection(conn, lease)
                 if self.service.serve_in_thread(body, direct):
                     return
-                read = frame_of(body)
-            loop.call_soon_threadsafe(self._hand_to_loop, conn, read)
+            loop.call_soon_threadsafe(self._hand_to_loop, conn, lease, read)
         finally:
             with self._inflight_lock:
                 self._inflight -= 1
 
-    def _hand_to_loop(self, conn: socket.socket, read: bytes) -> None:
+    def _hand_to_loop(self, conn: socket.socket, lease: Lease, read: bytearray) -> None:
         """On the loop: a connection its acceptor did not serve, with what it read of it."""
         if self._closing:
             conn.close()
+            lease.leave()
             return
         conn.setblocking(False)
-        setting_up = asyncio.get_running_loop().create_task(self._transport_for(conn, read))
+        setting_up = asyncio.get_running_loop().create_task(self._transport_for(conn, lease, read))
         self._setting_up.add(setting_up)
         setting_up.add_done_callback(self._setting_up.discard)
 
-    async def _transport_for(self, conn: socket.socket, read: bytes) -> None:
+    async def _transport_for(self, conn: socket.socket, lease: Lease, read: bytearray) -> None:
         """The asyncio way for a connection: ``RequestConnection`` goes on from ``read`` (and
         puts the request it starts, if any, among those a shutdown drains)."""
 
         def protocol() -> RequestConnection:
-            return RequestConnection(self.service, self._active, FRAME_TIMEOUT, initial=read)
+            return RequestConnection(
+                self.service, self._active, self.settings.frame_seconds, lease, initial=read
+            )
 
         try:
             await asyncio.get_running_loop().connect_accepted_socket(protocol, conn)
         except OSError as exc:
             log.warning("could not serve a client: %s", exc)
             conn.close()
+            lease.leave()
 
     async def _shut_down(
         self, listener: socket.socket, probes: asyncio.Server | None, path: Path, inode: int

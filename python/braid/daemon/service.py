@@ -137,6 +137,20 @@ class ThreadAnswer:
         self._direct.reply(cni_response(stdout, exit_code))
 
 
+class ClientPresence:
+    """Whether the client of a queued request still waits for it: set on the event loop by the
+    connection (``gone``) and by the request as its work starts (``started``). A request whose
+    client has gone before it started is dropped, never run."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self.started = False
+
+
+class ClientGone(Exception):
+    """The request's client left before its work could start."""
+
+
 class _Versioned(msgspec.Struct):
     cniVersion: str = ""
 
@@ -272,14 +286,20 @@ class DaemonService:
         return self.cluster.session_for(config) if self.cluster is not None else None
 
     async def answer(
-        self, body: bytes, reply: Reply | None = None, reply_now: ThreadReply | None = None
+        self,
+        body: bytes,
+        reply: Reply | None = None,
+        reply_now: ThreadReply | None = None,
+        client: ClientPresence | None = None,
     ) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request.
 
         ``reply`` (the connection's) is called with the response as soon as it is known, which
         for an ADD can be before the engine's final record write and this request's log line
         and metrics; the returned response is the same one. ``reply_now`` (also the
-        connection's) lets the engine's thread write an early answer itself."""
+        connection's) lets the engine's thread write an early answer itself. A request whose
+        ``client`` has gone by the time its turn comes is not run (nor while it waits: the
+        connection cancels it)."""
         try:
             request = decode_request(body)
         except CniError as exc:
@@ -288,7 +308,7 @@ class DaemonService:
             return error_response(exc)
         if request.kind == "health":
             return health_response(ready=self.ready)
-        return await self._answer_cni(request, reply, reply_now)
+        return await self._answer_cni(request, reply, reply_now, client)
 
     def _admit_now(self, body: bytes) -> tuple[dict[str, str], RequestTag, bytes, Ticket] | None:
         """A well-formed CNI request admitted at once (``Scheduler.admit_now``), or None with
@@ -360,7 +380,11 @@ class DaemonService:
         )
 
     async def _answer_cni(
-        self, request: Request, reply: Reply | None, reply_now: ThreadReply | None
+        self,
+        request: Request,
+        reply: Reply | None,
+        reply_now: ThreadReply | None,
+        client: ClientPresence | None,
     ) -> CniResponse:
         env = request.cni_env()
         tag = tag_of(env)
@@ -376,9 +400,16 @@ class DaemonService:
         answer = Answer(reply, start, reply_now)
         try:
             out, code = await self.scheduler.run(
-                tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer)
+                tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer, client)
             )
             outcome = "success" if code == 0 else "error"
+        except ClientGone:
+            self._dropped(tag.verb, answer)
+            return error_response(CniError(TRY_AGAIN_LATER, "the client left; nothing was run"))
+        except asyncio.CancelledError:
+            if client is not None and client.gone:
+                self._dropped(tag.verb, answer)
+            raise
         except Overloaded as exc:
             log.warning("refused: the daemon is at its bound (%s)", exc)
             out, code, outcome = self._overloaded(exc, stdin), 1, "overloaded"
@@ -387,9 +418,17 @@ class DaemonService:
         log_outcome(tag.verb, outcome, answer.elapsed, code, out)
         return response
 
+    def _dropped(self, verb: str, answer: Answer) -> None:
+        log.warning("%s dropped: its client left before it started; nothing was run", verb)
+        self.metrics.observe_request(verb, "abandoned", time.perf_counter() - answer.admitted)
+
     async def _execute(
-        self, env: dict[str, str], stdin: bytes, answer: Answer
+        self, env: dict[str, str], stdin: bytes, answer: Answer, client: ClientPresence | None
     ) -> tuple[bytes, int]:
+        if client is not None:  # on the loop, in the step that was given the slot
+            if client.gone:
+                raise ClientGone
+            client.started = True
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
         call = functools.partial(

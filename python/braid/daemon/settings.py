@@ -9,6 +9,12 @@ With the Kubernetes store the daemon watches the pods of its node: the node's na
 ``--node-name``, else ``BRAID_NODE_NAME``, else ``NODE_NAME`` (the DaemonSet sets it from
 ``spec.nodeName``), else the host name. Readiness waits for the caches at most
 ``--cache-sync-seconds`` (20 s, as Multus's informers do).
+
+The bounds on what clients may hold (``docs/daemon.md``, "Bounds") are the constants below:
+the unix socket's connections (``concurrency + queue + CONNECTION_HEADROOM`` unless
+``--max-connections`` says otherwise, and never more than the descriptor limit leaves), the
+seconds a client has to send its whole frame, the request bytes held at once, and the HTTP
+endpoint's connections, idle time and request size.
 """
 
 from __future__ import annotations
@@ -28,6 +34,27 @@ DEFAULT_CACHE_SYNC_SECONDS = 20.0
 DEFAULT_WATCH_SECONDS = 300
 NODE_NAME_VARIABLES = ("BRAID_NODE_NAME", "NODE_NAME")
 
+# Unix socket connections beyond the requests the scheduler admits (``concurrency + queue``):
+# room for health probes and for refusing the excess with an answer.
+CONNECTION_HEADROOM = 32
+# A client has this long, from its connection, to send its whole frame (the shim sends it at
+# once); then it is answered with code 4 and closed.
+DEFAULT_FRAME_SECONDS = 3.0
+MAX_FRAME_SECONDS = 60.0
+# Request frame bytes held at once, all connections together (one frame: ``MAX_FRAME``, 4 MiB).
+# A connection whose frame would go beyond it is answered with code 11 and closed.
+MAX_HELD_FRAME_BYTES = 16 << 20
+# The HTTP endpoint (/metrics, /healthz, /readyz): connections at once, the seconds to send a
+# request head (and, once answered, to take the answer), the head's size.
+MAX_PROBE_CONNECTIONS = 32
+PROBE_IDLE_SECONDS = 2.0
+MAX_PROBE_REQUEST_BYTES = 8192
+# Descriptors kept out of the connections' reach: the interpreter, logs, listeners, the
+# Kubernetes client, spare record files (``BASE_DESCRIPTORS``), and each running request's
+# delegates' pipes, record, locks and namespace handles (``DESCRIPTORS_PER_SLOT``).
+BASE_DESCRIPTORS = 256
+DESCRIPTORS_PER_SLOT = 32
+
 
 @dataclass(frozen=True)
 class DaemonSettings:
@@ -44,6 +71,15 @@ class DaemonSettings:
     # The node's CNI configuration directory, where the daemon keeps braid's conflist ("": it
     # writes none).
     cni_conf_dir: str = ""
+    # Unix socket connections at once (0: ``concurrency + queue_size + CONNECTION_HEADROOM``).
+    max_connections: int = 0
+    frame_seconds: float = DEFAULT_FRAME_SECONDS
+    max_held_frame_bytes: int = MAX_HELD_FRAME_BYTES
+
+    @property
+    def wanted_connections(self) -> int:
+        """The unix socket's connection bound before the descriptor limit is considered."""
+        return self.max_connections or self.concurrency + self.queue_size + CONNECTION_HEADROOM
 
     @property
     def socket_path(self) -> Path:
@@ -90,6 +126,8 @@ def settings_from(
     watch_seconds: int = DEFAULT_WATCH_SECONDS,
     host_root: str = "",
     cni_conf_dir: str = "",
+    max_connections: int = 0,
+    frame_seconds: float = DEFAULT_FRAME_SECONDS,
 ) -> DaemonSettings:
     """The configuration's values, each overridden by its command-line flag when given.
     ``config``'s paths are those this process opens (named through the host root)."""
@@ -99,6 +137,11 @@ def settings_from(
         raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
     if cache_sync_seconds < 0 or watch_seconds < 1:
         raise CniError(INVALID_CONFIG, "--cache-sync-seconds must be >= 0 and --watch-seconds >= 1")
+    if max_connections < 0 or not 0 < frame_seconds <= MAX_FRAME_SECONDS:
+        raise CniError(
+            INVALID_CONFIG,
+            f"--max-connections must be >= 0 and --frame-seconds in (0, {MAX_FRAME_SECONDS:g}]",
+        )
     settings = DaemonSettings(
         socket_dir=Path(socket_dir or config.daemon_socket_dir),
         concurrency=chosen or default_concurrency(),
@@ -112,6 +155,8 @@ def settings_from(
         watch_seconds=watch_seconds,
         host_root=host_root,
         cni_conf_dir=cni_conf_dir,
+        max_connections=max_connections,
+        frame_seconds=frame_seconds,
     )
     settings.metrics_endpoint()  # refuses a malformed address before anything starts
     return settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -44,15 +45,18 @@ class FakeEngine:
 
 @asynccontextmanager
 async def running(
-    tmp_path: Path, engine: Callable[..., tuple[bytes, int]], **limits: int
+    tmp_path: Path, engine: Callable[..., tuple[bytes, int]], **limits: Any
 ) -> AsyncIterator[DaemonServer]:
+    """A daemon with ``engine``; ``limits`` are ``DaemonSettings`` fields (concurrency 2 and
+    queue 8 unless given)."""
     settings = DaemonSettings(
         socket_dir=tmp_path / "run",
-        concurrency=limits.get("concurrency", 2),
-        queue_size=limits.get("queue_size", 8),
+        concurrency=limits.pop("concurrency", 2),
+        queue_size=limits.pop("queue_size", 8),
         metrics_address="127.0.0.1:0",
         drain_seconds=10,
     )
+    settings = dataclasses.replace(settings, **limits)
     service = DaemonService(
         concurrency=settings.concurrency, queue_size=settings.queue_size, engine=engine
     )
