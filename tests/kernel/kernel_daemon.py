@@ -56,6 +56,9 @@ class Daemon:
     log_path: Path
     concurrency: int = 4
     metrics_port: int = 19190
+    # More `braidctl daemon` flags, and the descriptor limit it starts with (soft, hard).
+    extra_args: tuple[str, ...] = ()
+    nofile: tuple[int, int] | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -63,14 +66,17 @@ class Daemon:
         return self.socket_dir / "braid.sock"
 
     def start(self) -> Daemon:
+        limit = () if self.nofile is None else ("prlimit", "--nofile={}:{}".format(*self.nofile))
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [
+                    *limit,
                     *("ip", "netns", "exec", self.host.name),
                     *(sys.executable, "-m", "braid.daemon.command"),
                     *("--socket-dir", str(self.socket_dir)),
                     *("--concurrency", str(self.concurrency)),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
+                    *self.extra_args,
                 ],
                 stderr=log,
             )
@@ -104,6 +110,11 @@ class Daemon:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         raise AssertionError("no VmRSS")
+
+    def descriptors(self) -> int:
+        """How many descriptors the daemon has open."""
+        assert self.proc is not None
+        return len(list(Path(f"/proc/{self.proc.pid}/fd").iterdir()))
 
     def children(self) -> int:
         """How many live processes (delegates) have the daemon as their parent."""

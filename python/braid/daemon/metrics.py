@@ -1,7 +1,8 @@
 """The daemon's Prometheus metrics, and the timing executor that measures each delegate.
 
 - ``braid_daemon_requests_total{verb, outcome}``: ``success``, ``error`` (a CNI error
-  answered), ``overloaded`` (refused with code 11) or ``malformed``.
+  answered), ``overloaded`` (refused with code 11), ``malformed`` or ``abandoned`` (dropped:
+  its client left before it started).
 - ``braid_daemon_request_seconds{verb}``: from admission to answer, queueing included.
 - ``braid_daemon_phase_seconds{phase, plugin}``: ``queue`` (waiting for a slot), ``store_lookup``,
   ``delegate`` (one per plugin execution, ``plugin`` its type), ``record_write`` (the

@@ -43,7 +43,7 @@ DEFAULT_FRAME_SECONDS = 3.0
 MAX_FRAME_SECONDS = 60.0
 # Request frame bytes held at once, all connections together (one frame: ``MAX_FRAME``, 4 MiB).
 # A connection whose frame would go beyond it is answered with code 11 and closed.
-MAX_HELD_FRAME_BYTES = 16 << 20
+MAX_HELD_FRAME_BYTES = 8 << 20
 # The HTTP endpoint (/metrics, /healthz, /readyz): connections at once, the seconds to send a
 # request head (and, once answered, to take the answer), the head's size.
 MAX_PROBE_CONNECTIONS = 32
