@@ -48,6 +48,10 @@ class Cycle:
     add: str = ""
     del_attempts: int = 0
     findings: list[str] = field(default_factory=list)
+    # Links a plugin killed mid-create left in the pod's namespace under a name of its own
+    # (macvlan renames its link to the interface name last): no DEL can name them, and they
+    # hold nothing outside the namespace, which the runtime removes after its DEL.
+    remnants: list[str] = field(default_factory=list)
 
     def find(self, stage: str, what: str) -> None:
         self.findings.append(f"{stage}: {what}")
@@ -100,10 +104,10 @@ def run_cycle(world: World, number: int, fault: str, rng: random.Random) -> Cycl
             if found != POD_LINKS:
                 cycle.find("ADD", f"succeeded, but the pod has {sorted(found)}")
         elif fault not in faults.NO_ROLLBACK:
-            for leak in leftovers(world, cycle):
+            for leak in leftovers(world, cycle, rolled_back=True):
                 cycle.find("after the failed ADD", leak)
         _delete(world, cycle, rng)
-        for leak in leftovers(world, cycle):
+        for leak in leftovers(world, cycle, rolled_back=False):
             cycle.find("after the DEL", leak)
     finally:
         for problem in clean(world, number):
@@ -203,11 +207,16 @@ def _first_delete(world: World, cycle: Cycle, rng: random.Random) -> bool:
     return _checked(cycle, "DEL", _wait(world.start("DEL", n), cycle, "DEL"))
 
 
-def leftovers(world: World, cycle: Cycle) -> list[str]:
+def leftovers(world: World, cycle: Cycle, *, rolled_back: bool) -> list[str]:
     """What the cycle's container left: processes, pod interfaces, host veths, leases, files
     under cniDir. Processes and files get 2 s to go: the daemon removes a record just after
     its DEL's answer, a killed delegate's group takes a moment to be reaped, and the daemon
-    writes its spare files in the background."""
+    writes its spare files in the background.
+
+    After a rollback every pod interface counts. After the DEL only those named by the
+    runtime's calls do: one under a plugin's own temporary name is a remnant of a plugin
+    killed mid-create (``Cycle.remnants``), which goes with the namespace; the host veths are
+    checked once the namespace is gone (``clean``)."""
     container_id = world.container_id(cycle.number)
     deadline = time.monotonic() + 2.0
     while True:
@@ -217,20 +226,29 @@ def leftovers(world: World, cycle: Cycle) -> list[str]:
             break
         time.sleep(0.02)
     found = [f"process {pid} alive: {cmd}" for pid, cmd in sorted(procs.items())]
-    found += oracle.pod_links(world.pod_netns(cycle.number).name)
-    found += oracle.host_veths(world.host.name, KEEP_VETHS)
+    pod = world.pod_netns(cycle.number).name
+    if rolled_back:
+        found += oracle.pod_links(pod)
+        found += oracle.host_veths(world.host.name, KEEP_VETHS)
+    else:
+        named = oracle.pod_links(pod, only=POD_LINKS)
+        found += named
+        cycle.remnants += [link for link in oracle.pod_links(pod) if link not in named]
     found += oracle.leases(world.ipam_dir, LEASED)
     return found + files
 
 
 def clean(world: World, number: int) -> list[str]:
-    """Removes whatever the cycle left (so the next starts clean); problems doing so."""
+    """Removes the pod's namespace, as the runtime does after its DEL, then whatever the cycle
+    left (so the next starts clean); a host veth still there once the namespace is gone is a
+    leak, like any problem doing so."""
     problems: list[str] = []
     oracle.kill_all(oracle.processes_of(world.container_id(number)))
     error = del_netns(world.pod_netns(number))
     if error:
         problems.append(f"deleting the pod namespace: {error}")
     for leak in oracle.host_veths(world.host.name, KEEP_VETHS):
+        problems.append(f"{leak}, with the pod's namespace removed")
         name = leak.split()[-1]
         argv = ["ip", "-n", world.host.name, "link", "del", name]
         subprocess.run(argv, check=False, capture_output=True)

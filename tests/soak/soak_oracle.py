@@ -35,9 +35,13 @@ def links(ns_name: str) -> dict[str, str]:
     return found
 
 
-def pod_links(ns_name: str) -> list[str]:
-    """Interfaces of the pod's namespace but `lo`."""
-    return [f"pod interface {n} ({k or 'no kind'})" for n, k in links(ns_name).items() if n != "lo"]
+def pod_links(ns_name: str, only: frozenset[str] | None = None) -> list[str]:
+    """Interfaces of the pod's namespace but `lo` (with ``only``: those of these names)."""
+    return [
+        f"pod interface {n} ({k or 'no kind'})"
+        for n, k in links(ns_name).items()
+        if n != "lo" and (only is None or n in only)
+    ]
 
 
 def host_veths(ns_name: str, keep: frozenset[str]) -> list[str]:

@@ -51,6 +51,11 @@ def figures(cycles: list[Cycle], seconds: float) -> list[str]:
         lines.append(f"{kind:<14} {kinds[kind]:>6} {landed[kind]:>6} {failing[kind]:>7}")
     findings = sum(len(c.findings) for c in cycles)
     lines.append(f"findings: {findings} (leaks and contract failures)")
+    remnants = sum(len(c.remnants) for c in cycles)
+    lines.append(
+        f"remnants: {remnants} (links a killed plugin left in a pod namespace under a name of "
+        "its own, gone with the namespace)"
+    )
     return lines
 
 
