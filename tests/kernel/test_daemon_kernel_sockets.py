@@ -214,3 +214,30 @@ def test_a_draining_daemon_never_runs_an_add_whose_client_left(
     assert any(line["msg"].startswith("ADD dropped") for line in daemon.log_lines())
     engine.delete("net-a,net-slow")
     engine.assert_nothing_left()
+
+
+def test_a_stopped_daemon_never_runs_an_add_whose_client_left_meanwhile(
+    engine: EngineSetup, tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """The daemon is stopped (SIGSTOP); an ADD's client sends its frame and gives up, and the
+    pod's DEL is replayed without the daemon. Continued, the daemon finds the frame and the
+    client's close together (an acceptor takes the whole frame at once): the ADD must not run."""
+    conf = engine.braid_conf({NETWORKS: "net-a"})
+    daemon = start(engine, tmp_path, daemons)
+    daemon.signal(19)  # SIGSTOP
+    try:
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(daemon.socket))  # the listener's backlog takes it while stopped
+        client.sendall(encode_frame(cni_request(engine.env("ADD"), conf)))
+        client.close()
+        assert engine.run("DEL", {NETWORKS: "net-a"}) == (None, 0)
+    finally:
+        daemon.signal(18)  # SIGCONT
+    deadline = time.monotonic() + 10
+    while not any(line["msg"].startswith("ADD dropped") for line in daemon.log_lines()):
+        assert time.monotonic() < deadline, "the daemon never dropped the ADD of a gone client"
+        time.sleep(0.05)
+    assert call(daemon, engine, "CHECK", conf)[1] == 1, "the ADD ran: CHECK found it"
+    assert engine.files_naming_container() == [], "the ADD ran after the pod's DEL"
+    assert set(kernel_oracle.links(engine.pod.name)) == {"lo"}
+    engine.assert_nothing_left()

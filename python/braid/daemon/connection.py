@@ -78,7 +78,7 @@ class RequestConnection(asyncio.Protocol):
         self._active = active
         self._frame_timeout = frame_timeout
         self._lease = lease
-        self._client = ClientPresence()
+        self._client = ClientPresence(self._peer_left)
         self._work: asyncio.Task[Response] | None = None
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -125,6 +125,11 @@ class RequestConnection(asyncio.Protocol):
         self._lease.leave()
         if self._received:
             self._client_left()
+
+    def _peer_left(self) -> bool:
+        transport = self._transport
+        sock = None if transport is None else transport.get_extra_info("socket")
+        return sock is None or peer_left(sock)
 
     def _client_left(self) -> None:
         """The client closed before its answer: a request that has not started is dropped
@@ -264,6 +269,10 @@ class DirectConnection:
         self.reply(response)
         return True
 
+    def gone(self) -> bool:
+        """Whether the client has closed its end already (``peer_left``)."""
+        return peer_left(self._sock)
+
     def _write(self, frame: bytes) -> bool:
         with self._lock:
             if self._answered:
@@ -340,6 +349,15 @@ def _first_bytes(sock: socket.socket, wait: float, listener: socket.socket | Non
         poller.register(listener, select.POLLIN)
     ready = dict(poller.poll(wait * 1000))
     return sock.fileno() in ready
+
+
+def peer_left(sock: socket.socket) -> bool:
+    """Whether the client has closed its end of ``sock`` (or it was reset), without waiting
+    and without reading: a client never shuts down its sending side before its answer
+    (``docs/protocol.md``), so its end-of-file means it has gone."""
+    poller = select.poll()
+    poller.register(sock, select.POLLRDHUP)  # POLLHUP and POLLERR are always reported
+    return bool(poller.poll(0))
 
 
 def refuse_connection(sock: socket.socket, response: CniResponse) -> None:

@@ -114,6 +114,14 @@ class DirectReply(Protocol):
 
     def reply(self, response: CniResponse | HealthResponse) -> None: ...
 
+    def gone(self) -> bool:
+        """Whether the client has already closed its end (it gave up: nothing is run)."""
+        ...
+
+    def close(self) -> None:
+        """Closes without an answer."""
+        ...
+
 
 class ThreadAnswer:
     """A request's answer when a worker thread serves it whole: written by that thread, early
@@ -140,11 +148,22 @@ class ThreadAnswer:
 class ClientPresence:
     """Whether the client of a queued request still waits for it: set on the event loop by the
     connection (``gone``) and by the request as its work starts (``started``). A request whose
-    client has gone before it started is dropped, never run."""
+    client has gone before it started is dropped, never run.
 
-    def __init__(self) -> None:
+    ``probe`` asks the socket itself whether the client has closed its end, for the moment the
+    work would start: the connection's end-of-file may not have been seen yet (a daemon that
+    was stopped finds the frame and the close together)."""
+
+    def __init__(self, probe: Callable[[], bool] | None = None) -> None:
         self.gone = False
         self.started = False
+        self.probe = probe
+
+    def left(self) -> bool:
+        """Whether the client has gone, asking the socket when it was not seen to go."""
+        if not self.gone and self.probe is not None and self.probe():
+            self.gone = True
+        return self.gone
 
 
 class ClientGone(Exception):
@@ -336,6 +355,11 @@ class DaemonService:
             return False
         env, tag, stdin, ticket = admitted
         answer = ThreadAnswer(direct, time.perf_counter())
+        if direct.gone():
+            self.scheduler.leave(ticket)
+            direct.close()
+            self._dropped(tag.verb, answer.admitted)
+            return True
         try:
             # Its own context: the request's log tag and phase observer, gone with it.
             contextvars.copy_context().run(self._serve_admitted, env, stdin, tag, answer)
@@ -404,11 +428,11 @@ class DaemonService:
             )
             outcome = "success" if code == 0 else "error"
         except ClientGone:
-            self._dropped(tag.verb, answer)
+            self._dropped(tag.verb, answer.admitted)
             return error_response(CniError(TRY_AGAIN_LATER, "the client left; nothing was run"))
         except asyncio.CancelledError:
             if client is not None and client.gone:
-                self._dropped(tag.verb, answer)
+                self._dropped(tag.verb, answer.admitted)
             raise
         except Overloaded as exc:
             log.warning("refused: the daemon is at its bound (%s)", exc)
@@ -418,15 +442,15 @@ class DaemonService:
         log_outcome(tag.verb, outcome, answer.elapsed, code, out)
         return response
 
-    def _dropped(self, verb: str, answer: Answer) -> None:
+    def _dropped(self, verb: str, admitted: float) -> None:
         log.warning("%s dropped: its client left before it started; nothing was run", verb)
-        self.metrics.observe_request(verb, "abandoned", time.perf_counter() - answer.admitted)
+        self.metrics.observe_request(verb, "abandoned", time.perf_counter() - admitted)
 
     async def _execute(
         self, env: dict[str, str], stdin: bytes, answer: Answer, client: ClientPresence | None
     ) -> tuple[bytes, int]:
         if client is not None:  # on the loop, in the step that was given the slot
-            if client.gone:
+            if client.left():
                 raise ClientGone
             client.started = True
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
