@@ -10,7 +10,7 @@ APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc po
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-runtime kube-bins test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -65,7 +65,7 @@ demo: install ## the main job: a pod gets the example networks (engine + real pl
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
-test: install lint test-rust test-unit test-fuzz test-kernel test-runtime test-cluster test-image test-node test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
+test: install lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime test-cluster test-image test-node test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
 lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
@@ -87,6 +87,9 @@ test-fuzz: native ## fuzz every parser of outside input, bounded and seeded (doc
 
 test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
 	$(PY) -m pytest tests/kernel -q
+
+test-soak: native shim ## fault soak: 300 ADD/DEL cycles through shim and daemon, faults injected (root; docs/soak.md)
+	$(PY) -m pytest tests/soak -q
 
 test-runtime: native shim ## runtime tier: containerd and podman drive braid (root)
 	$(PY) -m pytest tests/runtime -q
