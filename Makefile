@@ -88,8 +88,9 @@ test-fuzz: native ## fuzz every parser of outside input, bounded and seeded (doc
 test-kernel: native shim ## kernel tier: root, network namespaces, the real reference plugins
 	$(PY) -m pytest tests/kernel -q
 
+SOAK_SEED ?= 925860009
 test-soak: native shim ## fault soak: 300 ADD/DEL cycles through shim and daemon, faults injected (root; docs/soak.md)
-	$(PY) -m pytest tests/soak -q
+	SOAK_SEED=$(SOAK_SEED) $(PY) -m pytest tests/soak -q
 
 test-runtime: native shim ## runtime tier: containerd and podman drive braid (root)
 	$(PY) -m pytest tests/runtime -q
