@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
+from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.operator_config import CHECK_SECONDS, OperatorConfig
 from braid.errors import CniError
 from braid.nad.config import load_braid_config
@@ -49,8 +51,12 @@ def test_a_changed_file_applies_to_the_calls_after_it(tmp_path: Path) -> None:
 
 
 def test_an_invalid_file_keeps_the_last_good_policy_and_says_so_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Another test of this process may have configured the daemon's logging
+    # (braid.daemon.logs: no propagation, braid's level): capture it where it logs.
+    monkeypatch.setattr(logging.getLogger(DAEMON_LOGGER), "propagate", True)
+    caplog.set_level(logging.INFO, logger=DAEMON_LOGGER)
     path = tmp_path / "braid.conf"
     write(path, namespaceIsolation=True)
     seen: list[str] = []
