@@ -15,7 +15,8 @@ import pytest
 # With importlib mode the helper modules beside this file are importable only from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD, THICK_STANDIN
+from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD, THICK_STANDIN, THIN_OVERHEAD
+from thin_paired import summary_lines as thin_summary_lines
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -44,6 +45,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if standin:
         terminalreporter.section("braid thick mode overhead with stand-in delegates (median, ms)")
         for line in standin:
+            terminalreporter.write_line(line)
+    thin = thin_summary_lines(THIN_OVERHEAD)
+    if thin:
+        terminalreporter.section("braid-thin overhead beyond its delegates (ms)")
+        for line in thin:
             terminalreporter.write_line(line)
     if THICK_FIGURES:
         terminalreporter.section("braid thick mode: daemon memory and burst throughput")

@@ -91,5 +91,7 @@ OVERHEAD = OverheadRecord()
 THICK_OVERHEAD = OverheadRecord(measured="braid")
 # Thick mode end to end with stand-in delegates (test_bench_thick_standin.py).
 THICK_STANDIN = OverheadRecord(measured="braid")
+# Thin mode: `braid-thin` against the same delegates run directly (test_bench_thin_overhead.py).
+THIN_OVERHEAD = OverheadRecord(measured="braid-thin")
 # Single figures of the thick-mode benchmarks (memory, throughput), printed as they are.
 THICK_FIGURES: dict[str, str] = {}
