@@ -12,7 +12,7 @@ the same phase every round, and a side whose own work shifts that phase by a mil
 the plugin's duration systematically longer or shorter by up to a tick. Runtimes' calls arrive
 at any phase; so do these. Measured with bridge, back to back, 300 rounds: braid's DEL came out
 -0.3 ms with no extra network and +3.6 to +4.6 ms with one; the same rounds with the pause gave
-+1.3 to +1.8 ms and -1.1 to +0.8 ms (docs/performance.md, "The seventh round").
++1.3 to +1.8 ms and -1.1 to +0.8 ms (docs/performance.md, "Why the calls start at a random phase").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A straightforward pure-Python plugin-stdin builder: the yardstick for `_native.plugin_stdin`.
 
-It follows the injection rules of reference §1.7 the obvious way (decode, set keys, re-encode)
+It follows the CNI spec's injection rules (Section 3) the obvious way (decode, set keys, re-encode)
 and is used both as the comparison in the stdin benchmark and to drive plugins directly in the
 runtime-overhead baseline.
 """

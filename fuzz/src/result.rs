@@ -1,5 +1,5 @@
 //! CNI results of every version from 0.1.0 to 1.1.0 and their conversion
-//! (`braid_cni::result`, reference §2): refusals carry the codes libcni's callers see (1, 6,
+//! (`braid_cni::result`): refusals carry the codes libcni's callers see (1, 6,
 //! 100, 101), a parsed result is canonical (parsing it again changes nothing), a conversion
 //! says the version it was asked for and re-parses unchanged as that version, and conversion
 //! inside a family (0.1.0/0.2.0, 0.3.x/0.4.0, 1.x) is lossless both ways, as libcni's

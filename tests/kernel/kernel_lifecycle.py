@@ -42,7 +42,7 @@ class Lifecycle:
         return result
 
     def assert_cached(self, result: dict[str, Any]) -> None:
-        """One libcni `cniCacheV1` entry (reference §3.1), read as plain JSON, not by braid."""
+        """One libcni `cniCacheV1` entry (`libcni/api.go`), read as plain JSON, not by braid."""
         entries = self.att.cache_entries()
         assert len(entries) == 1, f"a successful ADD must cache one entry, found {entries}"
         entry = json.loads(entries[0].read_bytes())
@@ -54,7 +54,7 @@ class Lifecycle:
         assert cached_ips == {ip["address"] for ip in result["ips"]}
 
     def check(self) -> None:
-        """CHECK passes from 0.4.0 on; below it the runtime refuses with code 1 (§1.4)."""
+        """CHECK passes from 0.4.0 on; below it the runtime refuses with code 1 (CNI spec)."""
         if supports_check(self.case):
             self.runtime.check(self.net, self.req)
             return

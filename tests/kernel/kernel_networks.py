@@ -3,7 +3,7 @@
 Version cases: the three versions Debian's plugins (1.1.1, spec 1.0.0) support with their result
 families, plus "negotiated": a list declaring `cniVersion: 1.1.0` and
 `cniVersions: [0.4.0, 1.0.0, 1.1.0]`, which the runtime must run at 1.0.0 after asking the
-plugins their versions (reference §1.6).
+plugins their versions.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def effective_version(case: str) -> str:
 
 
 def result_version(case: str) -> str:
-    """The version of the result the runtime hands back: the list's own (§1.6 selection)."""
+    """The version of the result the runtime hands back: the list's own (as selected)."""
     return NEGOTIATED_DECLARED if case == "negotiated" else case
 
 

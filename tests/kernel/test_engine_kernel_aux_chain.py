@@ -1,6 +1,6 @@
 """``auxiliaryCNIChainName`` on the real kernel: the chain directory next to the clusterNetwork
 file runs after every selection as one list named after the chain, on the next ``net<N>``,
-starting from the empty prevResult Multus's ``passthru`` would hand it (multus.md rows 22, 79).
+starting from the empty prevResult Multus's ``passthru`` would hand it (Multus 4.2.1 and later).
 
 The chain is the reference ``tuning`` plugin setting a sysctl that does not depend on
 ``CNI_IFNAME`` (the chain's ``net<N>`` names no interface in the pod), plus a recording plugin

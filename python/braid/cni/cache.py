@@ -1,4 +1,4 @@
-"""The result cache, in libcni's ``cniCacheV1`` format (reference §3.1, §3.2).
+"""The result cache, in libcni's ``cniCacheV1`` format (``libcni/api.go``).
 
 Entries live at ``<root>/results/<network>-<containerID>-<ifname>`` (directory 0700, files
 0600) and are written atomically: a temporary file, fsync, rename, fsync of the directory.

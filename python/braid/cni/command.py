@@ -1,8 +1,8 @@
 """``braidctl cni VERB NETWORK NETNS``: cnitool's behaviour on top of ``braid.cni``.
 
-Environment as cnitool reads it (reference §3.2): ``NETCONFPATH`` (default ``/etc/cni/net.d``),
+Environment as cnitool reads it: ``NETCONFPATH`` (default ``/etc/cni/net.d``),
 ``CNI_PATH``, ``CNI_ARGS``, ``CAP_ARGS`` (a JSON object), ``CNI_IFNAME``; plus braid's
-``CNI_CACHE_DIR`` and ``BRAID_PLUGIN_TIMEOUT`` (CONTRACTS.md). The result goes to stdout; an
+``CNI_CACHE_DIR`` and ``BRAID_PLUGIN_TIMEOUT``. The result goes to stdout; an
 error goes to stdout as the CNI error JSON with exit status 1, never as a traceback.
 """
 

@@ -1,6 +1,7 @@
 """Network configuration: loading conflists and confs from a directory exactly as libcni does.
 
-Reference §3.3 (``LoadNetworkConf``) and §1.6. The raw bytes of a list are kept verbatim: they
+libcni's ``libcni/conf.go`` (``LoadConfList``, ``ConfListFromConf``) and the CNI spec, Section 1,
+"Configuration format". The raw bytes of a list are kept verbatim: they
 are what plugins receive (through ``_native.plugin_stdin``) and what the result cache stores.
 Validation and the typed summary come from the Rust core (``_native.parse_network_list``).
 """
@@ -95,7 +96,7 @@ def network_list_from_bytes(data: bytes) -> NetworkList:
 
 
 def network_list_from_conf(data: bytes) -> NetworkList:
-    """Up-converts a single-plugin conf into a one-plugin list (reference §3.3 step 5)."""
+    """Up-converts a single-plugin conf into a one-plugin list (libcni's ``ConfListFromConf``)."""
     known = _lists.get((data, False))
     if known is not None:
         return known
@@ -132,7 +133,7 @@ def load_network_list(confdir: str | os.PathLike[str], name: str) -> NetworkList
 def load_default_network(confdir: str | os.PathLike[str]) -> NetworkList:
     """The default network: the first ``.conf``/``.conflist``/``.json`` file in lexical order.
 
-    A runtime convention (containerd, CRI-O), not part of the spec (reference §3.3, last point).
+    A runtime convention (containerd, CRI-O), not part of the CNI spec.
     """
     directory = Path(confdir)
     files = _config_files(directory, LIST_EXTENSIONS + CONF_EXTENSIONS)

@@ -1,6 +1,6 @@
 """Executing one plugin binary: the ``Executor`` seam, ``ProcessExecutor`` and plugin lookup.
 
-Reference §1.1 (transport, lookup, ``ETXTBSY``) and §7 "Timeouts / process handling": every
+CNI spec, Section 2 (transport), and libcni's lookup and ``ETXTBSY`` retry (``pkg/invoke``): every
 plugin leads a process group of its own (so the whole group can be killed), inherits no
 descriptor but its three pipes (every other one is marked close-on-exec before the start), has
 stdout and stderr drained concurrently, and a deadline.

@@ -1,4 +1,5 @@
-"""One plugin call: its environment (reference §1.2) and how its output is judged (§1.5, §7).
+"""One plugin call: its environment (CNI spec, Section 2, "Parameters") and how its output is
+judged (Section 2, "Errors"; libcni's ``pkg/invoke/raw_exec.go``).
 
 ``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin: it builds
 the environment, runs the binary, copies the plugin's stderr to ours (never to stdout) and turns
@@ -23,7 +24,7 @@ UNKNOWN_VERSION_COMMAND = "unknown CNI_COMMAND: VERSION"
 
 @dataclass(frozen=True)
 class PluginCall:
-    """The CNI parameters of one call; empty strings where a verb has no value (§1.2)."""
+    """The CNI parameters of one call; empty strings where a verb has no value (as libcni)."""
 
     command: str
     container_id: str = ""
@@ -114,7 +115,7 @@ class PluginInvoker:
         return parse_add_result(stdout, plugin_type, config_version)
 
     def versions(self, path: str, plugin_type: str) -> list[str]:
-        """The plugin's ``supportedVersions`` from its VERSION output (reference §1.4)."""
+        """The plugin's ``supportedVersions`` from its VERSION output (libcni's ``pkg/version``)."""
         out = self.executor.execute(
             path, env=version_env(), stdin=VERSION_STDIN, timeout=self.timeout
         )
@@ -136,7 +137,7 @@ class PluginInvoker:
 
 
 def checked_stdout(out: ExecOutput, plugin_type: str) -> bytes:
-    """Copies stderr to ours; a non-zero exit becomes the plugin's error (reference §1.5)."""
+    """Copies stderr to ours; a non-zero exit becomes the plugin's error (CNI spec, Section 2)."""
     if out.stderr:
         sys.stderr.write(out.stderr.decode("utf-8", "replace"))
         sys.stderr.flush()

@@ -1,4 +1,5 @@
-"""Exclusivity rules of reference §1.8 (point 7), across threads and processes.
+"""Exclusivity rules of the CNI spec (Section 3, "Lifecycle & Ordering"), across threads and
+processes.
 
 ``fcntl.flock`` locks on files under ``<root>/locks/``: ADD, DEL and CHECK hold ``gc.lock``
 shared and one per-container stripe file exclusively; GC holds ``gc.lock`` exclusively. The

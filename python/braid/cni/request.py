@@ -1,4 +1,4 @@
-"""What the caller asks for one attachment, and the identifier rules (reference §1.3): libcni's,
+"""What the caller asks for one attachment, and the identifier rules: libcni's (``pkg/utils``),
 with braid's additions, kept in one place (``braid_cni::names``, through ``braid._native``)."""
 
 from __future__ import annotations

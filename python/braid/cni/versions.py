@@ -1,4 +1,4 @@
-"""Version negotiation, braid's addition to libcni (reference §1.6, last paragraph).
+"""Version negotiation, braid's addition to libcni (CNI spec, Section 1: ``cniVersions``).
 
 Each plugin binary is asked its VERSION once; the answer is cached under the binary's path,
 inode, mtime and size, so a replaced binary is asked again. ``_native.negotiate_version`` then
@@ -21,7 +21,7 @@ _BinaryKey = tuple[str, int, int, int, int]
 
 
 def version_key(version: str) -> tuple[int, ...]:
-    """Numeric ordering key of ``N[.N[.N]]``; an empty version has 0.1.0 semantics (§1.6)."""
+    """Numeric ordering key of ``N[.N[.N]]``; an empty version has 0.1.0 semantics."""
     if not version:
         return (0, 1, 0)
     parts: list[int] = []

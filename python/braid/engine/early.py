@@ -9,8 +9,8 @@ next request, with its own container, once two requests in a row agreed on it. T
 used only if it turns out to be exactly the first execution; otherwise it is killed having read
 nothing, and the guess waits for two requests to agree again.
 
-A DEL does not start early: measured again in session 7 (``docs/performance.md``, "The seventh
-round"), it saved about 0.2 ms on an idle machine and cost 0.1-0.3 ms under load, and a DEL's
+A DEL does not start early (``docs/adr/0008-plugins-started-ahead.md``): measured with the calls at
+random phases, it saved about 0.2 ms on an idle machine and cost 0.1-0.3 ms under load, and a DEL's
 first delegate is each pod's last network, so a guess is wrong more often than an ADD's.
 """
 

@@ -1,7 +1,8 @@
 """The networks every pod gets besides its selections: the cluster default network (or the
 pod's ``v1.multus-cni.io/default-network`` override), then ``defaultNetworks`` (or the extra
-inline ``delegates``), resolved as Multus does (multus.md section 1a rows 3-5, 13, 14; 1d row 64);
-and, after the selections, the auxiliary chain of ``auxiliaryCNIChainName`` (row 22).
+inline ``delegates``), resolved as Multus 4.x does (its configuration reference: ``clusterNetwork``,
+``defaultNetworks``, ``delegates``, ``systemNamespaces``, ``multusNamespace``); and, after the
+selections, the auxiliary chain of ``auxiliaryCNIChainName`` (Multus 4.2.1).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ fn main() {
 
 // The payloads are shared with the Python benchmarks (`benches/payloads/`), so both sides measure
 // the same inputs.
-/// A dual-stack bridge result at 1.0.0, shaped like Debian's plugins' output (reference §2.5).
+/// A dual-stack bridge result at 1.0.0, shaped like the output of Debian's plugins 1.1.1.
 const RESULT_100: &[u8] = include_bytes!("../../../benches/payloads/result-1.0.0.json");
 /// The same attachment as a 0.2.0 result.
 const RESULT_020: &[u8] = include_bytes!("../../../benches/payloads/result-0.2.0.json");

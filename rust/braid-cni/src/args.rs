@@ -1,5 +1,5 @@
-//! `CNI_ARGS` (reference §1.9): libcni's builder (no escaping) and a parser that splits exactly
-//! as Go's `types.LoadArgs` does.
+//! `CNI_ARGS`: libcni's builder (`pkg/invoke/args.go`: no escaping) and a parser that splits
+//! exactly as Go's `types.LoadArgs` does (`pkg/types/args.go`).
 use crate::error::{codes, CniError, Result};
 
 /// Joins pairs as `K1=V1;K2=V2`, without escaping (as libcni does).

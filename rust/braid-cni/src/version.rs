@@ -1,5 +1,5 @@
 //! CNI spec versions: the seven known versions, comparison, libcni's list-version selection,
-//! braid's negotiation against plugins, and VERSION output decoding (reference §1.4, §1.6).
+//! braid's negotiation against plugins, and VERSION output decoding (libcni's `pkg/version`).
 use std::cmp::Ordering;
 
 use serde_json::Value;
@@ -58,7 +58,7 @@ pub fn known(version: &str) -> Option<&'static str> {
     ALL.iter().copied().find(|v| parse(v) == Some(triple))
 }
 
-/// libcni's selection of a list's version from `cniVersion` and `cniVersions` (reference §1.6):
+/// libcni's selection of a list's version from `cniVersion` and `cniVersions` (`libcni/conf.go`):
 /// the highest of the `cniVersions` entries and `cniVersion` that are not newer than
 /// [`CURRENT`]; with none left, `cniVersion` as written. Unparseable entries are the config
 /// parser's business and are ignored here.
@@ -120,7 +120,7 @@ pub fn negotiate(
     })
 }
 
-/// Decodes a plugin's VERSION output with libcni's rules (reference §1.4); returns its
+/// Decodes a plugin's VERSION output with libcni's rules (`pkg/version`); returns its
 /// `supportedVersions`. A missing `supportedVersions` is accepted only for `cniVersion` 0.2.0.
 pub fn parse_version_output(data: &[u8]) -> Result<Vec<String>> {
     let value: Value = serde_json::from_slice(data).map_err(|e| {

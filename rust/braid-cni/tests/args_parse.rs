@@ -1,4 +1,4 @@
-//! `CNI_ARGS` building and Go-compatible parsing (reference §1.9).
+//! `CNI_ARGS` building and Go-compatible parsing (libcni's `pkg/types/args.go`).
 
 use braid_cni::args::{build, parse};
 use braid_cni::codes;

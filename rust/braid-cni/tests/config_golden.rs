@@ -1,5 +1,5 @@
-//! Golden cases of `config::{summarize, conf_to_list, append_plugins}` (reference §1.6, §3.3),
-//! shared with the Python tests.
+//! Golden cases of `config::{summarize, conf_to_list, append_plugins}` (libcni's
+//! `libcni/conf.go`), shared with the Python tests.
 
 use std::fs;
 use std::path::{Path, PathBuf};

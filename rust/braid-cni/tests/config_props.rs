@@ -1,5 +1,5 @@
 //! Property tests: no input makes the configuration model panic, and its outputs keep their
-//! promises (reference §1.6, §3.3).
+//! promises (libcni's `libcni/conf.go` rules).
 
 use braid_cni::codes;
 use braid_cni::config::{append_plugins, conf_to_list, summarize};

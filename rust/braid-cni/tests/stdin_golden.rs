@@ -1,4 +1,4 @@
-//! Golden cases of `inject::plugin_stdin` (reference §1.7), shared with the Python tests.
+//! Golden cases of `inject::plugin_stdin`, shared with the Python tests.
 
 use std::fs;
 use std::path::{Path, PathBuf};

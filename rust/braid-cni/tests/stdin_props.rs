@@ -1,5 +1,5 @@
 //! Property tests: no input makes `plugin_stdin` panic, and a stdin it builds always starts with
-//! the plugin's own keys in their order (reference §1.7).
+//! the plugin's own keys in their order.
 
 use braid_cni::inject::{plugin_stdin, StdinRequest};
 use proptest::prelude::*;

@@ -1,5 +1,5 @@
-//! Versions: libcni's list-version selection (the `libcni/conf_test.go` cases of reference
-//! §1.6), braid's negotiation against plugins' VERSION output, and VERSION decoding (§1.4).
+//! Versions: libcni's list-version selection (the `libcni/conf_test.go` cases), braid's
+//! negotiation against plugins' VERSION output, and VERSION decoding (libcni's `pkg/version`).
 use std::cmp::Ordering;
 
 use braid_cni::codes;

@@ -374,7 +374,7 @@ impl Plugin {
             let ready = poll(&mut fds, wait).map_err(Failure::Io)?;
             if ready == 0 {
                 if exited {
-                    break; // a descendant holds the pipes: stop reading (reference §7)
+                    break; // a descendant holds the pipes: stop reading
                 }
                 continue; // the deadline is checked at the top
             }

@@ -2,7 +2,7 @@
 //! every `unsafe` block carries a `SAFETY:` comment.
 //!
 //! The one primitive that enters a namespace is a dedicated thread that enters, does the work
-//! and restores or dies (see `STYLE.md`); nothing here ever `setns`es a caller's thread.
+//! and restores or dies; nothing here ever `setns`es a caller's thread.
 //!
 //! Netlink is spoken directly over a `NETLINK_ROUTE` socket: [`message`] and [`header`] encode
 //! and decode (pure, unit-tested), [`socket`] sends and receives, and [`link`], [`route`] and

@@ -1,4 +1,4 @@
-"""``braid._native`` CNI_ARGS building and Go ``LoadArgs``-compatible parsing (reference §1.9)."""
+"""``braid._native`` CNI_ARGS building and Go ``LoadArgs``-compatible parsing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The result cache (reference §3.1/§3.2) and the cross-process locks (§1.8 point 7)."""
+"""The result cache (libcni's ``cniCacheV1``) and the cross-process locks (CNI spec, Section 3)."""
 
 from __future__ import annotations
 

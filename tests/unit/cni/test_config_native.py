@@ -1,5 +1,5 @@
 """``braid._native`` conflist validation, summary, up-conversion and appends against the golden
-cases in tests/fixtures/cni/config (reference §1.6, §3.3)."""
+cases in tests/fixtures/cni/config (libcni's ``libcni/conf.go``)."""
 
 from __future__ import annotations
 

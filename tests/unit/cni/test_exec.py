@@ -1,4 +1,4 @@
-"""Plugin lookup, ProcessExecutor and output judgement (reference §1.1, §1.5, §7)."""
+"""Plugin lookup, ProcessExecutor and output judgement (libcni's ``pkg/invoke``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loading networks from a configuration directory exactly as libcni (reference §3.3)."""
+"""Loading networks from a configuration directory exactly as libcni (``libcni/conf.go``)."""
 
 from __future__ import annotations
 

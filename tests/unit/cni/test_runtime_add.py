@@ -1,5 +1,5 @@
 """ADD and DEL through Runtime: environment, stdin, ordering, stop-on-error, DEL after a failed
-ADD, result caching (reference §1.2, §1.7, §1.8)."""
+ADD, result caching (CNI spec, Sections 2 and 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GC (reference §1.8 "GCNetworkList in detail"): stale cached attachments DELed with their
+"""GC as libcni's ``GCNetworkList`` does it: stale cached attachments DELed with their
 cached parameters, GC sent only at 1.1.0, errors collected and all reported."""
 
 from __future__ import annotations

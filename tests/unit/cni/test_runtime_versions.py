@@ -1,4 +1,4 @@
-"""Version negotiation and the verbs a version allows (reference §1.4, §1.6, §1.8, §7)."""
+"""Version negotiation and the verbs a version allows (CNI spec, Section 2, "CNI operations")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``braid._native.plugin_stdin`` against the golden cases in tests/fixtures/cni/stdin (§1.7)."""
+"""``braid._native.plugin_stdin`` against the golden cases in tests/fixtures/cni/stdin."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""CNI versions through ``braid._native``: libcni's list-version selection (reference §1.6),
-braid's negotiation against plugins, and VERSION output decoding (§1.4)."""
+"""CNI versions through ``braid._native``: libcni's list-version selection
+(``libcni/conf.go``), braid's negotiation against plugins, and VERSION output decoding."""
 
 from __future__ import annotations
 

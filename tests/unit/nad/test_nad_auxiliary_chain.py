@@ -1,4 +1,4 @@
-"""``auxiliaryCNIChainName`` (multus.md rows 22 and 79): the chain directory next to the
+"""``auxiliaryCNIChainName`` (Multus 4.2.1 and later): the chain directory next to the
 clusterNetwork file becomes one network list, attached last, named ``net<N>`` by position,
 flagged so its ADD starts from an empty prevResult; missing or empty directory: no chain."""
 

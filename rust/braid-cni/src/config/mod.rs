@@ -1,4 +1,4 @@
-//! Network configuration (conf and conflist) with libcni's validation (reference §1.6, §3.3),
+//! Network configuration (conf and conflist) with libcni's validation (`libcni/conf.go`),
 //! keeping unknown keys, key order and number text verbatim.
 //!
 //! Every function takes the configuration as bytes and returns bytes: the JSON is parsed into
@@ -23,7 +23,7 @@ pub fn summarize(data: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// Up-converts a single-plugin conf into a conflist holding the original object verbatim
-/// (reference §3.3 step 5): `{"name", "cniVersion", "plugins": [<the conf>]}`.
+/// (libcni's `ConfListFromConf`): `{"name", "cniVersion", "plugins": [<the conf>]}`.
 pub fn conf_to_list(data: &[u8]) -> Result<Vec<u8>> {
     let conf = decode_object(data, "plugin configuration")?;
     let conf = Value::Object(conf);

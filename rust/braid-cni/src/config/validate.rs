@@ -1,5 +1,5 @@
 //! libcni's per-list and per-plugin validation (`NetworkConfFromBytes`, `ConfFromBytes`;
-//! reference §1.6, §3.3), reading only the keys braid needs for the summary.
+//! `libcni/conf.go`), reading only the keys braid needs for the summary.
 
 use serde_json::{json, Map, Value};
 

@@ -1,4 +1,5 @@
-//! The stdin each plugin of a list receives for each verb (reference §1.7).
+//! The stdin each plugin of a list receives for each verb (CNI spec, Section 3, "Deriving
+//! execution configuration from plugin configuration").
 //!
 //! The plugin object is taken verbatim from the list (key order and number text kept); keys
 //! braid sets replace an existing value in place or are appended in this order: `cniVersion`,

@@ -1,6 +1,7 @@
 //! IP addresses and `address/prefix` values of results, printed as libcni re-marshals them
-//! (reference §2.1): Go's canonical text (lower case, `::` compression, IPv4 dotted, an
-//! IPv4-mapped IPv6 address printed as IPv4) with the host bits of a prefix kept.
+//! (CNI spec, Section 5, "Result Types"): Go's canonical text (lower case, `::` compression,
+//! IPv4 dotted, an IPv4-mapped IPv6 address printed as IPv4) with the host bits of a prefix
+//! kept.
 use std::fmt;
 use std::net::IpAddr;
 

@@ -1,4 +1,4 @@
-//! libcni's `GetAsVersion` converters between the three families (reference §2.3): what each
+//! libcni's `GetAsVersion` converters between the three families (`pkg/types`): what each
 //! direction keeps, loses and refuses.
 use serde_json::Value;
 

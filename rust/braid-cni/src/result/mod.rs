@@ -1,9 +1,10 @@
 //! CNI results of the three families (020, 040, 100), parsed with libcni's rules and converted
-//! between every ordered pair of versions (reference §2).
+//! between every ordered pair of versions (CNI spec, Section 5; libcni's `pkg/types`).
 //!
 //! Converted and parsed results are re-encoded as libcni marshals them (compact JSON, unknown
-//! keys dropped, addresses in Go's canonical text, the emission rules of §2.1); a conversion to
-//! the result's own version returns the input bytes unchanged after validating them.
+//! keys dropped, addresses in Go's canonical text, keys printed or left out as libcni's types
+//! do); a conversion to the result's own version returns the input bytes unchanged after
+//! validating them.
 mod address;
 mod conversion;
 mod emit;

@@ -1,4 +1,4 @@
-//! The result types of the three families (reference §2.1), decoded from JSON with libcni's
+//! The result types of the three families (CNI spec, Section 5), decoded from JSON with libcni's
 //! rules (unknown keys ignored, `null` as absent) and encoded as libcni marshals them.
 use serde_json::{Map, Value};
 
