@@ -1,8 +1,11 @@
-//! Network namespace handles and netlink operations. The only braid crate with syscalls:
-//! every `unsafe` block carries a `SAFETY:` comment.
+//! Network namespace handles and netlink operations; every `unsafe` block carries a
+//! `SAFETY:` comment.
 //!
-//! The one primitive that enters a namespace is a dedicated thread that enters, does the work
-//! and restores or dies; nothing here ever `setns`es a caller's thread.
+//! Work inside a namespace runs on a dedicated thread that enters, does it and restores or
+//! dies ([`in_namespace`]); the one exception, [`enter::socket_in_namespace`], enters on the
+//! calling thread only long enough to open a netlink socket there and comes back before it
+//! returns (the process aborts if it cannot: a thread left in a pod's namespace would make
+//! every later request act there).
 //!
 //! Netlink is spoken directly over a `NETLINK_ROUTE` socket: [`message`] and [`header`] encode
 //! and decode (pure, unit-tested), [`socket`] sends and receives, and [`link`], [`route`] and
