@@ -2,6 +2,12 @@
 
 CNI environment and stdin in, exactly one JSON result or error out; nothing else reaches
 stdout. The compiled shim with the daemon gives the same answers faster.
+
+A runtime starts this process for every call, so what it imports is paid on every call: VERSION
+is answered without the engine, and the other verbs import the engine alone (no daemon, no
+metrics, no command line parser; the Kubernetes client only when the call uses the Kubernetes
+store, PyYAML only for YAML manifests); ``tests/unit/engine/test_engine_thin_imports.py``
+holds it to that.
 """
 
 from __future__ import annotations
@@ -9,21 +15,20 @@ from __future__ import annotations
 import os
 import sys
 
-from braid.engine.request import MAX_STDIN
+from braid.version import package_version, version_document
 
 
 def main() -> int:
     if sys.argv[1:] == ["--version"]:
-        from braid.version import package_version  # noqa: PLC0415
-
         sys.stdout.write(f"braid-thin {package_version()}\n")
         return 0
-    stdin = b""
-    if os.environ.get("CNI_COMMAND", "") != "VERSION":
-        stdin = sys.stdin.buffer.read(MAX_STDIN + 1)
-    from braid.engine.entry import run_cni  # noqa: PLC0415 - keep VERSION-only imports small
+    if os.environ.get("CNI_COMMAND", "") == "VERSION":
+        out, code = version_document(), 0
+    else:
+        from braid.engine.entry import run_cni  # noqa: PLC0415
+        from braid.engine.request import MAX_STDIN  # noqa: PLC0415
 
-    out, code = run_cni(os.environ, stdin)
+        out, code = run_cni(os.environ, sys.stdin.buffer.read(MAX_STDIN + 1))
     sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()
     return code

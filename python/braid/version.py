@@ -1,7 +1,12 @@
-"""braid's version: the installed distribution's (maturin takes it from the Cargo workspace,
-the one place it is written)."""
+"""braid's versions: the installed distribution's (maturin takes it from the Cargo workspace,
+the one place it is written), and the CNI versions braid speaks, as its VERSION answer.
+
+Light on purpose: ``braid-thin`` answers VERSION with this module and ``braid._native`` alone.
+"""
 
 from __future__ import annotations
+
+from braid import _native
 
 
 def package_version() -> str:
@@ -12,3 +17,11 @@ def package_version() -> str:
         return metadata.version("braid-cni")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def version_document() -> bytes:
+    """The result of CNI VERSION: the current CNI version and every version braid speaks."""
+    versions = ",".join(f'"{v}"' for v in _native.CNI_VERSIONS)
+    return (
+        f'{{"cniVersion":"{_native.CNI_CURRENT_VERSION}","supportedVersions":[{versions}]}}\n'
+    ).encode()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,8 +211,24 @@ def _read_entry(path: Path) -> CacheEntry | None:
     return cached.entry
 
 
+_TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _temporary_file(directory: Path) -> tuple[int, str]:
+    """A new private file (0600, ``O_EXCL``) of ``directory`` under a random name, as
+    ``tempfile.mkstemp`` makes one; without importing ``tempfile`` (and its ``shutil`` and
+    ``random``), which ``braid-thin`` would pay on every call."""
+    for _ in range(100):
+        path = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")  # noqa: PTH118
+        try:
+            return os.open(path, _TEMPORARY_FLAGS, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(directory))
+
+
 def _write_atomic(target: Path, data: bytes, *, durable: bool) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    fd, tmp = _temporary_file(target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -2,18 +2,26 @@
 
 ``run_cni(env, stdin)`` is the whole plugin: the CNI environment and stdin in, the one JSON
 document for stdout and the exit status out. ``braid-thin`` and the daemon both call it.
+
+The names below are imported from their modules when first used (``braid.exports``), so
+importing one module of the engine does not import the others. DEL's ``detach`` is
+``braid.engine.detach.detach``: a lazy package cannot also name a function after a submodule.
 """
 
 from __future__ import annotations
 
-from braid.engine.attach import AddOutcome, add
-from braid.engine.context import EngineContext
-from braid.engine.detach import detach
-from braid.engine.entry import run_cni
-from braid.engine.maintenance import check, gc, status
-from braid.engine.record import AttachmentRecord, RecordStore
-from braid.engine.request import CniRequest, read_request
-from braid.engine.teardown import delete
+from typing import TYPE_CHECKING
+
+from braid.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from braid.engine.attach import AddOutcome, add
+    from braid.engine.context import EngineContext
+    from braid.engine.entry import run_cni
+    from braid.engine.maintenance import check, gc, status
+    from braid.engine.record import AttachmentRecord, RecordStore
+    from braid.engine.request import CniRequest, read_request
+    from braid.engine.teardown import delete
 
 __all__ = [
     "AddOutcome",
@@ -24,9 +32,26 @@ __all__ = [
     "add",
     "check",
     "delete",
-    "detach",
     "gc",
     "read_request",
     "run_cni",
     "status",
 ]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AddOutcome": "braid.engine.attach",
+        "add": "braid.engine.attach",
+        "EngineContext": "braid.engine.context",
+        "run_cni": "braid.engine.entry",
+        "check": "braid.engine.maintenance",
+        "gc": "braid.engine.maintenance",
+        "status": "braid.engine.maintenance",
+        "AttachmentRecord": "braid.engine.record",
+        "RecordStore": "braid.engine.record",
+        "CniRequest": "braid.engine.request",
+        "read_request": "braid.engine.request",
+        "delete": "braid.engine.teardown",
+    },
+)

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TextIO
 
-from braid import _native
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.engine.attach import EarlyAnswer, add
@@ -22,16 +21,10 @@ from braid.errors import INTERNAL, CniError
 from braid.nad.config import BraidConfig, check_network_name, load_braid_config
 from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore, FileStores, Store
+from braid.version import version_document
 
 log = logging.getLogger("braid")
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "error": logging.ERROR}
-
-
-def version_document() -> bytes:
-    versions = ",".join(f'"{v}"' for v in _native.CNI_VERSIONS)
-    return (
-        f'{{"cniVersion":"{_native.CNI_CURRENT_VERSION}","supportedVersions":[{versions}]}}\n'
-    ).encode()
 
 
 def configure_logging(config: BraidConfig) -> None:

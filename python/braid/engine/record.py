@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -260,7 +259,7 @@ class RecordStore:
     def _tmp(self) -> str:
         """A fresh temporary file name: random, so nobody can put a link there beforehand
         (and it is opened ``O_EXCL`` in any case), and never the container's id."""
-        return os.path.join(self._dir, f".tmp-{secrets.token_hex(8)}")
+        return os.path.join(self._dir, f".tmp-{os.urandom(8).hex()}")
 
     def read(self, container_id: str) -> AttachmentRecord | None:
         """The record, or None when there is none. A corrupt record raises ``CorruptRecord``."""

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from braid.errors import INVALID_CONFIG, CniError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -95,6 +93,10 @@ def _named(doc: dict[str, Any], section: str, name: str, source: str) -> dict[st
 
 
 def _read_kubeconfig(path: Path) -> dict[str, Any]:
+    # Imported here: ``braid-thin`` imports this module to ask ``in_cluster_available`` on
+    # every call, and reads a kubeconfig only when it uses the Kubernetes store.
+    import yaml  # noqa: PLC0415
+
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import yaml
 
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.syntax import is_dns1123_subdomain
+
+if TYPE_CHECKING:
+    import yaml
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 NAD_KIND = "NetworkAttachmentDefinition"
@@ -64,7 +66,10 @@ DEFAULT_FILE_BOUND = FileBound(1 << 20, NAD_FILES)
 def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
     """PyYAML's libyaml loader, an order of magnitude faster than the pure Python one, which
     is the fallback only where PyYAML was built without libyaml. Both build the same objects
-    (``SafeConstructor``): plain data, no Python tags."""
+    (``SafeConstructor``): plain data, no Python tags. PyYAML is imported here, for YAML
+    files only: JSON manifests, and ``braid-thin`` calls that read none, do without it."""
+    import yaml  # noqa: PLC0415
+
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -88,13 +93,18 @@ def _read_bounded(path: Path, bound: FileBound) -> str:
 
 def _load_documents(path: Path, bound: FileBound) -> list[Any]:
     text = _read_bounded(path, bound)
-    try:
-        if path.suffix == ".json":
+    if path.suffix == ".json":
+        try:
             return [json.loads(text)]
-        return list(yaml.load_all(text, Loader=yaml_loader()))  # a safe loader, C or Python
+        except (ValueError, RecursionError) as exc:
+            raise _fail(str(path), f"not valid JSON: {exc}") from None
+    loader = yaml_loader()  # a safe loader, C or Python
+    import yaml  # noqa: PLC0415 - imported by yaml_loader already
+
+    try:
+        return list(yaml.load_all(text, Loader=loader))
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
-        kind = "JSON" if path.suffix == ".json" else "YAML"
-        raise _fail(str(path), f"not valid {kind}: {exc}") from None
+        raise _fail(str(path), f"not valid YAML: {exc}") from None
 
 
 def _expand(doc: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,14 +35,7 @@ def _address(text: Any) -> str | None:
     """The address of an ``addr/prefix`` string in canonical form; None when not a string."""
     if not isinstance(text, str) or not text:
         return None
-    bare = text.partition("/")[0]
-    try:
-        # A dotted quad inet_pton takes (four decimal parts, no leading zeros) is already
-        # canonical: the common case, without building an address object.
-        socket.inet_pton(socket.AF_INET, bare)
-    except (OSError, ValueError):
-        return _canonical(bare)
-    return bare
+    return _canonical(text.partition("/")[0])
 
 
 @functools.lru_cache(maxsize=1024)

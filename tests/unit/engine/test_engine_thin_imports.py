@@ -1,0 +1,110 @@
+"""What `braid-thin` imports: a runtime starts it for every call, so every module it imports is
+paid on every call. VERSION imports nothing of the engine; the other verbs import the engine
+and nothing of the daemon, the metrics, the Kubernetes client, PyYAML (the manifests here are
+JSON) or the command line.
+
+Each call runs `braid.thin.main` in a fresh interpreter, as the console script does, and lists
+`sys.modules` after it answered.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Never on the path of a call that uses the file store.
+NEVER = (
+    "braid.daemon",
+    "braid.cli",
+    "braid.cni.command",
+    "braid.k8s.client",
+    "braid.k8s.thin",
+    "prometheus_client",
+    "kubernetes",
+    "urllib3",
+    "http.client",
+    "ssl",
+    "yaml",
+    "argparse",
+    "tempfile",
+    "secrets",
+    "socket",
+    "subprocess",
+)
+# Not for VERSION either: its answer needs no configuration.
+NOT_FOR_VERSION = ("braid.engine", "braid.cni", "braid.nad", "braid.k8s", "msgspec", "logging")
+
+PROBE = """
+import json, sys
+from braid.thin import main
+main()
+with open(sys.argv[1], "w") as out:
+    json.dump(sorted(sys.modules), out)
+"""
+
+
+def imported_by_thin(
+    tmp_path: Path, env: dict[str, str], stdin: bytes
+) -> tuple[set[str], dict[str, Any]]:
+    """The modules one `braid-thin` call imported, and its answer."""
+    listing = tmp_path / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(listing)],
+        env={"PATH": "/usr/bin:/bin", **env},
+        input=stdin,
+        capture_output=True,
+        check=False,
+        timeout=30,
+    )
+    assert b"Traceback" not in proc.stderr, proc.stderr
+    answer = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    return set(json.loads(listing.read_text())), answer
+
+
+def offending(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == f or m.startswith(f"{f}.") for f in forbidden))
+
+
+def test_version_imports_nothing_of_the_engine(tmp_path: Path) -> None:
+    modules, answer = imported_by_thin(tmp_path, {"CNI_COMMAND": "VERSION"}, b"")
+    assert "1.0.0" in answer["supportedVersions"]
+    assert offending(modules, NEVER + NOT_FOR_VERSION) == []
+
+
+# How far each call gets without a network namespace (the unit tier makes none): ADD past its
+# plan (the NAD read from its file) to the interface check, CHECK to the record, DEL through
+# both delegates, GC and STATUS to the end.
+REACHED = {
+    "ADD": "listing interfaces in network namespace",
+    "CHECK": "braid holds no attachment record",
+    "DEL": "",
+    "GC": "",
+    "STATUS": "",
+}
+
+
+@pytest.mark.parametrize("command", sorted(REACHED))
+def test_verbs_import_the_engine_alone(dirs: Any, tmp_path: Path, command: str) -> None:
+    """Through the whole call: the configuration, the store's choice (the file store), the
+    plan with a NAD from a JSON file, the delegates (fake plugins) and the answer."""
+    nad = {"cniVersion": "1.0.0", "type": "fakesec"}
+    manifest = {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": "sec", "namespace": "default"},
+        "spec": {"config": json.dumps(nad)},
+    }
+    (dirs.root / "nads" / "sec.json").write_text(json.dumps(manifest))
+    selection = {"k8s.v1.cni.cncf.io/networks": "sec"}
+    stdin = dirs.stdin(runtimeConfig={"io.kubernetes.cri.pod-annotations": selection})
+    env = {**dirs.env(command, CNI_NETNS="/nonexistent"), "FAKE_CNI_STATE": str(dirs.state)}
+    modules, answer = imported_by_thin(tmp_path, env, stdin)
+    assert answer.get("msg", "").startswith(REACHED[command]), answer
+    if command == "DEL":
+        assert len(dirs.calls("DEL")) == 2
+    assert offending(modules, NEVER) == []
