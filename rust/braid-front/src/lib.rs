@@ -8,9 +8,10 @@
 //! VERSION, reads stdin and braid's settings, sends the request to the daemon
 //! (`docs/protocol.md`) and prints its answer, every byte built by `braid-wire` exactly as the
 //! full shim builds it. Whatever else a call needs (the daemon not accepting at once: waiting
-//! for it or, for DEL, replaying the record; an unknown command) is handed over to `braid-full`,
-//! the full shim next to it, by `execve` with the same arguments and environment and the stdin
-//! already read.
+//! for it or, for DEL, replaying the record; a DEL whose readiness indicator file does not
+//! exist yet: waiting for it; an unknown command) is handed over to `braid-full`, the full
+//! shim next to it, by `execve` with the same arguments and environment and the stdin already
+//! read.
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
@@ -131,6 +132,11 @@ pub fn run(process: Process) -> ! {
     };
     let is_del = env.command == "DEL";
     let version = settings.cni_version.clone();
+    if is_del && !settings.readiness_file.is_empty() && !file_exists(&settings.readiness_file) {
+        // The cluster default network is not ready: braid-full waits for it (NPWG spec
+        // section 6.1.2) before it asks the daemon or replays.
+        hand_over(process, Some(&stdin), &version, None)
+    }
     let Ok(outgoing) = frame(&encode_request(&Request::Cni {
         env,
         stdin: stdin.clone(),
@@ -174,6 +180,15 @@ pub fn run(process: Process) -> ! {
         }
         Err(NoAnswer::Broken(err)) => fail(&err, &version),
     }
+}
+
+/// Whether `path` names an existing file: `stat(2)` of it succeeds, as for `Path::exists`
+/// in `braid-full`.
+fn file_exists(path: &str) -> bool {
+    let mut text = Vec::with_capacity(path.len() + 1);
+    text.extend_from_slice(path.as_bytes());
+    text.push(0);
+    sys::stat_ok(&text)
 }
 
 /// A call the daemon was asked: what a hand-over to `braid-full` needs.

@@ -31,6 +31,7 @@ const SYS_SENDTO: usize = 44;
 const SYS_SETSOCKOPT: usize = 54;
 const SYS_EXECVE: usize = 59;
 const SYS_READLINK: usize = 89;
+const SYS_NEWFSTATAT: usize = 262;
 const SYS_CLOCK_GETTIME: usize = 228;
 const SYS_EXIT_GROUP: usize = 231;
 const SYS_MEMFD_CREATE: usize = 319;
@@ -290,6 +291,28 @@ pub fn readlink(path: &[u8], buf: &mut [u8]) -> isize {
             ],
         )
     }
+}
+
+/// Whether `stat(2)` of a NUL-terminated `path` succeeds (symbolic links followed).
+pub fn stat_ok(path: &[u8]) -> bool {
+    const AT_FDCWD: isize = -100;
+    // The kernel's `struct stat` on x86-64: 144 bytes.
+    let mut stat = [0_u64; 18];
+    // SAFETY: `path` is NUL-terminated and `stat` a writable buffer of the kernel's size.
+    let ret = unsafe {
+        syscall(
+            SYS_NEWFSTATAT,
+            [
+                AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                stat.as_mut_ptr() as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    ret == 0
 }
 
 /// `execve(2)`: returns only on failure, with `-errno`.

@@ -10,7 +10,7 @@ mod helpers;
 mod netns;
 mod record;
 
-use braid_cni::{args, config, inject, names, result, version, CniError};
+use braid_cni::{args, config, inject, names, readiness, result, version, CniError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
@@ -256,5 +256,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     m.add("MAX_CONTAINER_ID_BYTES", names::MAX_CONTAINER_ID_BYTES)?;
+    m.add(
+        "READINESS_TIMEOUT_SECONDS",
+        readiness::READINESS_TIMEOUT.as_secs_f64(),
+    )?;
+    m.add(
+        "READINESS_POLL_SECONDS",
+        readiness::READINESS_POLL.as_secs_f64(),
+    )?;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! verb to the per-node daemon (`docs/protocol.md`), printing exactly the daemon's answer.
 //! Every wait is bounded (`braid_wire::answer`). DEL never depends on the daemon: when it is
 //! unreachable, silent for a few seconds or unable to serve the DEL, the shim replays the
-//! container's attachment record itself (`replay`).
+//! container's attachment record itself (`replay`). With `readinessindicatorfile` set, a DEL
+//! first waits for the cluster default network, as the engine does (`readiness`).
 //!
 //! Nothing but the one JSON result or error ever reaches stdout; a panic becomes a code-999
 //! error JSON.
@@ -19,6 +20,7 @@ mod cache;
 mod daemon;
 mod delegate;
 mod lock;
+mod readiness;
 mod replay;
 mod settings;
 
@@ -30,6 +32,7 @@ use std::path::Path;
 use braid_cni::wire::{CniEnv, CniResponse, Request};
 use braid_cni::{codes, version, CniError};
 use braid_wire::answer;
+use braid_wire::readiness::{READINESS_POLL, READINESS_TIMEOUT};
 
 use daemon::NoAnswer;
 use settings::Settings;
@@ -89,8 +92,11 @@ fn forward(env: CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniRespon
 
 /// DEL: the daemon's answer when it gives one that stands within [`answer::DEL_ANSWER_WAIT`],
 /// else the record replayed here. Started with [`answer::REPLAY_ARG`] (by the front, which
-/// asked already), it replays at once.
+/// asked already), it replays at once. Either waits first for the readiness indicator file
+/// (NPWG spec section 6.1.2), before the container's lock is taken: code 11 when it does not
+/// appear within [`READINESS_TIMEOUT`], nothing torn down.
 fn delete(env: &CniEnv, stdin: Vec<u8>, settings: &Settings) -> Result<CniResponse, CniError> {
+    readiness::wait_ready(&settings.readiness_file, READINESS_TIMEOUT, READINESS_POLL)?;
     let asked = std::env::args_os()
         .nth(1)
         .is_some_and(|arg| arg == answer::REPLAY_ARG);

@@ -1,7 +1,8 @@
 //! What the two executables of braid's shim share with each other and with the rest of braid:
 //! the shim ↔ daemon protocol ([`wire`]), the CNI error type and its rendering ([`error`]), the
 //! CNI versions braid speaks ([`version`]) and the shim's reading of braid's configuration on
-//! stdin ([`settings`]), and how long the shim waits for the daemon's answer ([`answer`]).
+//! stdin ([`settings`]), how long the shim waits for the daemon's answer ([`answer`]) and for
+//! the cluster default network's readiness ([`readiness`]).
 //!
 //! `no_std` (with `alloc`): the `braid` front (`rust/braid-front`) runs without a C library,
 //! so every byte it puts on the wire or on stdout comes from this crate, exactly as the full
@@ -13,6 +14,7 @@ extern crate alloc;
 
 pub mod answer;
 pub mod error;
+pub mod readiness;
 pub mod settings;
 pub mod version;
 pub mod wire;

@@ -35,6 +35,9 @@ pub struct Settings {
     pub daemon_wait: Duration,
     /// `pluginTimeout`: the deadline of each delegate execution.
     pub plugin_timeout: Duration,
+    /// `readinessindicatorfile`: the file whose existence means the cluster default network
+    /// is ready (a DEL waits for it, [`crate::readiness`]); empty when not set.
+    pub readiness_file: String,
 }
 
 /// Code 6 for a stdin over [`MAX_STDIN_BYTES`].
@@ -78,6 +81,7 @@ pub fn parse(stdin: &[u8]) -> Result<Settings, CniError> {
         bin_dir: path("binDir", "/opt/cni/bin")?,
         daemon_wait: seconds_key(plugin, "daemonWaitSeconds", 30.0, true)?,
         plugin_timeout: seconds_key(plugin, "pluginTimeout", 60.0, false)?,
+        readiness_file: path("readinessindicatorfile", "")?,
     })
 }
 type PluginView<'a> = (&'a Map<String, Value>, Option<&'a Value>);
@@ -173,6 +177,21 @@ mod tests {
         assert_eq!(settings.bin_dir, "/opt/cni/bin");
         assert_eq!(settings.daemon_wait, Duration::from_secs(30));
         assert_eq!(settings.plugin_timeout, Duration::from_secs(60));
+        assert_eq!(settings.readiness_file, "");
+    }
+
+    #[test]
+    fn the_readiness_file_is_read_as_a_path() {
+        let conf = br#"{"type": "braid", "readinessindicatorfile": "/run/ready"}"#;
+        assert_eq!(parse(conf).unwrap().readiness_file, "/run/ready");
+        for unset in ["null", "\"\""] {
+            let conf = format!(r#"{{"type": "braid", "readinessindicatorfile": {unset}}}"#);
+            assert_eq!(
+                parse(conf.as_bytes()).unwrap().readiness_file,
+                "",
+                "{unset}"
+            );
+        }
     }
 
     #[test]
@@ -197,6 +216,8 @@ mod tests {
             br#"{"plugins": [{"type": "braid"}, {"type": "braid"}]}"#,
             br#"{"type": "braid", "daemonSocketDir": "/run/braid\u0000/x"}"#,
             br#"{"type": "braid", "cniDir": "/var\u0000"}"#,
+            br#"{"type": "braid", "readinessindicatorfile": "/run/ready\u0000x"}"#,
+            br#"{"type": "braid", "readinessindicatorfile": 1}"#,
         ] {
             assert_eq!(parse(conf).unwrap_err().code, codes::INVALID_CONFIG);
         }
