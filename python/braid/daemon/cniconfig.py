@@ -23,7 +23,8 @@ log = logging.getLogger(DAEMON_LOGGER)
 
 def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
     """braid's keys in the node's conflist: what the shim reads (``socket_dir`` is the node's
-    path of the daemon's socket directory) and the capabilities the operator declares."""
+    path of the daemon's socket directory; every path is the node's) and the capabilities the
+    operator declares."""
     loaded = operator.loaded
     config = loaded.config
     keys: dict[str, Any] = {
@@ -37,6 +38,8 @@ def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
         keys["pluginTimeout"] = config.plugin_timeout
     if config.capabilities:
         keys["capabilities"] = dict(config.capabilities)
+    if config.readinessindicatorfile:  # a DEL the shim replays waits for it too
+        keys["readinessindicatorfile"] = config.readinessindicatorfile
     return keys
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from braid.cni.hostroot import HostRoot
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
 from braid.daemon.operator_config import OperatorConfig
-from braid.install import BRAID_CONFLIST, ConfListWriter
+from braid.install import BRAID_CONFLIST, ConfListWriter, add_parser, writer_of
 
 
 def node_root(tmp_path: Path) -> Path:
@@ -60,6 +61,7 @@ def test_the_daemon_writes_the_nodes_paths_and_the_operators_shim_keys(tmp_path:
         "io.kubernetes.cri.pod-annotations": True,
     }
     assert "namespaceIsolation" not in plugin, "the policy stays in the daemon"
+    assert "readinessindicatorfile" not in plugin, "not set: the shim waits for nothing"
     assert writer.reconcile() == "unchanged"
     host.close()
 
@@ -82,3 +84,47 @@ def test_the_follower_follows_the_default_network_and_a_removed_file(tmp_path: P
     assert follower.look() == "removed"
     assert not target.exists()
     host.close()
+
+
+def written_plugin(root: Path) -> dict[str, object]:
+    written = json.loads((root / "etc/cni/net.d" / BRAID_CONFLIST).read_text())
+    (plugin,) = written["plugins"]
+    assert isinstance(plugin, dict)
+    return plugin
+
+
+def test_the_daemon_writes_the_readiness_file_as_the_node_names_it(tmp_path: Path) -> None:
+    """The shim on the node waits for it before a DEL (NPWG spec section 6.1.2)."""
+    root = node_root(tmp_path)
+    default_network(root, {})
+    (root / "run/ready").touch()
+    policy = tmp_path / "braid.conf"
+    policy.write_text(json.dumps({"type": "braid", "readinessindicatorfile": "/run/ready"}))
+    host = HostRoot(str(root))
+    operator = OperatorConfig(str(policy), host)
+    assert operator.config.readinessindicatorfile != "/run/ready", "the daemon's own view"
+    writer = ConfListWriter(
+        "/etc/cni/net.d",
+        root=host,
+        readiness_file=operator.loaded.config.readinessindicatorfile,
+        settings=lambda: shim_settings(operator, "/run/braid"),
+    )
+    assert writer.reconcile() == "written"
+    assert written_plugin(root)["readinessindicatorfile"] == "/run/ready"
+    host.close()
+
+
+def test_install_writes_the_readiness_file_as_the_node_names_it(tmp_path: Path) -> None:
+    root = node_root(tmp_path)
+    default_network(root, {})
+    (root / "run/ready").touch()
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        ["install", "--host-root", str(root), "--readiness-file", "/run/ready"]
+    )
+    writer = writer_of(args)
+    assert writer.reconcile() == "written"
+    assert written_plugin(root)["readinessindicatorfile"] == "/run/ready"
+    assert writer.root is not None
+    writer.root.close()
