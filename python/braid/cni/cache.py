@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -58,8 +57,7 @@ class CorruptCacheError(CniError):
         self.path = path
 
 
-@dataclass(frozen=True)
-class CachedResult:
+class CachedResult(msgspec.Struct, frozen=True):
     """What a cache file held: an entry (``cniCacheV1``) or only a legacy bare result."""
 
     result: bytes | None

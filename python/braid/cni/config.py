@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -52,8 +51,7 @@ class ListSummary(msgspec.Struct, rename="camel", frozen=True):
     plugins: list[PluginSummary] = []
 
 
-@dataclass(frozen=True)
-class NetworkList:
+class NetworkList(msgspec.Struct, frozen=True):
     """A validated network configuration list: its raw bytes and their typed summary."""
 
     raw: bytes

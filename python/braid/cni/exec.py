@@ -15,9 +15,10 @@ import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+import msgspec
 
 from braid import _native
 from braid.cni.hostroot import HostRoot
@@ -35,8 +36,7 @@ MAX_STDOUT_BYTES = 1 << 20
 EXIT_GRACE_SECONDS = 0.2
 
 
-@dataclass(frozen=True)
-class ExecOutput:
+class ExecOutput(msgspec.Struct, frozen=True):
     """What one plugin execution produced."""
 
     returncode: int

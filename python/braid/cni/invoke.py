@@ -12,7 +12,8 @@ import os
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from braid import _native
 from braid.cni.exec import ExecOutput, Executor
@@ -22,8 +23,7 @@ VERSION_STDIN = b'{"cniVersion":"1.1.0"}'
 UNKNOWN_VERSION_COMMAND = "unknown CNI_COMMAND: VERSION"
 
 
-@dataclass(frozen=True)
-class PluginCall:
+class PluginCall(msgspec.Struct, frozen=True):
     """The CNI parameters of one call; empty strings where a verb has no value (as libcni)."""
 
     command: str

@@ -7,7 +7,6 @@ from the ``VersionCache``; ``_native.negotiate_version`` picks the run version (
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -18,8 +17,7 @@ from braid.cni.invoke import PluginInvoker
 from braid.cni.versions import VersionCache, negotiate
 
 
-@dataclass(frozen=True)
-class ListPlan:
+class ListPlan(msgspec.Struct, frozen=True):
     """A list ready to run: its bytes, each plugin's path, type and versions, the run version."""
 
     raw: bytes
@@ -29,8 +27,7 @@ class ListPlan:
     version: str
 
 
-@dataclass(frozen=True)
-class VersionReport:
+class VersionReport(msgspec.Struct, frozen=True):
     """``Runtime.version``: the list's version, the negotiated one, each plugin's versions."""
 
     list_version: str

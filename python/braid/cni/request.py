@@ -4,7 +4,6 @@ with braid's additions, kept in one place (``braid_cni::names``, through ``braid
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -15,8 +14,7 @@ from braid.cni.invoke import PluginCall
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
 
-@dataclass(frozen=True)
-class RuntimeRequest:
+class RuntimeRequest(msgspec.Struct, frozen=True):
     """One attachment: container id, netns path, interface name and the extra arguments.
 
     ``cni_args`` become ``CNI_ARGS`` (ordered pairs); ``capability_args`` feed
@@ -31,7 +29,7 @@ class RuntimeRequest:
     netns: str
     ifname: str
     cni_args: Sequence[tuple[str, str]] = ()
-    capability_args: Mapping[str, Any] = field(default_factory=dict)
+    capability_args: Mapping[str, Any] = msgspec.field(default_factory=dict)
     args_cni: Mapping[str, Any] | None = None
     initial_prev_result: bytes | None = None
 

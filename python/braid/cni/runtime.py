@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import msgspec
 
@@ -51,8 +50,7 @@ DEFAULT_PLUGIN_TIMEOUT = 60.0
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class PreparedAdd:
+class PreparedAdd(msgspec.Struct, frozen=True):
     """An ADD ready to run (``Runtime.prepare_add``): the request checked, every plugin found,
     the version negotiated and the first plugin's stdin built. Nothing has been executed."""
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, cast
+
+import msgspec
 
 from braid.cni import (
     Runtime,
@@ -55,8 +56,7 @@ class StatusPublisher(Protocol):
     def publish(self, pod: PodRef, network_status: bytes) -> None: ...
 
 
-@dataclass
-class EngineContext:
+class EngineContext(msgspec.Struct, dict=True):
     """braid's configuration plus the pieces every verb needs.
 
     ``store`` is None when braid runs without one (DEL must still work then);
@@ -74,7 +74,7 @@ class EngineContext:
     store: Store | None = None
     executor: Executor | None = None
     publisher: StatusPublisher | None = None
-    extra_plugin_dirs: list[str] = field(default_factory=list)
+    extra_plugin_dirs: list[str] = msgspec.field(default_factory=list)
     spares: SpareFiles | None = None
     root: HostRoot | None = None
 

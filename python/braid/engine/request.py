@@ -7,7 +7,6 @@ Every problem becomes a ``CniError`` with the code the spec gives it: 3 missing 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -25,16 +24,15 @@ COMMANDS = ("ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION")
 _VARIABLES = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH")
 
 
-@dataclass(frozen=True)
-class CniRequest:
+class CniRequest(msgspec.Struct, frozen=True):
     """One CNI call: the verb, its environment and the configuration braid was given."""
 
     command: str
     container_id: str = ""
     netns: str = ""
     ifname: str = ""
-    cni_args: list[tuple[str, str]] = field(default_factory=list)
-    plugin_dirs: list[str] = field(default_factory=list)
+    cni_args: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    plugin_dirs: list[str] = msgspec.field(default_factory=list)
     config: bytes = b"{}"
 
     @property

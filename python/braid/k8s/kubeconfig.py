@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from braid.errors import INVALID_CONFIG, CniError
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -53,11 +55,6 @@ def _fail(source: str, msg: str) -> CniError:
     return CniError(INVALID_CONFIG, f"Kubernetes credentials ({source}): {msg}")
 
 
-def in_cluster_available(env: Mapping[str, str]) -> bool:
-    """True when the environment says braid runs in a pod (``KUBERNETES_SERVICE_HOST/PORT``)."""
-    return bool(env.get("KUBERNETES_SERVICE_HOST")) and bool(env.get("KUBERNETES_SERVICE_PORT"))
-
-
 def in_cluster_credentials(
     env: Mapping[str, str], account_dir: str = SERVICE_ACCOUNT_DIR
 ) -> Credentials:
@@ -93,10 +90,6 @@ def _named(doc: dict[str, Any], section: str, name: str, source: str) -> dict[st
 
 
 def _read_kubeconfig(path: Path) -> dict[str, Any]:
-    # Imported here: ``braid-thin`` imports this module to ask ``in_cluster_available`` on
-    # every call, and reads a kubeconfig only when it uses the Kubernetes store.
-    import yaml  # noqa: PLC0415
-
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

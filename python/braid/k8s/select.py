@@ -2,8 +2,8 @@
 
 The Kubernetes store is used when braid's configuration names a ``kubeconfig`` or when the
 environment is a pod's (``KUBERNETES_SERVICE_HOST``/``PORT`` with a mounted service account);
-otherwise the file store. This module imports nothing heavy: the HTTP client is imported only
-by ``connect`` and ``open_thin``.
+otherwise the file store. This module imports nothing heavy (``braid-thin`` asks it on every
+call): credentials and the HTTP client are imported only by ``connect`` and ``open_thin``.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from braid.k8s.kubeconfig import in_cluster_available
 from braid.nad.config import BraidConfig
 
 if TYPE_CHECKING:
     from braid.k8s.client import KubeClient
     from braid.k8s.thin import ThinKubernetes
+
+
+def in_cluster_available(env: Mapping[str, str]) -> bool:
+    """True when the environment says braid runs in a pod (``KUBERNETES_SERVICE_HOST/PORT``)."""
+    return bool(env.get("KUBERNETES_SERVICE_HOST")) and bool(env.get("KUBERNETES_SERVICE_PORT"))
 
 
 def kubernetes_wanted(config: BraidConfig, env: Mapping[str, str]) -> bool:

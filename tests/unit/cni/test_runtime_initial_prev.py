@@ -4,9 +4,9 @@ to the version the list runs at, so a list of chained plugins needs no interface
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
+import msgspec
 import pytest
 
 from braid.cni import RuntimeRequest, network_list_from_bytes
@@ -22,7 +22,7 @@ CHAINED_RESULT = {
 
 
 def starting_empty(request: RuntimeRequest, initial: bytes = EMPTY_1_0) -> RuntimeRequest:
-    return dataclasses.replace(request, initial_prev_result=initial)
+    return msgspec.structs.replace(request, initial_prev_result=initial)
 
 
 @pytest.mark.parametrize("version", ["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])

@@ -23,6 +23,7 @@ NEVER = (
     "braid.cli",
     "braid.cni.command",
     "braid.k8s.client",
+    "braid.k8s.kubeconfig",
     "braid.k8s.thin",
     "prometheus_client",
     "kubernetes",
@@ -35,6 +36,9 @@ NEVER = (
     "secrets",
     "socket",
     "subprocess",
+    # About a millisecond per class here (each generates and compiles its methods), and it
+    # imports inspect: the engine's records are msgspec structs.
+    "dataclasses",
 )
 # Not for VERSION either: its answer needs no configuration.
 NOT_FOR_VERSION = ("braid.engine", "braid.cni", "braid.nad", "braid.k8s", "msgspec", "logging")
