@@ -1,4 +1,5 @@
-"""``Runtime``: ADD, DEL, CHECK, GC, STATUS and VERSION over a network list (reference §1.8).
+"""``Runtime``: ADD, DEL, CHECK, GC, STATUS and VERSION over a network list (libcni's
+``CNIConfig``; CNI spec, "Execution of Network Configurations").
 
 ADD runs forward and stops at the first error, then DELs the whole list (reverse, best effort)
 so nothing stays half-attached; DEL runs in reverse with the cached result (or the caller's own,

@@ -1,5 +1,5 @@
 //! The result cache the runtime `braid.cni` keeps under `<cniDir>/results/` (libcni's
-//! `cniCacheV1` layout, reference §3.1): read for `prevResult`, removed after a DEL.
+//! `cniCacheV1` layout of libcni's `api.go`): read for `prevResult`, removed after a DEL.
 
 use std::fs;
 use std::io;

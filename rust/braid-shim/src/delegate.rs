@@ -1,6 +1,6 @@
-//! Delegate plugins as the runtime `braid.cni` runs them: lookup in `binDir` then `CNI_PATH`
-//! (reference §1.1), one VERSION per binary (§1.4), the six CNI variables (§1.2), and a failed
-//! exit judged with libcni's rules (§1.5).
+//! Delegate plugins as the runtime `braid.cni` runs them: lookup in `binDir` then `CNI_PATH`,
+//! one VERSION per binary, the six CNI variables (CNI spec, "Parameters"), and a failed exit
+//! judged with libcni's rules (`pkg/invoke`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

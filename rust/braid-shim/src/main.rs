@@ -1,5 +1,6 @@
-//! `braid`: the compiled CNI entrypoint. It answers VERSION itself and forwards every other
-//! verb to the per-node daemon (`docs/protocol.md`), printing exactly the daemon's answer.
+//! `braid-full`: the compiled CNI entrypoint behind the `braid` front (`braid-front`). It
+//! answers VERSION itself and forwards every other verb to the per-node daemon
+//! (`docs/protocol.md`), printing exactly the daemon's answer.
 //! Every wait is bounded (`braid_wire::answer`). DEL never depends on the daemon: when it is
 //! unreachable, silent for a few seconds or unable to serve the DEL, the shim replays the
 //! container's attachment record itself (`replay`). With `readinessindicatorfile` set, a DEL
