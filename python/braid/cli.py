@@ -1,36 +1,53 @@
-"""``braidctl``: braid's command line."""
+"""``braidctl``: braid's command line.
+
+Each subcommand's module registers its own parser; a command line naming a subcommand imports
+that module alone (``braidctl validate`` imports neither the daemon nor its metrics), and only
+``braidctl`` without one (``--help``, ``--version``, a mistake) imports them all to list them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from braid import demo, doctor, install, podctl, validate
-from braid.cni import command as cni_command
-from braid.cni import demo as cni_demo
-from braid.daemon import command as daemon_command
 from braid.version import package_version
 
+# The module of each subcommand and the function that registers it, in `braidctl --help` order.
+_REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("cni",), "braid.cni.command", "add_parser"),
+    (("demo-cni",), "braid.cni.demo", "add_parser"),
+    (("demo",), "braid.demo", "add_parser"),
+    (("attach", "detach", "check", "explain", "status"), "braid.podctl", "add_parsers"),
+    (("validate",), "braid.validate", "add_parser"),
+    (("daemon",), "braid.daemon.command", "add_parser"),
+    (("install",), "braid.install", "add_parser"),
+    (("doctor",), "braid.doctor", "add_parser"),
+)
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="braidctl", description=__doc__)
+
+def _subcommand(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (``braidctl``'s own
+    options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(subcommand: str | None = None) -> argparse.ArgumentParser:
+    """``braidctl``'s parser; with ``subcommand`` (a known one), only that subcommand's module
+    is imported and registered."""
+    parser = argparse.ArgumentParser(prog="braidctl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"braidctl {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    cni_command.add_parser(subparsers)
-    cni_demo.add_parser(subparsers)
-    demo.add_parser(subparsers)
-    podctl.add_parsers(subparsers)
-    validate.add_parser(subparsers)
-    daemon_command.add_parser(subparsers)
-    install.add_parser(subparsers)
-    doctor.add_parser(subparsers)
+    wanted = [r for r in _REGISTRARS if subcommand in r[0]] or list(_REGISTRARS)
+    for _, module, function in wanted:
+        getattr(importlib.import_module(module), function)(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_in = sys.argv[1:] if argv is None else argv
+    args = build_parser(_subcommand(args_in)).parse_args(args_in)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)
 
