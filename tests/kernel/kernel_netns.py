@@ -1,4 +1,5 @@
-"""Network namespaces for the kernel tier, made and removed with iproute2 (`ip netns`).
+"""Network namespaces for the kernel tier, made and removed with iproute2 (`ip netns`) and
+listed with pyroute2.
 
 Independent of braid's own netns code on purpose: the tier checks braid against the kernel, so
 the fixtures must not rely on what they test.
@@ -10,6 +11,8 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from pyroute2 import netns
 
 NETNS_DIR = Path("/run/netns")
 
@@ -45,7 +48,5 @@ def delete(ns: Netns) -> None:
 
 
 def exists(ns: Netns) -> bool:
-    listing = subprocess.run(
-        ["ip", "-j", "netns", "list"], check=True, capture_output=True, text=True
-    ).stdout
-    return f'"name":"{ns.name}"' in listing.replace(" ", "")
+    """Whether the namespace is still named in /run/netns, per pyroute2."""
+    return ns.name in netns.listnetns()

@@ -99,7 +99,7 @@ def test_ptp_with_host_local(attachment: Attachment, case: str) -> None:
     host_veth = result_interface(result, 0)["name"]
     assert kernel.addresses(host, host_veth) == {"10.231.3.1/32"}
     host_routes = {(r["dst"], r.get("dev")) for r in kernel.routes(host)}
-    assert ("10.231.3.2", host_veth) in host_routes
+    assert ("10.231.3.2/32", host_veth) in host_routes
 
     life.check()
     life.delete()

@@ -1,4 +1,5 @@
-"""braid._native's namespace primitives (braid-netns) against the kernel, checked with `ip -j`.
+"""braid._native's namespace primitives (braid-netns) against the kernel, checked with the
+tier's pyroute2 oracle.
 
 Two namespaces joined by two veth pairs, both families addressed, several default routes per
 family (same metric twice, multipath too); the "pod" side is where braid works.
@@ -18,16 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kernel_netns  # the tier's own module; conftest puts it on the path
+import kernel_netns  # the tier's own modules; conftest puts them on the path
+import kernel_oracle
 import pytest
 
 from braid import _native
 from braid.cni import ProcessExecutor
 from braid.cni.exec import StartsAhead
 from braid.errors import CniError
-
-PROTOCOLS = {"kernel": 2, "boot": 3, "static": 4, "ra": 9}
-SCOPES = {"global": 0, "universe": 0, "link": 253, "host": 254}
 
 
 @dataclass(frozen=True)
@@ -38,13 +37,6 @@ class Pair:
 
 def ip(ns: kernel_netns.Netns, *args: str) -> None:
     subprocess.run(["ip", "-n", ns.name, *args], check=True)
-
-
-def ip_json(ns: kernel_netns.Netns, *args: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
-        ["ip", "-j", "-n", ns.name, *args], check=True, capture_output=True, text=True
-    ).stdout
-    return json.loads(out) if out.strip() else []
 
 
 def _address_both(pair: Pair, pod_if: str, peer_if: str, v4: str, v6: str) -> None:
@@ -100,18 +92,13 @@ def pair() -> Iterator[Pair]:
 
 
 def oracle_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
-    """The main table of one family per `ip -j`, normalised to list_routes' fields."""
-    out = set()
-    for r in ip_json(ns, f"-{family}", "route", "show", "table", "main"):
-        dst = r["dst"]
-        if dst == "default":
-            dst = "0.0.0.0/0" if family == 4 else "::/0"
-        elif "/" not in dst:
-            dst += "/32" if family == 4 else "/128"
-        proto = r.get("protocol", "boot")
-        out.add((family, dst, r.get("gateway"), r.get("dev"), r.get("metric"),
-                 SCOPES[r.get("scope", "global")], PROTOCOLS.get(proto, proto)))  # fmt: skip
-    return out
+    """The main table of one family per the oracle, normalised to list_routes' fields."""
+    default = "0.0.0.0/0" if family == 4 else "::/0"
+    return {
+        (family, default if r["dst"] == "default" else r["dst"], r["gateway"], r["dev"],
+         r["metric"], r["scope"], r["protocol"])
+        for r in kernel_oracle.routes(ns.name, f"-{family}")
+    }  # fmt: skip
 
 
 def native_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
@@ -125,9 +112,7 @@ def native_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
 
 
 def defaults(ns: kernel_netns.Netns, family: int) -> list[dict[str, Any]]:
-    return [
-        r for r in ip_json(ns, f"-{family}", "route", "show", "default") if r["dst"] == "default"
-    ]
+    return [r for r in kernel_oracle.routes(ns.name, f"-{family}") if r["dst"] == "default"]
 
 
 def test_list_routes_matches_ip_for_both_families(pair: Pair) -> None:
@@ -206,7 +191,7 @@ def test_a_bad_namespace_path_is_a_code_4_error_naming_it(path: str) -> None:
 
 def test_link_info_and_list_links_match_ip_link(pair: Pair) -> None:
     ip(pair.pod, "link", "set", "va", "address", "02:AB:cd:00:00:42", "mtu", "1400")
-    links = {link["ifname"]: link for link in ip_json(pair.pod, "link", "show")}
+    links = kernel_oracle.links(pair.pod.name)
     assert sorted(_native.list_links(netns=pair.pod.path)) == sorted(links)
     for name, link in links.items():
         info = _native.link_info(netns=pair.pod.path, ifname=name)
