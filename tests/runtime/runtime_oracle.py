@@ -1,6 +1,8 @@
-"""The runtime tier's oracle: kernel state through iproute2's JSON output (`ip -j -n`), braid's
-network-status through `braidctl status`, and the files a container may leave behind.
-Never braid's own netlink code.
+"""The runtime tier's oracle: kernel state through pyroute2, braid's network-status through
+`braidctl status`, and the files a container may leave behind. Never braid's own netlink code.
+
+pyroute2 opens its netlink socket inside a namespace from a forked child, so no thread of the
+test process changes namespace. Links and routes keep iproute2's JSON key names (`ip -j`).
 """
 
 from __future__ import annotations
@@ -10,30 +12,42 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from pyroute2 import NetNS
 from runtime_node import UPLINK, UPLINK_PEER, VENV_BIN, Node
 
 # libcni's result cache (containerd and podman) and the tuning plugin's saved state: machine
 # paths the runtimes use whatever their configuration says.
 LIBCNI_CACHE = Path("/var/lib/cni/results")
 TUNING_STATE = Path("/run/cni/tuning")
-
-
-def _json(argv: list[str]) -> list[dict[str, Any]]:
-    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    return json.loads(out) if out.strip() else []
+AF_INET, MAIN_TABLE, SCOPE_GLOBAL = 2, 254, 0
 
 
 def netns_name(path: str) -> str:
-    """`ip -n` takes the name of a namespace bind-mounted in /run/netns (or /var/run/netns)."""
+    """The name of a namespace bind-mounted in /run/netns, as the oracle's readers take it."""
     name = Path(path).name
     if not path or not (Path("/run/netns") / name).exists():
         raise AssertionError(f"no network namespace at {path!r}")
     return name
 
 
+def _names(ipr: NetNS) -> dict[int, str]:
+    return {link["index"]: str(link.get_attr("IFLA_IFNAME")) for link in ipr.get_links()}
+
+
 def links(ns: str) -> dict[str, dict[str, Any]]:
-    """Every link of `ns` by name, with details (`linkinfo`, `address`, `operstate`)."""
-    return {link["ifname"]: link for link in _json(["ip", "-j", "-d", "-n", ns, "link", "show"])}
+    """Every link of `ns` by name: `ifname`, `address`, `linkinfo.info_kind`."""
+    found: dict[str, dict[str, Any]] = {}
+    with NetNS(ns, flags=0) as ipr:  # flags=0: never creates a missing namespace
+        for msg in ipr.get_links():
+            name = str(msg.get_attr("IFLA_IFNAME"))
+            info = msg.get_attr("IFLA_LINKINFO")
+            kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+            found[name] = {
+                "ifname": name,
+                "address": msg.get_attr("IFLA_ADDRESS"),
+                "linkinfo": {"info_kind": str(kind or "")},
+            }
+    return found
 
 
 def link_kind(link: dict[str, Any]) -> str:
@@ -42,17 +56,31 @@ def link_kind(link: dict[str, Any]) -> str:
 
 def addresses(ns: str, ifname: str) -> set[str]:
     """`addr/prefix` of every global IPv4/IPv6 address of `ifname`."""
-    found = _json(["ip", "-j", "-n", ns, "addr", "show", "dev", ifname])
+    with NetNS(ns, flags=0) as ipr:
+        index = ipr.link_lookup(ifname=ifname)
+        if not index:
+            raise AssertionError(f"no link {ifname!r} in namespace {ns}")
+        found = list(ipr.get_addr(index=index[0]))
     return {
-        f"{a['local']}/{a['prefixlen']}"
-        for entry in found
-        for a in entry.get("addr_info", [])
-        if a.get("scope") == "global"
+        f"{a.get_attr('IFA_LOCAL') or a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"
+        for a in found
+        if a["index"] == index[0] and a["scope"] == SCOPE_GLOBAL
     }
 
 
 def routes(ns: str) -> list[dict[str, Any]]:
-    return _json(["ip", "-j", "-4", "-n", ns, "route", "show"])
+    """The IPv4 main table: `dst` ("default", else `addr/prefix`), `gateway`, `dev`."""
+    with NetNS(ns, flags=0) as ipr:
+        names = _names(ipr)
+        raw = list(ipr.get_routes(family=AF_INET, table=MAIN_TABLE))
+    return [
+        {
+            "dst": "default" if r["dst_len"] == 0 else f"{r.get_attr('RTA_DST')}/{r['dst_len']}",
+            "gateway": r.get_attr("RTA_GATEWAY"),
+            "dev": names.get(r.get_attr("RTA_OIF") or 0),
+        }
+        for r in raw
+    ]
 
 
 def default_routes(ns: str) -> list[tuple[str, str]]:
