@@ -2,11 +2,14 @@
 after a 401 with credentials read again, every failure a ``CniError``.
 
 urllib3 (a dependency of ``kubernetes``) carries the requests: importing it costs a third of
-the ``kubernetes`` package, and braid needs a handful of REST calls, not its models.
+the ``kubernetes`` package, and braid needs a handful of REST calls, not its models. A proxy
+(the cluster's ``proxy-url``, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) is chosen by
+``braid.k8s.proxy``; urllib3's ``ProxyManager`` tunnels through it with ``CONNECT``.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ import urllib3
 
 from braid.k8s.credentials import CredentialReloader, Snapshot, ssl_context
 from braid.k8s.errors import ApiError, error_for_status, garbage, unreachable
+from braid.k8s.proxy import proxy_for, proxy_headers, without_login
 
 DEFAULT_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 3.0
@@ -47,8 +51,11 @@ class KubeClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         user_agent: str = "braid",
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """``env`` (default: the process environment) names the proxies, as for kubectl."""
         self.reloader = reloader
+        self.env = os.environ if env is None else env
         self.timeout = timeout
         self.user_agent = user_agent
         self._lock = threading.Lock()
@@ -71,7 +78,7 @@ class KubeClient:
                     kwargs["server_hostname"] = creds.tls_server_name
                 if self._pool is not None:
                     self._pool.clear()
-                self._pool = urllib3.PoolManager(maxsize=4, retries=False, **kwargs)
+                self._pool = _pool(proxy_for(creds.server, creds.proxy_url, self.env), kwargs)
                 self._pool_generation = snapshot.tls_generation
             return self._pool
 
@@ -146,6 +153,19 @@ class KubeClient:
             if self._pool is not None:
                 self._pool.clear()
                 self._pool = None
+
+
+def _pool(proxy: str, kwargs: dict[str, Any]) -> urllib3.PoolManager:
+    """A pool of connections to the API server, through ``proxy`` when there is one."""
+    if not proxy:
+        return urllib3.PoolManager(maxsize=4, retries=False, **kwargs)
+    return urllib3.ProxyManager(
+        without_login(proxy),
+        proxy_headers=proxy_headers(proxy),
+        maxsize=4,
+        retries=False,
+        **kwargs,
+    )
 
 
 def _body(response: urllib3.BaseHTTPResponse, what: str, snapshot: Snapshot | None) -> bytes:

@@ -4,7 +4,7 @@ Before each request braid compares the signature (inode, size, mtime) of every f
 credentials came from (the kubeconfig, a token file, the CA, a client certificate and key);
 when one changed it reads them all again. A 401 forces the same re-read (the client then
 retries once). The TLS material has its own generation number, so the HTTP client rebuilds
-its connection pool only when the CA or the client certificate changed.
+its connection pool only when the CA, the client certificate or the proxy changed.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def _tls_identity(creds: Credentials) -> tuple[object, ...]:
         creds.key_data,
         creds.insecure,
         creds.tls_server_name,
+        creds.proxy_url,
         file_signature(files),
     )
 

@@ -2,8 +2,9 @@
 
 The common kubeconfig forms are read here directly (server, CA file or data, bearer token or
 ``tokenFile``, client certificate and key files or data, ``insecure-skip-tls-verify``,
-``tls-server-name``). Users with ``exec`` or ``auth-provider`` are handed to the ``kubernetes``
-package's loader, imported only then. Relative paths are relative to the kubeconfig's folder.
+``tls-server-name``, ``proxy-url``). Users with ``exec`` or ``auth-provider`` are handed to
+the ``kubernetes`` package's loader, imported only then. Relative paths are relative to the
+kubeconfig's folder.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.proxy import checked_proxy_url
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -39,6 +41,7 @@ class Credentials:
     key_data: bytes = b""
     insecure: bool = False
     tls_server_name: str = ""
+    proxy_url: str = ""
     files: tuple[str, ...] = ()
 
     def bearer_token(self) -> str:
@@ -149,9 +152,16 @@ def kubeconfig_credentials(path: str) -> Credentials:
         key_data=_decoded(user.get("client-key-data"), "key data", source),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         tls_server_name=str(cluster.get("tls-server-name") or ""),
+        proxy_url=_proxy_url(cluster.get("proxy-url"), source),
     )
     watched = (str(file), creds.token_file, creds.ca_file, creds.cert_file, creds.key_file)
     return _with_files(creds, tuple(f for f in watched if f))
+
+
+def _proxy_url(value: Any, source: str) -> str:
+    if not value:
+        return ""
+    return checked_proxy_url(str(value), f"proxy-url of the cluster in {source}")
 
 
 def _with_files(creds: Credentials, files: tuple[str, ...]) -> Credentials:

@@ -13,6 +13,7 @@ from typing import Any
 
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.kubeconfig import Credentials
+from braid.k8s.proxy import checked_proxy_url
 
 
 def plugin_credentials(path: str, source: str) -> Credentials:
@@ -34,6 +35,9 @@ def plugin_credentials(path: str, source: str) -> Credentials:
             INVALID_CONFIG, f"Kubernetes credentials ({source}): {type(exc).__name__}: {exc}"
         ) from None
     authorization = str(cfg.api_key.get("authorization", ""))
+    proxy = str(getattr(cfg, "proxy", None) or "")
+    if proxy:
+        proxy = checked_proxy_url(proxy, f"proxy-url of the cluster in {source}")
     return Credentials(
         server=str(cfg.host).rstrip("/"),
         source=f"{source} (exec/auth-provider user)",
@@ -42,5 +46,6 @@ def plugin_credentials(path: str, source: str) -> Credentials:
         cert_file=str(cfg.cert_file or ""),
         key_file=str(cfg.key_file or ""),
         insecure=not cfg.verify_ssl,
+        proxy_url=proxy,
         files=(path,),
     )
