@@ -13,21 +13,18 @@ import os
 import signal
 from pathlib import Path
 
-from pyroute2 import IPRoute, netns
+from pyroute2 import NetNS, netns
 
 SPARE_SIZE = 16 * 1024  # docs/attachment-record.md, "Spare files": 16 KiB of spaces
 BLANK_SPARE = b" " * SPARE_SIZE
 
 
 def links(ns_name: str) -> dict[str, str]:
-    """Every link of the namespace by name, with its kind ("" for none)."""
-    netns.pushns(ns_name)
-    try:
-        ipr = IPRoute()
-    finally:
-        netns.popns()
+    """Every link of the namespace by name, with its kind ("" for none). Read through
+    pyroute2's ``NetNS`` (its socket is opened by a child process in the namespace: no thread
+    of the test changes namespace; ``flags=0`` never creates one)."""
     found: dict[str, str] = {}
-    with ipr:
+    with NetNS(ns_name, flags=0) as ipr:
         for link in ipr.get_links():
             info = link.get_attr("IFLA_LINKINFO")
             kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
