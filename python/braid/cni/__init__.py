@@ -2,26 +2,53 @@
 
 Load a network (``load_network_list``), then ``Runtime(plugin_dirs).add(net, request)``. See
 docs/cni-runtime.md for the rules and what braid does beyond libcni.
+
+The names below are imported from their modules when first used (``braid.exports``): Python
+runs this package's ``__init__`` before any of its modules, so importing one module (the
+configuration loader, say) does not import the others, the executor among them.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from braid import _native
-from braid.cni.cache import CacheEntry, ResultCache
-from braid.cni.config import (
-    NetworkList,
-    NetworkNotFoundError,
-    load_default_network,
-    load_network_list,
-    network_list_from_bytes,
-    network_list_from_conf,
-)
-from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
-from braid.cni.hostroot import HostRoot
-from braid.cni.plan import VersionReport
-from braid.cni.request import RuntimeRequest
-from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
-from braid.cni.versions import VersionCache
+from braid.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from braid.cni.cache import CacheEntry, ResultCache
+    from braid.cni.config import (
+        NetworkList,
+        NetworkNotFoundError,
+        load_default_network,
+        load_network_list,
+        network_list_from_bytes,
+        network_list_from_conf,
+    )
+    from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
+    from braid.cni.hostroot import HostRoot
+    from braid.cni.plan import VersionReport
+    from braid.cni.request import RuntimeRequest
+    from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
+    from braid.cni.versions import VersionCache
+
+_MODULES = {
+    "braid.cni.cache": ("CacheEntry", "ResultCache"),
+    "braid.cni.config": (
+        "NetworkList",
+        "NetworkNotFoundError",
+        "load_default_network",
+        "load_network_list",
+        "network_list_from_bytes",
+        "network_list_from_conf",
+    ),
+    "braid.cni.exec": ("ExecOutput", "Executor", "ProcessExecutor", "find_plugin"),
+    "braid.cni.hostroot": ("HostRoot",),
+    "braid.cni.plan": ("VersionReport",),
+    "braid.cni.request": ("RuntimeRequest",),
+    "braid.cni.runtime": ("DEFAULT_CACHE_DIR", "DEFAULT_PLUGIN_TIMEOUT", "Runtime"),
+    "braid.cni.versions": ("VersionCache",),
+}
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -45,6 +72,10 @@ __all__ = [
     "network_list_from_bytes",
     "network_list_from_conf",
 ]
+
+__getattr__ = lazy_exports(
+    __name__, {name: module for module, names in _MODULES.items() for name in names}
+)
 
 
 def convert_result(data: bytes, *, to_version: str) -> bytes:

@@ -13,24 +13,13 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
-import msgspec
-
 from braid import _native
 from braid.cni.exec import ExecOutput, Executor
+from braid.cni.request import PluginCall
 from braid.errors import PLUGIN_FAILURE, CniError, PluginError
 
 VERSION_STDIN = b'{"cniVersion":"1.1.0"}'
 UNKNOWN_VERSION_COMMAND = "unknown CNI_COMMAND: VERSION"
-
-
-class PluginCall(msgspec.Struct, frozen=True):
-    """The CNI parameters of one call; empty strings where a verb has no value (as libcni)."""
-
-    command: str
-    container_id: str = ""
-    netns: str = ""
-    ifname: str = ""
-    cni_args: str = ""
 
 
 class PluginExitError(PluginError):

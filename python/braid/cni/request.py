@@ -10,8 +10,17 @@ import msgspec
 
 from braid import _native
 from braid.cni.cache import CacheEntry
-from braid.cni.invoke import PluginCall
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
+
+
+class PluginCall(msgspec.Struct, frozen=True):
+    """The CNI parameters of one call; empty strings where a verb has no value (as libcni)."""
+
+    command: str
+    container_id: str = ""
+    netns: str = ""
+    ifname: str = ""
+    cni_args: str = ""
 
 
 class RuntimeRequest(msgspec.Struct, frozen=True):

@@ -30,10 +30,15 @@ from braid.cni.exec import (
     find_plugin,
 )
 from braid.cni.hostroot import HostRoot
-from braid.cni.invoke import PluginCall, PluginInvoker, checked_stdout, plugin_env
+from braid.cni.invoke import PluginInvoker, checked_stdout, plugin_env
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
-from braid.cni.request import RuntimeRequest, request_from_entry, validate_attachment
+from braid.cni.request import (
+    PluginCall,
+    RuntimeRequest,
+    request_from_entry,
+    validate_attachment,
+)
 from braid.cni.results import CachedResults, CallerResults, ResultKeeping
 from braid.cni.versions import (
     CHECK_SINCE,

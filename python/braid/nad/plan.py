@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from braid.cni import NetworkList, network_list_from_bytes, network_list_from_conf
+from braid.cni.config import NetworkList, network_list_from_bytes, network_list_from_conf
 
 
 class Attachment(msgspec.Struct, frozen=True):

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from braid.cni.invoke import PluginCall, environ_snapshot, plugin_env
+from braid.cni.invoke import environ_snapshot, plugin_env
+from braid.cni.request import PluginCall
 
 
 def test_the_snapshot_is_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
