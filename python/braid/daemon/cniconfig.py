@@ -2,7 +2,7 @@
 
 Once the daemon is ready (it can serve an ADD), it writes ``00-braid.conflist`` into the node's
 CNI configuration directory around the node's default network, and keeps it in line every
-second (``braid.install.ConfListWriter``): a changed default network, a changed operator
+second (``braid.daemon.conflist.ConfListWriter``): a changed default network, a changed operator
 configuration (the keys the shim reads) or a removed file are followed. The file carries what
 the shim and the node's default network need and nothing else; the policy stays in the
 daemon's configuration. Stopping the daemon leaves the file: the shim still tears pods down
@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from braid.daemon.conflist import BRAID_CONFLIST, ConfListWriter
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.operator_config import OperatorConfig
-from braid.install import BRAID_CONFLIST, ConfListWriter
 
 log = logging.getLogger(DAEMON_LOGGER)
 

@@ -12,6 +12,7 @@ import time
 
 from braid.cni.hostroot import HostRoot
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
+from braid.daemon.conflist import ConfListWriter
 from braid.daemon.descriptors import raise_descriptor_limit
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
 from braid.daemon.operator_config import OperatorConfig
@@ -27,7 +28,6 @@ from braid.daemon.settings import (
     settings_from,
 )
 from braid.errors import INVALID_CONFIG, CniError
-from braid.install import ConfListWriter
 from braid.k8s.select import kubernetes_wanted
 from braid.version import package_version
 
