@@ -67,10 +67,11 @@ demo-cni: install ## the runtime library alone: braidctl cni on the example netw
 
 test: install lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime test-cluster test-image test-node test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
 
-lint: venv ## ruff, mypy strict, stubtest on _native, rustfmt, clippy -D warnings
+lint: venv ## ruff, mypy strict, import rules, stubtest on _native, rustfmt, clippy -D warnings
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
 	$(VENV)/bin/mypy --strict
+	$(VENV)/bin/lint-imports  # the import rules between layers (docs/architecture.md)
 	$(VENV)/bin/python -m mypy.stubtest braid._native --mypy-config-file pyproject.toml
 	cargo fmt --all --check
 	cargo clippy --locked --workspace --all-targets -- -D warnings
