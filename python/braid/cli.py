@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from braid.errors import CniError
 from braid.version import package_version
 
 # The module of each subcommand and the function that registers it, in `braidctl --help` order.
@@ -49,7 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     args = build_parser(_subcommand(args_in)).parse_args(args_in)
     handler: Callable[[argparse.Namespace], int] = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except (CniError, OSError) as exc:
+        # A subcommand reports what it expects; anything else a file or the system refused
+        # still ends in one line, not a traceback.
+        what = exc.msg if isinstance(exc, CniError) else str(exc)
+        sys.stderr.write(f"braidctl {args.command}: error: {what}\n")
+        return 1
 
 
 if __name__ == "__main__":

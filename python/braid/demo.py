@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from braid.cliargs import existing_file
 from braid.daemon.client import is_ready
 from braid.podctl import cni_env, container_id_for, read_pod, stdin_for
 
@@ -183,5 +184,9 @@ def run(cni_path: str, shim: str | None = None) -> int:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="attach example networks to a pod and detach")
     parser.add_argument("--cni-path", default="/usr/lib/cni", help="directory of the CNI plugins")
-    parser.add_argument("--shim", help="the compiled braid shim (default: the installed one)")
+    parser.add_argument(
+        "--shim",
+        type=existing_file("--shim"),
+        help="the compiled braid shim (default: the installed one)",
+    )
     parser.set_defaults(handler=lambda args: run(args.cni_path, args.shim))

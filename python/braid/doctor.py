@@ -9,13 +9,13 @@ what is wrong and how to fix it; the exit status is 1 when anything is wrong.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from braid.cliargs import add_output_option, write_data
 from braid.cni.config import network_list_from_bytes, network_list_from_conf
 from braid.cni.exec import find_plugin
 from braid.cni.hostroot import HostRoot
@@ -291,6 +291,12 @@ def print_text(findings: list[Finding], out: Callable[[str], object]) -> None:
             out(f"      fix: {finding.fix}")
 
 
+def text_of(findings: list[Finding]) -> str:
+    lines: list[str] = []
+    print_text(findings, lines.append)
+    return "".join(f"{line}\n" for line in lines)
+
+
 def run_doctor(args: argparse.Namespace) -> int:
     try:
         root = HostRoot(args.host_root) if args.host_root else None
@@ -300,10 +306,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         return 2
     view = NodeView(operator=operator, root=root, conf_dir=args.cni_conf_dir)
     findings = run_checks(view, [p for p in args.cni_path.split(":") if p])
-    if args.output == "json":
-        sys.stdout.write(json.dumps([asdict(f) for f in findings], indent=2) + "\n")
-    else:
-        print_text(findings, lambda line: sys.stdout.write(line + "\n"))
+    write_data([asdict(f) for f in findings], args.output, lambda _: text_of(findings))
     return 0 if all(f.ok for f in findings) else 1
 
 
@@ -323,5 +326,5 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument(
         "--cni-path", default="", help="the runtime's CNI_PATH (binDir is always searched)"
     )
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_output_option(p)
     p.set_defaults(handler=run_doctor)

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from braid.cliargs import existing_file
 from braid.cni.hostroot import HostRoot
 
 # The conflist and its writer live with the daemon, which keeps braid's conflist in a cluster;
@@ -179,7 +180,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser("install", help="install the braid shim and configuration on a node")
     p.add_argument("--cni-bin-dir", default="/opt/cni/bin")
     p.add_argument("--cni-conf-dir", default="/etc/cni/net.d")
-    p.add_argument("--shim", help="the braid executable to copy (default: the installed one)")
+    p.add_argument(
+        "--shim",
+        type=existing_file("--shim"),
+        help="the braid executable to copy (default: the installed one)",
+    )
     p.add_argument("--skip-binary", action="store_true", help="do not copy the shim")
     p.add_argument(
         "--mode",
@@ -193,7 +198,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="where this process sees the node's root filesystem (a container's hostPath "
         "mount of /); the directories are then the node's paths",
     )
-    p.add_argument("--config", help="with --mode file: the configuration to install")
+    p.add_argument(
+        "--config",
+        type=existing_file("--config"),
+        help="with --mode file: the configuration to install",
+    )
     p.add_argument("--readiness-file", help="auto: also wait for this file to exist")
     p.add_argument("--socket-dir", help="auto: daemonSocketDir written into the configuration")
     p.add_argument("--poll-interval", type=float, default=1.0, help="auto: seconds between looks")

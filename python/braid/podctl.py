@@ -8,9 +8,10 @@ pods; NADs come from braid's configured store (``nadDir``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
-import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import msgspec
 
 from braid import _native
+from braid.cliargs import add_output_option, existing_file, pretty_json, write_data
 from braid.cni import Runtime
 from braid.engine.entry import run_cni
 from braid.engine.record import CorruptRecord, RecordStore
@@ -30,6 +32,7 @@ from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
 DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"
 # Where plugins are looked for when CNI_PATH is unset: the usual dir and Debian's.
 DEFAULT_CNI_PATH = "/opt/cni/bin:/usr/lib/cni"
+DEFAULT_IFNAME = "eth0"
 
 
 def read_pod(path: str) -> PodManifest:
@@ -54,7 +57,12 @@ def container_id_for(pod: PodManifest, given: str | None) -> str:
 
 def stdin_for(config_path: str, pod: PodManifest) -> bytes:
     """braid's configuration with the pod's annotations as the runtime would send them."""
-    doc = msgspec.json.decode(Path(config_path).read_bytes())
+    try:
+        doc = msgspec.json.decode(Path(config_path).read_bytes())
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"{config_path}: cannot be read: {exc.strerror}") from exc
+    except msgspec.DecodeError as exc:
+        raise CniError(INVALID_CONFIG, f"{config_path}: not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise CniError(INVALID_CONFIG, f"{config_path}: not a JSON object")
     runtime_config = dict(doc.get("runtimeConfig") or {})
@@ -64,7 +72,7 @@ def stdin_for(config_path: str, pod: PodManifest) -> bytes:
 
 
 def cni_env(
-    command: str, pod: PodManifest, *, container_id: str, netns: str, ifname: str = "eth0"
+    command: str, pod: PodManifest, *, container_id: str, netns: str, ifname: str = DEFAULT_IFNAME
 ) -> dict[str, str]:
     env = dict(os.environ)
     pairs = [
@@ -83,15 +91,6 @@ def cni_env(
         CNI_PATH=os.environ.get("CNI_PATH", DEFAULT_CNI_PATH),
     )
     return env
-
-
-def run_for_pod(
-    command: str, *, config: str, pod_path: str, netns: str, container_id: str | None
-) -> tuple[bytes, int]:
-    """Runs one engine verb for the pod; returns (stdout document, exit status)."""
-    pod = read_pod(pod_path)
-    env = cni_env(command, pod, container_id=container_id_for(pod, container_id), netns=netns)
-    return run_cni(env, stdin_for(config, pod))
 
 
 def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[str, Any]]:
@@ -152,22 +151,53 @@ def status_of(cni_dir: str, container_id: str) -> bytes | None:
 
 
 def _print_json(data: bytes) -> None:
-    sys.stdout.write(json.dumps(msgspec.json.decode(data), indent=2) + "\n")
+    sys.stdout.write(pretty_json(msgspec.json.decode(data)))
+
+
+DEFAULT_CNI_DIR = "/var/lib/cni/braid"
+
+
+def _done_message(args: argparse.Namespace, container_id: str, cni_dir: str) -> str:
+    """What a successful verb tells the user: the container id and netns the other verbs
+    need, as command lines to paste."""
+    if args.verb == "CHECK":
+        return f"check: every attachment of container {container_id} is as recorded\n"
+    if args.verb == "DEL":
+        return f"detached: container {container_id} from {args.netns}\n"
+    named = ["--pod", args.pod, "--netns", args.netns, "--config", args.config]
+    if args.ifname != DEFAULT_IFNAME:
+        named += ["--ifname", args.ifname]
+    same = shlex.join([*named, "--container-id", container_id])
+    where = [] if cni_dir == DEFAULT_CNI_DIR else ["--cni-dir", cni_dir]
+    return (
+        f"attached: container id {container_id}, netns {args.netns}\n"
+        f"  braidctl status {shlex.join([*where, container_id])}\n"
+        f"  braidctl check {same}\n"
+        f"  braidctl detach {same}\n"
+    )
 
 
 def _pod_verb(args: argparse.Namespace) -> int:
+    container_id = args.container_id or ""
+    cni_dir = DEFAULT_CNI_DIR
     try:
-        out, code = run_for_pod(
-            args.verb,
-            config=args.config,
-            pod_path=args.pod,
-            netns=args.netns,
-            container_id=args.container_id,
+        pod = read_pod(args.pod)
+        container_id = container_id_for(pod, args.container_id)
+        stdin = stdin_for(args.config, pod)
+        with contextlib.suppress(CniError):  # the engine reports a bad configuration
+            cni_dir = load_braid_config(stdin).config.cni_dir
+        env = cni_env(
+            args.verb, pod, container_id=container_id, netns=args.netns, ifname=args.ifname
         )
+        out, code = run_cni(env, stdin)
     except CniError as exc:
         out, code = exc.to_json(), 1
     if out:
         _print_json(out)
+    if code == 0:
+        # ADD's stdout is its result; the summary goes beside it, not into it.
+        stream = sys.stderr if out else sys.stdout
+        stream.write(_done_message(args, container_id, cni_dir))
     return code
 
 
@@ -177,7 +207,7 @@ def _explain(args: argparse.Namespace) -> int:
     except CniError as exc:
         _print_json(exc.to_json())
         return 1
-    sys.stdout.write(json.dumps(steps, indent=2) + "\n")
+    write_data(steps, args.output, pretty_json)
     return 0
 
 
@@ -186,8 +216,23 @@ def _status(args: argparse.Namespace) -> int:
     if found is None:
         sys.stderr.write(f"braid holds no attachment record for container {args.container_id}\n")
         return 1
-    _print_json(found)
+    write_data(msgspec.json.decode(found), args.output, pretty_json)
     return 0
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default=DEFAULT_CONFIG,
+        type=existing_file("--config"),
+        help=f"braid's CNI configuration (default {DEFAULT_CONFIG})",
+    )
+
+
+def _pod_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pod", required=True, type=existing_file("--pod"), help="pod manifest (YAML or JSON)"
+    )
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -198,19 +243,24 @@ def add_parsers(subparsers: Any) -> None:
         ("check", "CHECK", "check every attachment of a pod (engine CHECK)"),
     ):
         parser = subparsers.add_parser(name, help=text)
-        parser.add_argument("--pod", required=True, help="pod manifest (YAML or JSON)")
+        _pod_option(parser)
         parser.add_argument("--netns", required=True, help="the pod's network namespace path")
         parser.add_argument("--container-id", help="default: derived from the pod's name")
-        parser.add_argument("--config", default=DEFAULT_CONFIG, help="braid's CNI configuration")
+        parser.add_argument(
+            "--ifname", default=DEFAULT_IFNAME, help="the default network's interface (CNI_IFNAME)"
+        )
+        _config_option(parser)
         parser.set_defaults(handler=_pod_verb, verb=verb)
     parser = subparsers.add_parser("explain", help="print a pod's attachment plan")
-    parser.add_argument("--pod", required=True, help="pod manifest (YAML or JSON)")
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help="braid's CNI configuration")
+    _pod_option(parser)
+    _config_option(parser)
     parser.add_argument(
         "--cni-path", action="append", default=[], help="extra plugin directory (repeatable)"
     )
+    add_output_option(parser)
     parser.set_defaults(handler=_explain)
     parser = subparsers.add_parser("status", help="print a container's network-status")
     parser.add_argument("container_id", metavar="CONTAINER_ID")
-    parser.add_argument("--cni-dir", default="/var/lib/cni/braid", help="braid's cniDir")
+    parser.add_argument("--cni-dir", default=DEFAULT_CNI_DIR, help="braid's cniDir")
+    add_output_option(parser)
     parser.set_defaults(handler=_status)

@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from braid.cliargs import existing_file
 from braid.cni.config import load_network_list
 from braid.cni.exec import ProcessExecutor
 from braid.cni.request import RuntimeRequest
@@ -33,7 +34,12 @@ PORT_MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo-cni", help="run the example network in fresh namespaces")
     parser.add_argument("--cni-path", default="/usr/lib/cni", help="directory of the CNI plugins")
-    parser.add_argument("--conflist", default=str(EXAMPLE), help="the network list to run")
+    parser.add_argument(
+        "--conflist",
+        default=str(EXAMPLE),
+        type=existing_file("--conflist"),
+        help="the network list to run",
+    )
     parser.set_defaults(handler=run)
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from braid.cli import main
 
@@ -122,3 +123,17 @@ def test_a_cluster_network_the_daemon_cannot_see_and_a_missing_capability(
     assert not found["clusterNetwork"]["ok"]
     assert "no configuration at that path" in found["clusterNetwork"]["detail"]
     assert not found["pod-annotations capability"]["ok"]
+
+
+def test_yaml_holds_the_same_findings_as_json(
+    node: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = node.parent / "braid.conf"
+    base = ["doctor", f"--host-root={node}", f"--config={config}"]
+    json_code = main([*base, "-o", "json"])
+    as_json = json.loads(capsys.readouterr().out)
+    yaml_code = main([*base, "-o", "yaml"])
+    as_yaml = capsys.readouterr().out
+    assert yaml_code == json_code
+    assert not as_yaml.startswith("["), "YAML, not JSON"
+    assert yaml.safe_load(as_yaml) == as_json
