@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,22 @@ def existing_file(option: str) -> Callable[[str], str]:
                 f"{value} cannot be read ({exc.strerror}); pass {option} PATH"
             ) from exc
         return value
+
+    return check
+
+
+def seconds(*, zero: bool) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number of seconds, above zero (or zero when ``zero``)."""
+
+    def check(value: str) -> float:
+        try:
+            found = float(value)
+        except ValueError:
+            found = math.nan
+        if not math.isfinite(found) or found < 0 or (found == 0 and not zero):
+            wanted = "zero or more" if zero else "more than zero"
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds ({wanted})")
+        return found
 
     return check
 

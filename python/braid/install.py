@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from braid.cliargs import existing_file
+from braid.cliargs import existing_file, seconds
 from braid.cni.hostroot import HostRoot
 
 # The conflist and its writer live with the daemon, which keeps braid's conflist in a cluster;
@@ -205,8 +205,18 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--readiness-file", help="auto: also wait for this file to exist")
     p.add_argument("--socket-dir", help="auto: daemonSocketDir written into the configuration")
-    p.add_argument("--poll-interval", type=float, default=1.0, help="auto: seconds between looks")
-    p.add_argument("--wait-timeout", type=float, default=0, help="auto: give up after (0: never)")
+    p.add_argument(
+        "--poll-interval",
+        type=seconds(zero=False),
+        default=1.0,
+        help="auto: seconds between looks",
+    )
+    p.add_argument(
+        "--wait-timeout",
+        type=seconds(zero=True),
+        default=0,
+        help="auto: give up after (0: never)",
+    )
     p.add_argument("--once", action="store_true", help="auto: exit once written, do not follow")
     p.add_argument("--uninstall", action="store_true", help="remove braid's configuration")
     p.add_argument("--remove-binary", action="store_true", help="with --uninstall: the shim too")

@@ -96,3 +96,24 @@ def test_a_config_that_is_not_json_is_one_cni_error(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1
     assert f"{bad}: not valid JSON" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--poll-interval", "-1"),
+        ("--poll-interval", "0"),
+        ("--poll-interval", "nan"),
+        ("--wait-timeout", "-1"),
+        ("--wait-timeout", "inf"),
+    ],
+)
+def test_install_seconds_out_of_range_are_usage_errors(
+    option: str, value: str, tmp_path: Path
+) -> None:
+    # --wait-timeout bounds the run should the value ever be taken: nothing here waits long.
+    args = ["install", "--skip-binary", "--cni-conf-dir", str(tmp_path), "--wait-timeout", "1"]
+    proc = braidctl([*args, option, value], tmp_path)
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 2
+    assert f"argument {option}: " in proc.stderr.splitlines()[-1]
