@@ -33,6 +33,7 @@ DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"
 # Where plugins are looked for when CNI_PATH is unset: the usual dir and Debian's.
 DEFAULT_CNI_PATH = "/opt/cni/bin:/usr/lib/cni"
 DEFAULT_IFNAME = "eth0"
+USAGE_ERROR = 2  # argparse's exit status for a bad command line
 
 
 def read_pod(path: str) -> PodManifest:
@@ -178,6 +179,8 @@ def _done_message(args: argparse.Namespace, container_id: str, cni_dir: str) -> 
 
 
 def _pod_verb(args: argparse.Namespace) -> int:
+    if not _with_config(args):
+        return USAGE_ERROR
     container_id = args.container_id or ""
     cni_dir = DEFAULT_CNI_DIR
     try:
@@ -202,6 +205,8 @@ def _pod_verb(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    if not _with_config(args):
+        return USAGE_ERROR
     try:
         steps = explain(config=args.config, pod_path=args.pod, plugin_dirs=args.cni_path)
     except CniError as exc:
@@ -221,12 +226,25 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:
+    # No default here: argparse would check it before the required options, and a machine
+    # without braid's file would hear about --config before a missing --pod.
     parser.add_argument(
         "--config",
-        default=DEFAULT_CONFIG,
         type=existing_file("--config"),
         help=f"braid's CNI configuration (default {DEFAULT_CONFIG})",
     )
+
+
+def _with_config(args: argparse.Namespace) -> bool:
+    """Sets ``args.config`` to the default when none was given; False, with the usage error
+    written, when the default does not exist."""
+    if args.config is None:
+        try:
+            args.config = existing_file("--config")(DEFAULT_CONFIG)
+        except argparse.ArgumentTypeError as exc:
+            sys.stderr.write(f"braidctl {args.command}: error: argument --config: {exc}\n")
+            return False
+    return True
 
 
 def _pod_option(parser: argparse.ArgumentParser) -> None:

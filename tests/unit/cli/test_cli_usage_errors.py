@@ -83,9 +83,22 @@ def test_the_default_config_that_is_not_there_says_how_to_pass_one(tmp_path: Pat
         pytest.fail("this test needs a machine without /etc/cni/braid/braid.conf")
     proc = braidctl(["explain", "--pod", POD], tmp_path)
     assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        (
+            "braidctl explain: error: argument --config: /etc/cni/braid/braid.conf does not exist;"
+            " pass --config PATH"
+        )
+    ]
+
+
+@pytest.mark.parametrize("verb", ["attach", "detach", "check"])
+def test_a_missing_required_option_is_named_before_the_default_config(
+    verb: str, tmp_path: Path
+) -> None:
+    proc = braidctl([verb, "--netns", "/run/netns/x"], tmp_path)
+    assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == (
-        "braidctl explain: error: argument --config: /etc/cni/braid/braid.conf does not exist;"
-        " pass --config PATH"
+        f"braidctl {verb}: error: the following arguments are required: --pod"
     )
 
 
