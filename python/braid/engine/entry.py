@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import os
-import stat
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.engine.attach import EarlyAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.detach import detach
+from braid.engine.logfile import log_file_handler
 from braid.engine.maintenance import check, gc, status
 from braid.engine.request import CniRequest, read_request
 from braid.engine.spares import SpareFiles, SparePools
@@ -38,32 +37,12 @@ def configure_logging(config: BraidConfig) -> None:
     if config.log_to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
     if config.log_file:
-        log_file = _open_log_file(config.log_file)
+        log_file = log_file_handler(config.log_file, config.log_options)
         if log_file is not None:
-            handlers.append(logging.StreamHandler(log_file))
+            handlers.append(log_file)
     for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)
-
-
-# Appended to, created private, never through a link, and never waited for: a FIFO (or a
-# device) named there would hold every call until something read it.
-_LOG_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-def _open_log_file(path: str) -> TextIO | None:
-    """``logFile`` opened for appending, or None (with a warning on stderr) when it cannot be
-    opened or is not a regular file."""
-    try:
-        fd = os.open(path, _LOG_FLAGS, 0o600)
-    except OSError as exc:
-        sys.stderr.write(f"braid: cannot open logFile {path}: {exc}; not logging to it\n")
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        sys.stderr.write(f"braid: logFile {path} is not a regular file; not logging to it\n")
-        return None
-    return os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
 
 
 class ClusterSession(Protocol):

@@ -193,6 +193,14 @@ PATH_KEYS = tuple(
 BOUND_KEYS = tuple((f.name, f.encode_name) for f in _FIELDS if f.name.startswith("max_"))
 
 
+# (attribute, key) of each logOptions count: 0 means no limit (maxSize 0: 100 MB).
+LOG_OPTION_KEYS = tuple(
+    (f.name, f.encode_name)
+    for f in msgspec.structs.fields(LogOptions)
+    if f.name in {"max_age", "max_size", "max_backups"}
+)
+
+
 def _check_values(config: BraidConfig) -> None:
     for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
@@ -206,6 +214,11 @@ def _check_values(config: BraidConfig) -> None:
     for attribute, key in BOUND_KEYS:
         if getattr(config, attribute) < 1:
             raise _fail(f"braid configuration: key `{key}` must be a positive integer")
+    for attribute, key in LOG_OPTION_KEYS:
+        if getattr(config.log_options, attribute) < 0:
+            raise _fail(
+                f"braid configuration: key `logOptions.{key}` must be an integer, 0 or more"
+            )
 
 
 def check_network_name(config: BraidConfig) -> None:
