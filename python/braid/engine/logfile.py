@@ -302,7 +302,7 @@ def compress_detached(paths: Sequence[str]) -> None:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            os.closerange(3, 65536)
+            os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 3))
             for path in paths:
                 try:
                     compress(path)
