@@ -12,6 +12,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,3 +169,26 @@ async def call_async(socket: Path, env: dict[str, str], stdin: bytes) -> tuple[b
     finally:
         writer.close()
     return base64.b64decode(answer["stdout"]), int(answer["exitCode"])
+
+
+class RssPeak:
+    """The daemon's largest resident size while the block runs (sampled every 5 ms)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.peak_kib = daemon.rss_kib()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample)
+
+    def _sample(self) -> None:
+        while not self.done.is_set():
+            self.peak_kib = max(self.peak_kib, self.daemon.rss_kib())
+            time.sleep(0.005)
+
+    def __enter__(self) -> RssPeak:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()

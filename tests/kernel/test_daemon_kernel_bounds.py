@@ -7,15 +7,13 @@ recorded all 10,000 attachments, then failed at the first secondary delegate (co
 from __future__ import annotations
 
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import kernel_netns
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, make_engine
-from kernel_daemon import Daemon, call
+from kernel_daemon import Daemon, RssPeak, call
 
 pytestmark = pytest.mark.kernel
 
@@ -37,29 +35,6 @@ def daemon(engine: EngineSetup, tmp_path: Path) -> Iterator[Daemon]:
     started = Daemon(engine.host, tmp_path / "run", tmp_path / "daemon.log").start()
     yield started
     started.stop()
-
-
-class RssPeak:
-    """The daemon's largest resident size while the block runs."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.peak_kib = daemon.rss_kib()
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample)
-
-    def _sample(self) -> None:
-        while not self.done.is_set():
-            self.peak_kib = max(self.peak_kib, self.daemon.rss_kib())
-            time.sleep(0.005)
-
-    def __enter__(self) -> RssPeak:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
 
 
 def test_ten_thousand_selections_are_refused_and_memory_stays_flat(

@@ -11,7 +11,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import kernel_netns
 import kernel_oracle
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
-from kernel_daemon import Daemon, call, install_slow
+from kernel_daemon import Daemon, RssPeak, call, install_slow
 
 from braid.daemon.client import call_cni, cni_request
 from braid.daemon.protocol import MAX_FRAME, encode_frame
@@ -109,29 +108,6 @@ def test_idle_metrics_connections_cannot_starve_cni_calls(
         holder.wait(10)
         assert holder.stdout is not None
         holder.stdout.close()
-
-
-class RssPeak:
-    """The daemon's largest resident size while the block runs (sampled every 5 ms)."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
-        self.peak_kib = daemon.rss_kib()
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._sample)
-
-    def _sample(self) -> None:
-        while not self.done.is_set():
-            self.peak_kib = max(self.peak_kib, self.daemon.rss_kib())
-            time.sleep(0.005)
-
-    def __enter__(self) -> RssPeak:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.thread.join()
 
 
 def send_partial_frame(path: Path) -> socket.socket:
