@@ -221,7 +221,7 @@ class DaemonProcess:
             script = Path(__file__).parent / "thick_replay_daemon.py"
             return [sys.executable, str(script), socket_dir, concurrency]
         return [
-            *(sys.executable, "-m", "braid.daemon.command"),
+            *(sys.executable, "-m", "braid.commands.daemon"),
             *("--socket-dir", socket_dir, "--concurrency", concurrency),
             *("--metrics-address", ""),
         ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fuzz target: ``CNI_ARGS`` and ``CAP_ARGS`` as ``braidctl cni`` reads them from the
-environment (``braid.cni.command``, ``CNI_ARGS`` through the Rust parser in ``braid._native``).
+environment (``braid.commands.cni``, ``CNI_ARGS`` through the Rust parser in ``braid._native``).
 
 Properties: pairs (an object) or a ``CniError`` with code 4, never a traceback or another
 code, whatever the text holds (undecodable bytes reach Python as lone surrogates); pairs
@@ -15,7 +15,7 @@ from fuzz_harness import expect_code, main, text
 
 with atheris.instrument_imports():
     from braid import _native
-    from braid.cni.command import capability_args_from, cni_args_from
+    from braid.commands.cni import capability_args_from, cni_args_from
     from braid.errors import INVALID_ENVIRONMENT
 
 

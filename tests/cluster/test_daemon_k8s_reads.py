@@ -74,7 +74,7 @@ class K8sDaemon:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "braid.daemon.command", *given),
+                    *(sys.executable, "-m", "braid.commands.daemon", *given),
                     *("--socket-dir", str(self.socket.parent), "--node-name", NODE),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
                     # Short watches: the proxy's stop waits for the streams it forwards to end.

@@ -101,7 +101,7 @@ def test_braidctl_runs(run_in_image: ImageRunner) -> None:
     assert "install" in done.stdout
     run_in_image("braidctl", "daemon", "--help")
     run_in_image("braid-thin", "--help", check=False)  # present and starts; its own usage
-    run_in_image("/opt/braid/bin/python", "-c", "import braid._native, braid.daemon.command")
+    run_in_image("/opt/braid/bin/python", "-c", "import braid._native, braid.commands.daemon")
 
 
 @pytest.mark.parametrize("shim", ["braid", "/usr/local/bin/braid", "/usr/local/bin/braid-full"])
@@ -145,8 +145,8 @@ def test_starting_braid_writes_no_bytecode(
     run_in_image(
         "/opt/braid/bin/python",
         "-c",
-        "import braid.cli, braid.daemon.command, braid.k8s.client, braid.engine.entry, yaml,"
-        " msgspec, prometheus_client, urllib3",
+        "import braid.commands.braidctl, braid.commands.daemon, braid.k8s.client,"
+        " braid.engine.entry, yaml, msgspec, prometheus_client, urllib3",
     )
     shipped = {n for n in layer_names(image) if n.endswith(".pyc")}
     present = {str(p.relative_to(rootfs)) for p in rootfs.rglob("*.pyc")}

@@ -73,7 +73,7 @@ class Daemon:
                 [
                     *limit,
                     *("ip", "netns", "exec", self.host.name),
-                    *(sys.executable, "-m", "braid.daemon.command"),
+                    *(sys.executable, "-m", "braid.commands.daemon"),
                     *("--socket-dir", str(self.socket_dir)),
                     *("--concurrency", str(self.concurrency)),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),

@@ -15,7 +15,7 @@ def test_demo_attaches_three_networks_and_leaves_nothing() -> None:
     before = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                                 check=True).stdout.split())  # fmt: skip
     done = subprocess.run(
-        [sys.executable, "-m", "braid.cli", "demo", "--cni-path", "/usr/lib/cni"],
+        [sys.executable, "-m", "braid.commands.braidctl", "demo", "--cni-path", "/usr/lib/cni"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from braid.install import BRAID_CONFLIST, install_shim, main
+from braid.commands.install import BRAID_CONFLIST, install_shim, main
 from braid.nad.config import load_braid_config
 
-INSTALL = [sys.executable, "-m", "braid.install"]
+INSTALL = [sys.executable, "-m", "braid.commands.install"]
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 10) -> None:

@@ -32,7 +32,15 @@ def engine(
 
 def braidctl(engine: EngineSetup, args: list[str]) -> subprocess.CompletedProcess[str]:
     """`braidctl ARGS` in the test's host namespace (where its delegates run)."""
-    command = ["ip", "netns", "exec", engine.host.name, sys.executable, "-m", "braid.cli"]
+    command = [
+        "ip",
+        "netns",
+        "exec",
+        engine.host.name,
+        sys.executable,
+        "-m",
+        "braid.commands.braidctl",
+    ]
     return subprocess.run(
         [*command, *args],
         capture_output=True,

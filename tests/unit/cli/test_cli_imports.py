@@ -13,7 +13,7 @@ import pytest
 
 PROBE = """
 import json, sys
-from braid.cli import main
+from braid.commands.braidctl import main
 try:
     main(sys.argv[2:])
 except SystemExit:
@@ -21,7 +21,13 @@ except SystemExit:
 with open(sys.argv[1], "w") as out:
     json.dump(sorted(sys.modules), out)
 """
-OTHER_SUBCOMMANDS = ("braid.daemon", "braid.doctor", "braid.install", "braid.demo", "braid.podctl")
+OTHER_SUBCOMMANDS = (
+    "braid.daemon",
+    "braid.commands.doctor",
+    "braid.commands.install",
+    "braid.commands.demo",
+    "braid.commands.pods",
+)
 
 
 def imported_by(tmp_path: Path, *argv: str) -> tuple[set[str], str]:
@@ -60,7 +66,7 @@ def test_a_subcommand_imports_its_own_module(tmp_path: Path, argv: list[str]) ->
     )
     argv = [str(nad) if word == "NAD" else word for word in argv]
     modules, _ = imported_by(tmp_path, *argv)
-    own = "braid.validate" if argv[0] == "validate" else "braid.cni.command"
+    own = "braid.commands.validate" if argv[0] == "validate" else "braid.commands.cni"
     assert own in modules
     assert within(modules, (*OTHER_SUBCOMMANDS, "prometheus_client", "kubernetes")) == []
 
@@ -69,4 +75,4 @@ def test_help_lists_every_subcommand(tmp_path: Path) -> None:
     modules, out = imported_by(tmp_path, "--help")
     for name in ("cni", "demo", "attach", "explain", "validate", "daemon", "install", "doctor"):
         assert name in out
-    assert "braid.daemon.command" in modules
+    assert "braid.commands.daemon" in modules

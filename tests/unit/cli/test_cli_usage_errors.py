@@ -47,7 +47,7 @@ def braidctl(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str
     env = {"PATH": "/usr/bin:/bin", "CNI_PATH": str(tmp_path), "NETCONFPATH": str(tmp_path)}
     env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})
     return subprocess.run(
-        [sys.executable, "-m", "braid.cli", *args],
+        [sys.executable, "-m", "braid.commands.braidctl", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from braid.cli import main
+from braid.commands.braidctl import main
 
 CLUSTER = {
     "cniVersion": "1.0.0",

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from braid.cni.hostroot import HostRoot
+from braid.commands.install import BRAID_CONFLIST, ConfListWriter, add_parser, writer_of
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
 from braid.daemon.operator_config import OperatorConfig
-from braid.install import BRAID_CONFLIST, ConfListWriter, add_parser, writer_of
 
 
 def node_root(tmp_path: Path) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from braid.cli import main
+from braid.commands.braidctl import main
 
 FAKE_PLUGIN = Path(__file__).parents[1] / "cni" / "plugins" / "fake_plugin.py"
 NETNS = "/proc/self/ns/net"

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from braid import _native
-from braid.cli import main
+from braid.commands.braidctl import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

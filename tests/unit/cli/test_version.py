@@ -9,7 +9,10 @@ from importlib import metadata
 
 def test_both_commands_print_the_package_version() -> None:
     version = metadata.version("braid-cni")
-    for module, name in (("braid.cli", "braidctl"), ("braid.thin", "braid-thin")):
+    for module, name in (
+        ("braid.commands.braidctl", "braidctl"),
+        ("braid.commands.thin", "braid-thin"),
+    ):
         done = subprocess.run(
             [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=False
         )

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from braid.cli import main
-from braid.cni.command import env_timeout
+from braid.commands.braidctl import main
+from braid.commands.cni import env_timeout
 from braid.errors import CniError
 
 
@@ -148,7 +148,7 @@ def test_plugin_error_code_reaches_the_user(cni_env, fake_plugins, capsys):
 
 def test_exit_status_and_no_traceback_as_a_process(cni_env):
     proc = subprocess.run(
-        [sys.executable, "-m", "braid.cli", "cni", "del", "nosuch", "/ns/a"],
+        [sys.executable, "-m", "braid.commands.braidctl", "cni", "del", "nosuch", "/ns/a"],
         capture_output=True,
         text=True,
         check=False,

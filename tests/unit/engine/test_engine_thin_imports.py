@@ -3,8 +3,8 @@ paid on every call. VERSION imports nothing of the engine; the other verbs impor
 and nothing of the daemon, the metrics, the Kubernetes client, PyYAML (the manifests here are
 JSON) or the command line.
 
-Each call runs `braid.thin.main` in a fresh interpreter, as the console script does, and lists
-`sys.modules` after it answered.
+Each call runs `braid.commands.thin.main` in a fresh interpreter, as the console script does,
+and lists `sys.modules` after it answered.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 # Never on the path of a call that uses the file store.
 NEVER = (
     "braid.daemon",
-    "braid.cli",
-    "braid.cni.command",
+    "braid.commands.braidctl",
+    "braid.commands.cni",
     "braid.k8s.client",
     "braid.k8s.kubeconfig",
     "braid.k8s.thin",
@@ -45,7 +45,7 @@ NOT_FOR_VERSION = ("braid.engine", "braid.cni", "braid.nad", "braid.k8s", "msgsp
 
 PROBE = """
 import json, sys
-from braid.thin import main
+from braid.commands.thin import main
 main()
 with open(sys.argv[1], "w") as out:
     json.dump(sorted(sys.modules), out)

@@ -20,13 +20,13 @@ NEVER = (
     "braid.engine",
     "braid.k8s",
     "braid.daemon",
-    "braid.cli",
-    "braid.thin",
-    "braid.install",
-    "braid.validate",
-    "braid.doctor",
-    "braid.podctl",
-    "braid.demo",
+    "braid.commands.braidctl",
+    "braid.commands.thin",
+    "braid.commands.install",
+    "braid.commands.validate",
+    "braid.commands.doctor",
+    "braid.commands.pods",
+    "braid.commands.demo",
 )
 
 
@@ -79,11 +79,22 @@ def test_every_public_name_of_the_runtime_resolves() -> None:
 
 def test_the_daemon_loads_no_command_line() -> None:
     """The daemon's conflist writer lives in the daemon's layer; `braidctl install` reuses it."""
-    modules = loaded_after("import braid.daemon.command, braid.daemon.cniconfig")
+    modules = loaded_after("import braid.commands.daemon, braid.daemon.cniconfig")
     assert "braid.daemon.conflist" in modules
-    assert within(modules, ("braid.install", "braid.cli", "braid.doctor", "braid.demo")) == []
+    assert (
+        within(
+            modules,
+            (
+                "braid.commands.install",
+                "braid.commands.braidctl",
+                "braid.commands.doctor",
+                "braid.commands.demo",
+            ),
+        )
+        == []
+    )
+    import braid.commands.install  # noqa: PLC0415
     import braid.daemon.conflist  # noqa: PLC0415
-    import braid.install  # noqa: PLC0415
 
-    assert braid.install.ConfListWriter is braid.daemon.conflist.ConfListWriter
-    assert braid.install.BRAID_CONFLIST == "00-braid.conflist"
+    assert braid.commands.install.ConfListWriter is braid.daemon.conflist.ConfListWriter
+    assert braid.commands.install.BRAID_CONFLIST == "00-braid.conflist"

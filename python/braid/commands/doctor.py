@@ -15,16 +15,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from braid.cliargs import add_output_option, write_data
 from braid.cni.config import network_list_from_bytes, network_list_from_conf
 from braid.cni.exec import find_plugin
 from braid.cni.hostroot import HostRoot
+from braid.commands.args import add_output_option, write_data
+from braid.commands.install import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME, default_network_file
 from braid.daemon.client import exchange, is_ready
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.protocol import PROTOCOL_VERSION
 from braid.daemon.settings import SOCKET_NAME
 from braid.errors import CniError
-from braid.install import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME, default_network_file
 from braid.nad.config import BraidConfig, load_braid_config
 from braid.nad.default_network import delegate_from_nad, resolve_reference
 from braid.nad.manifests import NetworkAttachmentDefinition

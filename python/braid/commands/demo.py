@@ -25,11 +25,11 @@ from typing import Any
 
 import msgspec
 
-from braid.cliargs import existing_file
+from braid.commands.args import existing_file
+from braid.commands.pods import cni_env, container_id_for, read_pod, stdin_for
 from braid.daemon.client import is_ready
-from braid.podctl import cni_env, container_id_for, read_pod, stdin_for
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 DAEMON_START_SECONDS = 30.0
 MACVLAN_PARENT = "braid-demo-up"
@@ -103,7 +103,7 @@ class DemoNode:
         _ip(*host, "link", "set", "braid-demo-pr", "up")
 
     def start_daemon(self) -> None:
-        command = [sys.executable, "-m", "braid.daemon.command", "--socket-dir",
+        command = [sys.executable, "-m", "braid.commands.daemon", "--socket-dir",
                    str(self.socket_dir), "--metrics-address", ""]  # fmt: skip
         log = (self.tmp / "daemon.log").open("wb")
         self.daemon = subprocess.Popen(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from braid.cliargs import add_output_option, write_data
+from braid.commands.args import add_output_option, write_data
 from braid.errors import CniError
 from braid.nad.annotations import (
     DEFAULT_NETWORK_ANNOTATION,

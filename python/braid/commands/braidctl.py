@@ -17,14 +17,14 @@ from braid.version import package_version
 
 # The module of each subcommand and the function that registers it, in `braidctl --help` order.
 _REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
-    (("cni",), "braid.cni.command", "add_parser"),
-    (("demo-cni",), "braid.cni.demo", "add_parser"),
-    (("demo",), "braid.demo", "add_parser"),
-    (("attach", "detach", "check", "explain", "status"), "braid.podctl", "add_parsers"),
-    (("validate",), "braid.validate", "add_parser"),
-    (("daemon",), "braid.daemon.command", "add_parser"),
-    (("install",), "braid.install", "add_parser"),
-    (("doctor",), "braid.doctor", "add_parser"),
+    (("cni",), "braid.commands.cni", "add_parser"),
+    (("demo-cni",), "braid.commands.demo_cni", "add_parser"),
+    (("demo",), "braid.commands.demo", "add_parser"),
+    (("attach", "detach", "check", "explain", "status"), "braid.commands.pods", "add_parsers"),
+    (("validate",), "braid.commands.validate", "add_parser"),
+    (("daemon",), "braid.commands.daemon", "add_parser"),
+    (("install",), "braid.commands.install", "add_parser"),
+    (("doctor",), "braid.commands.doctor", "add_parser"),
 )
 
 

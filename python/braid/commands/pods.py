@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 
 from braid import _native
-from braid.cliargs import add_output_option, existing_file, pretty_json, write_data
 from braid.cni import Runtime
+from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
 from braid.engine.entry import run_cni
 from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError

@@ -20,11 +20,11 @@ from typing import Any
 
 import msgspec
 
-from braid.cliargs import existing_file
 from braid.cni.config import load_network_list
 from braid.cni.exec import ProcessExecutor
 from braid.cni.request import RuntimeRequest
 from braid.cni.runtime import Runtime
+from braid.commands.args import existing_file
 from braid.errors import CniError
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "net.d" / "10-demo.conflist"

@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from braid.cliargs import existing_file, seconds
 from braid.cni.hostroot import HostRoot
+from braid.commands.args import existing_file, seconds
 
 # The conflist and its writer live with the daemon, which keeps braid's conflist in a cluster;
 # their names stay importable from here.
@@ -224,7 +224,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m braid.install ARGS``: the subcommand on its own (images, tests)."""
+    """``python -m braid.commands.install ARGS``: the subcommand on its own (images, tests)."""
     parser = argparse.ArgumentParser(prog="braid-install")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["install", *(sys.argv[1:] if argv is None else argv)])
