@@ -17,10 +17,7 @@
 // Test builds have libtest's main, so what only `main` reaches looks unused there.
 #![cfg_attr(test, allow(dead_code))]
 
-mod cache;
 mod daemon;
-mod delegate;
-mod lock;
 mod readiness;
 mod replay;
 mod settings;

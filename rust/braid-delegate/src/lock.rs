@@ -1,11 +1,11 @@
-//! The engine's per-container lock, taken by the shim while it replays a record, so a daemon
-//! (re)starting in the middle cannot run the same container at the same time.
-//!
-//! Same files and protocol as `python/braid/cni/locks.py` under `<cniDir>/engine`: `gc.lock`
-//! held shared and `stripe-NN.lock` held exclusively, NN being FNV-1a 64 of the container id
-//! modulo 64 (golden names in `tests/fixtures/locks/stripes.json`). `flock(2)` through std,
-//! waited for up to a bound: a daemon stopped or frozen while holding a lock never holds the
-//! shim.
+//! The per-container lock (CNI spec, "Lifecycle & Ordering": one operation at a time per
+//! container), as files under a lock directory: `gc.lock` held shared (a GC holds it
+//! exclusively) and `stripe-NN.lock` held exclusively, NN being FNV-1a 64 of the container id
+//! modulo 64, so that no lock file names a container (golden names in
+//! `tests/fixtures/locks/stripes.json`, which `braid.cni.locks` reads too). The runtime takes
+//! them under `<cache dir>/locks`, braid's engine and the shim's DEL replay under
+//! `<cniDir>/engine/locks`. `flock(2)` through std, waited for up to a bound here: a process
+//! stopped or frozen while holding a lock never holds the shim.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 /// The pause between two attempts to take a lock another process holds.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
 
-const STRIPES: u64 = 64;
+/// How many stripe files share the containers.
+pub const STRIPES: u64 = 64;
+/// The lock a GC holds exclusively and every other verb shared.
+pub const GC_LOCK_NAME: &str = "gc.lock";
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
@@ -46,18 +49,17 @@ fn open(dir: &Path, name: &str) -> io::Result<File> {
         .open(dir.join(name))
 }
 
-/// Takes the container's lock under `<cni_dir>/engine/locks`, waiting up to `wait` for it
-/// (then `TimedOut`).
-pub fn container(cni_dir: &Path, container_id: &str, wait: Duration) -> io::Result<Held> {
+/// Takes the container's lock under the lock directory `dir` (made 0700 when missing),
+/// waiting up to `wait` for it (then `TimedOut`).
+pub fn container(dir: &Path, container_id: &str, wait: Duration) -> io::Result<Held> {
     let deadline = Instant::now().checked_add(wait);
-    let dir = cni_dir.join("engine").join("locks");
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir)?;
-    let gc = open(&dir, "gc.lock")?;
+        .create(dir)?;
+    let gc = open(dir, GC_LOCK_NAME)?;
     take(&gc, deadline, File::try_lock_shared)?;
-    let stripe = open(&dir, &stripe_name(container_id))?;
+    let stripe = open(dir, &stripe_name(container_id))?;
     take(&stripe, deadline, File::try_lock)?;
     Ok(Held {
         _gc: gc,
@@ -90,7 +92,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stripe_names_match_the_python_engine() {
+    fn stripe_names_match_the_golden_names() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/locks/stripes.json"
@@ -112,7 +114,7 @@ mod tests {
     fn lock_excludes_a_second_holder() {
         let dir = std::env::temp_dir().join(format!("braid-lock-test-{}", std::process::id()));
         let held = container(&dir, "ctr1", Duration::ZERO).expect("lock");
-        let stripe = open(&dir.join("engine").join("locks"), &stripe_name("ctr1")).expect("open");
+        let stripe = open(&dir, &stripe_name("ctr1")).expect("open");
         assert!(stripe.try_lock().is_err(), "the stripe must be held");
         drop(held);
         assert!(stripe.try_lock().is_ok(), "released on drop");

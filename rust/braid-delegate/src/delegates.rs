@@ -1,0 +1,151 @@
+//! Delegate plugins run as processes (`braid-exec`): found with [`lookup`](crate::lookup),
+//! asked their VERSION once per binary, given the six CNI variables (CNI spec, "Parameters")
+//! over this process's environment, and judged with [`judge`](crate::judge). Each plugin's
+//! stderr is copied to ours.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use braid_exec::{Failure, Limits, Output, RunFailure};
+
+use braid_cni::{codes, CniError};
+
+use crate::judge::{judge_exit, supported_versions, VERSION_STDIN};
+use crate::{lookup, EXIT_GRACE, MAX_STDOUT_BYTES};
+
+/// The CNI variables of one call (`CNI_PATH` comes from [`Delegates`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// `CNI_COMMAND`.
+    pub command: &'a str,
+    /// `CNI_CONTAINERID`.
+    pub container_id: &'a str,
+    /// `CNI_NETNS`.
+    pub netns: &'a str,
+    /// `CNI_IFNAME`.
+    pub ifname: &'a str,
+    /// `CNI_ARGS`.
+    pub args: &'a str,
+}
+
+/// The plugin directories, the deadline, and each binary's VERSION answer.
+#[derive(Debug)]
+pub struct Delegates {
+    dirs: Vec<String>,
+    timeout: Duration,
+    versions: HashMap<PathBuf, Vec<String>>,
+}
+
+impl Delegates {
+    /// Delegates found in `dirs` (empty and repeated entries dropped), each run within `timeout`.
+    pub fn new(dirs: impl IntoIterator<Item = String>, timeout: Duration) -> Self {
+        let mut unique: Vec<String> = Vec::new();
+        for dir in dirs {
+            if !dir.is_empty() && !unique.contains(&dir) {
+                unique.push(dir);
+            }
+        }
+        Self {
+            dirs: unique,
+            timeout,
+            versions: HashMap::new(),
+        }
+    }
+
+    /// The plugin `plugin_type` ([`lookup::find`]).
+    pub fn find(&self, plugin_type: &str) -> Result<PathBuf, CniError> {
+        lookup::find(plugin_type, &self.dirs, None).map(|found| found.path)
+    }
+
+    /// The plugin's `supportedVersions` (asked once per binary).
+    pub fn versions(&mut self, path: &Path, plugin_type: &str) -> Result<Vec<String>, CniError> {
+        if let Some(known) = self.versions.get(path) {
+            return Ok(known.clone());
+        }
+        let env = [
+            ("CNI_COMMAND", "VERSION"),
+            ("CNI_CONTAINERID", ""),
+            ("CNI_NETNS", "dummy"),
+            ("CNI_ARGS", ""),
+            ("CNI_IFNAME", "dummy"),
+            ("CNI_PATH", "dummy"),
+        ];
+        let output = self.execute(path, plugin_type, &env, VERSION_STDIN)?;
+        let supported =
+            supported_versions(output.code, &output.stdout, &output.stderr, plugin_type)?;
+        self.versions.insert(path.to_owned(), supported.clone());
+        Ok(supported)
+    }
+
+    /// Runs the plugin for `call`; its stdout on success, its error otherwise.
+    pub fn run(
+        &self,
+        path: &Path,
+        plugin_type: &str,
+        call: Call<'_>,
+        stdin: &[u8],
+    ) -> Result<Vec<u8>, CniError> {
+        let cni_path = self.dirs.join(":");
+        let env = [
+            ("CNI_COMMAND", call.command),
+            ("CNI_CONTAINERID", call.container_id),
+            ("CNI_NETNS", call.netns),
+            ("CNI_ARGS", call.args),
+            ("CNI_IFNAME", call.ifname),
+            ("CNI_PATH", cni_path.as_str()),
+        ];
+        let output = self.execute(path, plugin_type, &env, stdin)?;
+        judge_exit(output.code, &output.stdout, &output.stderr, plugin_type)
+            .map_err(|failure| failure.error)?;
+        Ok(output.stdout)
+    }
+
+    fn execute(
+        &self,
+        path: &Path,
+        plugin_type: &str,
+        env: &[(&str, &str)],
+        stdin: &[u8],
+    ) -> Result<Output, CniError> {
+        // This process's environment with the call's variables over it (libcni's rule).
+        let mut full: Vec<(String, String)> = std::env::vars()
+            .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
+            .collect();
+        full.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let limits = Limits {
+            deadline: Some(Instant::now() + self.timeout),
+            exit_grace: EXIT_GRACE,
+            max_stdout: MAX_STDOUT_BYTES,
+        };
+        let output =
+            braid_exec::run(path, &full, stdin, limits).map_err(|failure| match failure {
+                RunFailure::Run(Failure::TimedOut) => CniError::new(
+                    codes::PLUGIN_TIMEOUT,
+                    format!(
+                        "plugin {} did not finish within {} s; its process group was killed",
+                        path.display(),
+                        self.timeout.as_secs_f64()
+                    ),
+                ),
+                RunFailure::Run(Failure::StdoutTooLarge) => CniError::new(
+                    codes::PLUGIN_FAILURE,
+                    format!(
+                        "plugin {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
+                        path.display()
+                    ),
+                ),
+                RunFailure::Spawn(err) | RunFailure::Run(Failure::Io(err)) => CniError::new(
+                    codes::PLUGIN_FAILURE,
+                    format!(
+                        "cannot run plugin {plugin_type:?} ({}): {err}",
+                        path.display()
+                    ),
+                ),
+            })?;
+        if !output.stderr.is_empty() {
+            eprint!("{}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(output)
+    }
+}
