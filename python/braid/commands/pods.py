@@ -21,6 +21,7 @@ import msgspec
 from braid import _native
 from braid.cni import Runtime
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
+from braid.commands.explain_text import summary, summary_line
 from braid.engine.entry import run_cni
 from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError
@@ -94,8 +95,11 @@ def cni_env(
     return env
 
 
-def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[str, Any]]:
-    """The attachment plan with each delegate's ADD stdin exactly as it will be sent."""
+def explain(
+    *, config: str, pod_path: str, plugin_dirs: list[str]
+) -> tuple[str, list[dict[str, Any]]]:
+    """The attachment plan with each delegate's ADD stdin exactly as it will be sent, and the
+    human summary of it (``braid.commands.explain_text``) that text output prints first."""
     pod = read_pod(pod_path)
     loaded = load_braid_config(stdin_for(config, pod))
     cfg = loaded.config
@@ -109,6 +113,7 @@ def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[
     env_dirs = os.environ.get("CNI_PATH", DEFAULT_CNI_PATH).split(":")
     runtime = Runtime([d for d in (cfg.bin_dir, *plugin_dirs, *env_dirs) if d])
     steps: list[dict[str, Any]] = []
+    lines: list[str] = []
     for attachment in plan.attachments:
         net = attachment.network_list()
         version = runtime.version(net).run_version
@@ -129,6 +134,7 @@ def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[
             )
             for i in range(len(net.plugin_types))
         ]
+        lines.append(summary_line(attachment, stdins))
         steps.append(
             {
                 "name": attachment.status_name,
@@ -137,7 +143,7 @@ def explain(*, config: str, pod_path: str, plugin_dirs: list[str]) -> list[dict[
                 "delegates": stdins,
             }
         )
-    return steps
+    return summary(f"{pod.namespace}/{pod.name}", lines), steps
 
 
 def status_of(cni_dir: str, container_id: str) -> bytes | None:
@@ -208,11 +214,11 @@ def _explain(args: argparse.Namespace) -> int:
     if not _with_config(args):
         return USAGE_ERROR
     try:
-        steps = explain(config=args.config, pod_path=args.pod, plugin_dirs=args.cni_path)
+        text, steps = explain(config=args.config, pod_path=args.pod, plugin_dirs=args.cni_path)
     except CniError as exc:
         _print_json(exc.to_json())
         return 1
-    write_data(steps, args.output, pretty_json)
+    write_data(steps, args.output, lambda data: text + pretty_json(data))
     return 0
 
 

@@ -125,6 +125,42 @@ def test_explain_prints_the_same_plan_as_json_and_yaml(
     _, as_json, _ = run([*base, "-o", "json"], capsys)
     _, as_yaml, _ = run([*base, "-o", "yaml"], capsys)
     plan = json.loads(as_json)
-    assert plan == yaml.safe_load(as_yaml) == json.loads(text)
+    heading, _, data = text.partition("\n\n")
+    assert heading.startswith("pod team/web-0: 1 network\n")
+    assert plan == yaml.safe_load(as_yaml) == json.loads(data)
     assert plan[0]["delegates"][0]["type"] == "fakenet"
     assert not as_yaml.lstrip().startswith("["), "YAML, not JSON"
+
+
+MACVLAN_NAD = """apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: macvlan-conf, namespace: default}
+spec:
+  config: '{"cniVersion": "1.0.0", "type": "fakenet", "ipam": {"type": "host-local"}}'
+"""
+
+
+def test_explain_text_starts_with_which_network_interface_plugins_and_why(
+    setup: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (setup["root"] / "nads" / "macvlan.yaml").write_text(MACVLAN_NAD)
+    selection = {"name": "macvlan-conf", "ips": ["10.1.1.5/24"], "mac": "c2:b0:57:49:47:f1"}
+    networks = json.dumps([{**selection, "namespace": "default"}])
+    annotations = {"k8s.v1.cni.cncf.io/networks": networks}
+    metadata = {"name": "web-0", "namespace": "team", "annotations": annotations}
+    setup["pod"].write_text(json.dumps({"kind": "Pod", "apiVersion": "v1", "metadata": metadata}))
+    base = ["explain", "--pod", str(setup["pod"]), "--config", str(setup["config"])]
+    code, text, err = run(base, capsys)
+    assert code == 0, text + err
+    heading, _, data = text.partition("\n\n")
+    cluster = setup["root"] / "net.d" / "kcluster.conflist"
+    assert heading.splitlines() == [
+        "pod team/web-0: 2 networks",
+        f"  eth0 <- kcluster: fakenet; the cluster default network (clusterNetwork), from "
+        f"{cluster}",
+        "  net1 <- macvlan-conf (namespace default): fakenet + host-local; requested by the pod "
+        "annotation k8s.v1.cni.cncf.io/networks; ips, mac requested",
+    ]
+    _, as_json, _ = run([*base, "-o", "json"], capsys)
+    assert json.loads(data) == json.loads(as_json), "the data after the summary is unchanged"
+    assert "<-" not in as_json, "-o json carries no summary"
