@@ -1,0 +1,280 @@
+"""Hot-plug: networks attached to and detached from a running pod when its selection annotation
+changes (``docs/hotplug.md``), with ADD's and DEL's guarantees.
+
+Under the container's lock (the one ADD, DEL and CHECK take, so a hot-plug and the runtime's
+calls for the container never overlap), from the attachment record alone:
+
+1. an interrupted hot-plug is finished first (``recover``): every entry whose ``error`` says a
+   hot-plug was attaching or detaching it is torn down and leaves the record;
+2. the new annotation is resolved and diffed against the record (``braid.engine.hotplug_diff``);
+   a change that cannot be attached fails here, with nothing run;
+3. the intent is written durably: the new entries (``planned``, "hot-plug: attaching") and the
+   removed ones marked "hot-plug: detaching". A crash from here on leaves a record whose DEL
+   (the daemon's or the shim's replay) tears down every entry, new ones included, and which a
+   restarted daemon finishes by step 1;
+4. removed entries whose interface a new selection asks for are detached, the new entries are
+   attached in order (their requested ``ips`` and ``mac`` verified, requested default routes
+   applied), then the other removed entries are detached. An attach that fails rolls back
+   every new entry, so the pod keeps what it had;
+5. the outcome is written durably: new entries ``added`` with their results, removed ones
+   gone, the network-status recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from braid import _native
+from braid.cni import Runtime
+from braid.engine.context import EngineContext, NoStore, log, runtime_request
+from braid.engine.hotplug_diff import (
+    ATTACHING,
+    DETACHING,
+    Change,
+    default_entry,
+    diff,
+    in_progress,
+)
+from braid.engine.record import AttachmentEntry, AttachmentRecord, RecordStore
+from braid.engine.request import CniRequest
+from braid.engine.teardown import tear_down
+from braid.engine.verify import apply_default_routes, requests_honoured
+from braid.errors import CniError, TeardownError
+from braid.nad.resolve import PodRef
+from braid.nad.status import network_status
+
+MAX_RECORD_BYTES = 4 << 20
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """What one hot-plug did: entries ``added`` and ``removed``, entries of an interrupted
+    hot-plug torn down first (``recovered``), and the network-status after it (``b""``: the
+    record did not change)."""
+
+    container_id: str
+    added: tuple[AttachmentEntry, ...] = ()
+    removed: tuple[AttachmentEntry, ...] = ()
+    recovered: tuple[AttachmentEntry, ...] = ()
+    network_status: bytes = b""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.recovered)
+
+
+class NotRunning(Exception):
+    """The pod has no finished ADD under this container (no record, an ADD or DEL under way,
+    its namespace gone): nothing to hot-plug."""
+
+
+def find_container(records: RecordStore, pod: PodRef) -> str | None:
+    """The container whose record is ``pod``'s (its UID when given), the newest when several
+    are (a sandbox recreated before the old one's DEL), or None."""
+    try:
+        names = [path.name for path in records.directory.iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    needle = msgspec.json.encode(pod.name)
+    found: list[tuple[float, str]] = []
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        path = records.directory / name
+        try:
+            with path.open("rb") as source:
+                data = source.read(MAX_RECORD_BYTES)
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if needle not in data:
+            continue
+        try:
+            record = records.read(name[: -len(".json")])
+        except CniError:
+            continue
+        if record is None or (record.pod_namespace, record.pod_name) != (pod.namespace, pod.name):
+            continue
+        if pod.uid and record.pod_uid and record.pod_uid != pod.uid:
+            continue
+        found.append((mtime, record.container_id))
+    return max(found)[1] if found else None
+
+
+def hotplug(
+    ctx: EngineContext, container_id: str, annotations: Mapping[str, str], *, pod: PodRef
+) -> Outcome:
+    """Brings the container's attachments to what ``annotations`` select. Raises
+    ``NotRunning`` when there is nothing to hot-plug, ``CniError`` when the change failed (the
+    pod then has what it had; an interrupted hot-plug finished first is written)."""
+    with ctx.locks().container(container_id):
+        record = _running(ctx, container_id, pod)
+        netns = ctx.local(record.netns)
+        runtime = ctx.runtime(_request_of(record))
+        recovered = recover(ctx, runtime, record)
+        try:
+            links = _native.list_links(netns=netns)
+            change = diff(ctx.config, ctx.store or NoStore(), record, annotations, links)
+        except CniError:
+            if recovered:
+                _write_outcome(ctx, record)
+            raise
+        if change.empty:
+            status = _write_outcome(ctx, record) if recovered else b""
+            return Outcome(container_id, recovered=tuple(recovered), network_status=status)
+        _apply(ctx, runtime, record, change, netns)
+        return Outcome(
+            container_id,
+            added=tuple(e for e, _ in change.added),
+            removed=tuple(change.removed),
+            recovered=tuple(recovered),
+            network_status=_write_outcome(ctx, record),
+        )
+
+
+def _running(ctx: EngineContext, container_id: str, pod: PodRef) -> AttachmentRecord:
+    record = ctx.records().read(container_id)
+    if record is None:
+        raise NotRunning(f"container {container_id} has no attachment record")
+    default = default_entry(record)
+    if default is None or default.state != "added":
+        raise NotRunning(f"container {container_id}: its ADD has not finished")
+    if pod.uid and record.pod_uid and pod.uid != record.pod_uid:
+        raise NotRunning(f"container {container_id} belongs to another pod of that name")
+    if not record.netns or not Path(ctx.local(record.netns)).exists():
+        raise NotRunning(f"container {container_id}: its network namespace is gone")
+    return record
+
+
+def _request_of(record: AttachmentRecord) -> CniRequest:
+    default = default_entry(record)
+    return CniRequest(
+        command="ADD",
+        container_id=record.container_id,
+        netns=record.netns,
+        ifname=default.ifname if default is not None else "eth0",
+        cni_args=list(record.cni_args),
+        plugin_dirs=list(record.plugin_dirs),
+    )
+
+
+def recover(
+    ctx: EngineContext, runtime: Runtime, record: AttachmentRecord
+) -> list[AttachmentEntry]:
+    """Finishes a hot-plug a crash interrupted: its entries are torn down and leave the record
+    (rolled back when it was attaching them, completed when detaching). Returns them; one
+    whose DEL fails stays, still marked, for the next try (or the pod's DEL)."""
+    pending = [e for e in record.attachments if in_progress(e)]
+    if not pending:
+        return []
+    log.warning(
+        "container %s: finishing an interrupted hot-plug (%s)",
+        record.container_id,
+        ", ".join(f"{e.ifname}: {e.error}" for e in pending),
+    )
+    marks = {
+        id(e): ATTACHING if (e.error or "").startswith(ATTACHING) else DETACHING for e in pending
+    }
+    errors = tear_down(runtime, record, pending, netns=record.netns)
+    done = [e for e in pending if e.state == "deleted"]
+    _drop(record, done)
+    for entry in pending:
+        if entry.state != "deleted":
+            entry.error = f"{marks[id(entry)]} ({entry.error})"
+    if errors:
+        ctx.records().write(record, durable=True)
+        raise TeardownError(errors)
+    return done
+
+
+def _drop(record: AttachmentRecord, entries: list[AttachmentEntry]) -> None:
+    gone = {id(e) for e in entries}
+    record.attachments = [e for e in record.attachments if id(e) not in gone]
+
+
+def _apply(
+    ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, change: Change, netns: str
+) -> None:
+    """Steps 3 and 4 of the module's description."""
+    prepared = [
+        runtime.prepare_add(plan.network_list(), runtime_request(record, entry))
+        for entry, plan in change.added
+    ]
+    for entry in change.removed:
+        entry.error = DETACHING
+    record.attachments.extend(entry for entry, _ in change.added)
+    ctx.records().write(record, durable=True)  # the intent
+    _detach(ctx, runtime, record, change.first)
+    attempted: list[AttachmentEntry] = []
+    try:
+        for (entry, plan), ready in zip(change.added, prepared, strict=True):
+            attempted.append(entry)
+            entry.state = "failed"  # until it succeeds: the rollback includes it
+            result = runtime.add_prepared(ready)
+            entry.result = msgspec.Raw(result)
+            entry.state = "added"
+            requests_honoured(plan, result, netns)
+            apply_default_routes(plan, netns)
+    except CniError as exc:
+        _roll_back(ctx, runtime, record, change, attempted, exc)
+        raise
+    for entry, _ in change.added:
+        entry.error = None
+    rest = [e for e in change.removed if not any(e is f for f in change.first)]
+    _detach(ctx, runtime, record, rest)
+
+
+def _detach(
+    ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, entries: list[AttachmentEntry]
+) -> None:
+    """DELs ``entries`` and drops them from the record; raises (the record written, the failed
+    ones still marked for the next try) when a DEL failed."""
+    if not entries:
+        return
+    errors = tear_down(runtime, record, entries, netns=record.netns)
+    _drop(record, [e for e in entries if e.state == "deleted"])
+    for entry in entries:
+        if entry.state != "deleted":
+            entry.error = f"{DETACHING} ({entry.error})"
+    if errors:
+        ctx.records().write(record, durable=True)
+        raise TeardownError(errors)
+
+
+def _roll_back(  # noqa: PLR0917 - one call site, each argument a distinct piece
+    ctx: EngineContext,
+    runtime: Runtime,
+    record: AttachmentRecord,
+    change: Change,
+    attempted: list[AttachmentEntry],
+    cause: CniError,
+) -> None:
+    """The failed attach undone: every new entry torn down and dropped (one whose DEL fails
+    stays, marked, for the next try or the pod's DEL); removed entries unmarked, except those
+    already detached to free their interface's name."""
+    errors = tear_down(runtime, record, attempted, netns=record.netns)
+    never_run = [e for e, _ in change.added if not any(e is a for a in attempted)]
+    _drop(record, [e for e in attempted if e.state == "deleted"] + never_run)
+    for entry in attempted:
+        if entry.state != "deleted":
+            entry.error = f"{ATTACHING} ({entry.error})"
+    for entry in change.removed:
+        entry.error = None
+    if errors:
+        cause.details = "; ".join(
+            filter(None, [cause.details, *(f"rollback: {e}" for e in errors)])
+        )
+    ctx.records().write(record, durable=True)
+
+
+def _write_outcome(ctx: EngineContext, record: AttachmentRecord) -> bytes:
+    """The record after the change, durably, with its network-status; returns the status."""
+    status = network_status(
+        ((e.attachment(), e.result_bytes()) for e in record.attachments),
+        keys=ctx.config.network_status_keys,
+    )
+    record.network_status = msgspec.Raw(status)
+    ctx.records().write(record, durable=True)
+    return status
