@@ -1,0 +1,161 @@
+"""One run of ``braidctl bench``: the world, its namespaces and (thick mode) the daemon, the
+paired rounds, the burst, and everything removed after, whatever ends the run.
+
+The order of the teardown matters and is the reverse of the set-up: the pods still attached
+are DELed (through the side that attached them, so the delegates' IPAM releases their
+addresses), the burst's namespaces go, the daemon stops, then the host and pod namespaces and
+the private directory. ``SIGINT`` and ``SIGTERM`` are ignored while it runs, so a second Ctrl-C
+cannot leave half of it behind.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from braid.bench.braid_side import BraidPod
+from braid.bench.burst import BurstFigures, run_burst
+from braid.bench.direct import CHECK_SINCE, DirectPod, list_version
+from braid.bench.namespaces import add_namespace, inside_netns, namespace, remove_namespace
+from braid.bench.paired import Figures, OverheadRecord
+from braid.bench.rounds import Attached, Rounds
+from braid.bench.world import NetworkList, World, private_root
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What to measure: the network (a network list), how often and with what."""
+
+    mode: str  # "thin" or "thick"
+    network: NetworkList
+    source: str
+    nad_name: str
+    bin_dir: str
+    executable: Path  # braid-thin, or the shim
+    rounds: int
+    extra_networks: int
+    burst: int
+    parallel: int
+    spread: float
+    daemon_command: Callable[[Path], list[str]] | None = None  # socket dir -> argv
+
+
+@dataclass
+class BenchOutcome:
+    figures: dict[str, Figures]
+    burst: BurstFigures | None = None
+    memory_kib: dict[str, int] = field(default_factory=dict)
+    teardown_failures: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def teardown_signals_ignored() -> Iterator[Callable[[], None]]:
+    """Yields ``hold``: from the call of ``hold`` to the block's end, SIGINT and SIGTERM are
+    ignored (in the main thread only; elsewhere Python cannot set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def hold() -> None:
+        for sig in saved:
+            signal.signal(sig, signal.SIG_IGN)
+
+    try:
+        yield hold
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def burst_namespaces(count: int) -> Iterator[list[str]]:
+    made: list[str] = []
+    try:
+        for _ in range(count):
+            made.append(add_namespace("b", loopback_up=False))
+        yield made
+    finally:
+        for path in made:
+            with suppress(OSError):  # a leftover shows in `leftover_namespaces`
+                remove_namespace(path)
+
+
+def verbs_of(network: NetworkList) -> tuple[str, ...]:
+    if list_version(network) in CHECK_SINCE:
+        return ("VERSION", "ADD", "CHECK", "DEL")
+    return ("VERSION", "ADD", "DEL")
+
+
+def _memory(daemon: Any) -> dict[str, int]:
+    return daemon.memory_kib() if daemon is not None else {}
+
+
+def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
+    """Measures ``plan``; raises what stopped it after everything is removed."""
+    from braid.bench.daemon import RssSampler, running_daemon  # noqa: PLC0415 - thick only
+
+    record = OverheadRecord(measured="braid", spread=plan.spread)
+    with ExitStack() as stack:
+        hold = stack.enter_context(teardown_signals_ignored())
+        root = stack.enter_context(private_root())
+        host = stack.enter_context(namespace("h", loopback_up=True))
+        pod_ns = stack.enter_context(namespace("p", loopback_up=False))
+        extras = [(plan.nad_name, plan.network)] * plan.extra_networks
+        world = World(root, host, plan.bin_dir, plan.network, extras)
+        world.write()
+        daemon = None
+        if plan.mode == "thick" and plan.daemon_command is not None:
+            progress("starting the daemon")
+            command = plan.daemon_command(world.socket_dir)
+            daemon = stack.enter_context(
+                running_daemon(host, world.socket_dir, root / "daemon.log", command)
+            )
+        # Before the pods' tracker: on the way out, pods are DELed before namespaces go.
+        spaces = stack.enter_context(burst_namespaces(plan.burst))
+        stack.enter_context(inside_netns(host))
+        attached = stack.enter_context(Attached(on_exit=hold))
+        outcome = BenchOutcome(figures={})
+        suffix = secrets.token_hex(4)
+        rounds = Rounds(
+            DirectPod(world, plan.extra_networks, f"bench-direct-{suffix}", pod_ns),
+            BraidPod(world, plan.executable, plan.extra_networks, f"bench-braid-{suffix}", pod_ns),
+            record,
+            attached,
+            verbs=verbs_of(plan.network),
+        )
+        progress("warm-up round")
+        rounds.warm_up()
+        for index in range(plan.rounds):
+            rounds.round()
+            if (index + 1) % 10 == 0 or index + 1 == plan.rounds:
+                progress(f"round {index + 1}/{plan.rounds}")
+        outcome.figures = record.figures()
+        if plan.burst:
+            progress(f"burst of {plan.burst} pods, {plan.parallel} at a time")
+            if daemon is not None:
+                outcome.memory_kib["rest"] = _memory(daemon)["VmRSS"]
+            pods = [
+                BraidPod(world, plan.executable, plan.extra_networks, f"burst-{suffix}-{i}", ns)
+                for i, ns in enumerate(spaces)
+            ]
+            if daemon is not None:
+                with RssSampler(daemon) as sampler:
+                    outcome.burst = run_burst(pods, plan.parallel, attached)
+                outcome.memory_kib["peak"] = sampler.peak_kib
+                outcome.memory_kib["hwm"] = _memory(daemon)["VmHWM"]
+            else:
+                outcome.burst = run_burst(pods, plan.parallel, attached)
+        if daemon is not None:
+            outcome.memory_kib["after"] = _memory(daemon)["VmRSS"]
+        stack.close()
+        outcome.teardown_failures = attached.failures
+    return outcome

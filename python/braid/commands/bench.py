@@ -1,0 +1,222 @@
+"""``braidctl bench``: what braid costs on this node, on its own plugins and networks.
+
+Runs one network (``--conflist FILE`` or ``--nad FILE``) for a pod with ``--extra-networks``
+more attachments of it, in paired rounds: each round runs VERSION, ADD, CHECK and DEL through
+braid (``braid-thin``, or the ``braid`` shim and ``braidctl daemon`` with ``--mode thick``) and
+the same delegates directly, in a random order, each call after a random pause; it reports the
+medians and the median and 90th percentile of the per-round differences, then a burst of pods
+(and the daemon's resident size during it). Everything runs in network namespaces it makes
+and removes, whatever ends the run. Needs root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+from braid.commands.args import add_output_option, existing_file, write_data
+from braid.errors import INVALID_ENVIRONMENT, CniError
+
+MODES = ("thin", "thick")
+DEFAULT_CNI_PATH = "/opt/cni/bin"
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``."""
+
+    def check(value: str) -> int:
+        try:
+            found = int(value)
+        except ValueError:
+            found = low - 1
+        if not low <= found <= high:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a whole number from {low} to {high}"
+            )
+        return found
+
+    return check
+
+
+def directory(value: str) -> str:
+    if not Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a directory; pass --cni-path DIR")
+    return value
+
+
+def default_cni_path() -> str:
+    """The first directory of ``$CNI_PATH``, else /opt/cni/bin."""
+    first = os.environ.get("CNI_PATH", "").split(":")[0]
+    return first or DEFAULT_CNI_PATH
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Registers ``braidctl bench``."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure braid's cost over the node's own plugins (paired rounds, a burst)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--conflist",
+        metavar="FILE",
+        type=existing_file("--conflist"),
+        help="the network to measure: a CNI conflist (or conf) file",
+    )
+    source.add_argument(
+        "--nad",
+        metavar="FILE",
+        type=existing_file("--nad"),
+        help="the network to measure: a NetworkAttachmentDefinition (YAML or JSON) with "
+        "spec.config",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="thin",
+        help="thin: braid-thin; thick: the braid shim and braidctl daemon",
+    )
+    parser.add_argument(
+        "--cni-path",
+        type=directory,
+        default=None,
+        help=f"the plugins' directory (default: $CNI_PATH's first, else {DEFAULT_CNI_PATH})",
+    )
+    parser.add_argument(
+        "--rounds", type=bounded(1, 10000), default=40, help="paired rounds (1-10000, default 40)"
+    )
+    parser.add_argument(
+        "--extra-networks",
+        type=bounded(0, 16),
+        default=0,
+        help="more attachments of the network per pod, net1... (0-16, default 0)",
+    )
+    parser.add_argument(
+        "--burst",
+        type=bounded(0, 1000),
+        default=20,
+        help="pods in the burst, each in a namespace of its own (0-1000; 0: none; default 20)",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=bounded(1, 256),
+        default=4,
+        help="calls at once in the burst (1-256, default 4)",
+    )
+    parser.add_argument(
+        "--phase-spread-ms",
+        type=bounded(0, 1000),
+        default=20,
+        help="the random pause before each timed call, at most (0-1000 ms, "
+        "default 20; 0 runs the calls back to back)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=bounded(1, 256),
+        default=None,
+        help="thick mode: the daemon's --concurrency (default: its own)",
+    )
+    parser.add_argument(
+        "--thin",
+        metavar="PATH",
+        default=None,
+        help="the braid-thin to measure (default: beside this braidctl)",
+    )
+    parser.add_argument(
+        "--shim",
+        metavar="PATH",
+        default=None,
+        help="the braid shim to measure (default: beside this braidctl)",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", default=None, help="also write the figures as JSON to FILE"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_output_option(parser)
+    parser.set_defaults(handler=run_bench)
+
+
+def executable(args: argparse.Namespace) -> Path:
+    """braid's executable of the mode: the option's, else the one installed beside this
+    interpreter (pip installs ``braid-thin`` and the shim there)."""
+    option, name = ("--shim", "braid") if args.mode == "thick" else ("--thin", "braid-thin")
+    given = args.shim if args.mode == "thick" else args.thin
+    path = Path(given) if given else Path(sys.executable).parent / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise CniError(INVALID_ENVIRONMENT, f"no executable {name} at {path}; pass {option} PATH")
+    return path
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    # The measuring code is imported here, not at registration: `braidctl --help` stays light.
+    from braid.bench import network as networks  # noqa: PLC0415
+    from braid.bench.daemon import daemon_command  # noqa: PLC0415
+    from braid.bench.report import document, text  # noqa: PLC0415
+    from braid.bench.run import BenchPlan, run  # noqa: PLC0415
+    from braid.bench.spawn import CallFailed  # noqa: PLC0415
+    from braid.version import package_version  # noqa: PLC0415
+
+    if args.burst and args.parallel > args.burst:
+        args.parallel = args.burst
+    bin_dir = args.cni_path or default_cni_path()
+    if not Path(bin_dir).is_dir():
+        raise CniError(INVALID_ENVIRONMENT, f"{bin_dir} is not a directory; pass --cni-path DIR")
+    measured = networks.from_nad(args.nad) if args.nad else networks.from_conflist(args.conflist)
+    networks.check_plugins(measured.network, bin_dir)
+    path = executable(args)
+    if os.geteuid() != 0:
+        raise CniError(INVALID_ENVIRONMENT, "needs root: it makes and removes network namespaces")
+    concurrency = args.concurrency
+    plan = BenchPlan(
+        mode=args.mode,
+        network=measured.network,
+        source=measured.source,
+        nad_name=measured.nad_name,
+        bin_dir=bin_dir,
+        executable=path,
+        rounds=args.rounds,
+        extra_networks=args.extra_networks,
+        burst=args.burst,
+        parallel=args.parallel,
+        spread=args.phase_spread_ms / 1e3,
+        daemon_command=lambda socket_dir: daemon_command(socket_dir, concurrency),
+    )
+    progress = (lambda _: None) if args.quiet else _progress
+    before = os.getloadavg()
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        outcome = run(plan, progress)
+    except KeyboardInterrupt:
+        sys.stderr.write("braidctl bench: interrupted; its namespaces and files are removed\n")
+        return 130
+    except CallFailed as exc:
+        raise CniError(INVALID_ENVIRONMENT, f"a call failed: {exc}") from None
+    except RuntimeError as exc:  # the daemon did not start
+        raise CniError(INVALID_ENVIRONMENT, str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    doc = document(
+        plan, outcome, version=package_version(), load_before=before, load_after=os.getloadavg()
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    write_data(doc, args.output, text)
+    return 0
+
+
+def _progress(line: str) -> None:
+    sys.stderr.write(f"braidctl bench: {line}\n")
+    sys.stderr.flush()
