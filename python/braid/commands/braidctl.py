@@ -25,6 +25,7 @@ _REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("daemon",), "braid.commands.daemon", "add_parser"),
     (("install",), "braid.commands.install", "add_parser"),
     (("doctor",), "braid.commands.doctor", "add_parser"),
+    (("bench",), "braid.commands.bench", "add_parser"),
 )
 
 
