@@ -3,24 +3,35 @@
 from typing import Any, Literal, final
 
 __all__ = [
+    "CACHE_KIND",
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "EXIT_GRACE_SECONDS",
+    "GC_LOCK_NAME",
+    "LOCK_STRIPES",
+    "MAX_CACHE_ENTRY_BYTES",
     "MAX_CONTAINER_ID_BYTES",
+    "MAX_STDOUT_BYTES",
     "READINESS_POLL_SECONDS",
     "READINESS_TIMEOUT_SECONDS",
     "RECORD_KIND",
     "RECORD_VERSION",
+    "VERSION_STDIN",
     "DurableWrite",
     "PluginProcess",
     "StartingPlugin",
     "append_plugins",
     "build_cni_args",
+    "cache_entry_path",
+    "cached_result",
     "conf_to_list",
     "container_id_problem",
     "convert_result",
     "decode_record",
     "error_json",
+    "find_plugin",
     "interface_name_problem",
+    "judge_exit",
     "link_info",
     "list_links",
     "list_routes",
@@ -43,6 +54,9 @@ __all__ = [
     "split_capability_args",
     "start_durable_write",
     "start_plugin",
+    "stripe_name",
+    "supported_versions",
+    "version_at_least",
     "write_durable",
 ]
 
@@ -53,6 +67,13 @@ READINESS_POLL_SECONDS: float
 READINESS_TIMEOUT_SECONDS: float
 RECORD_KIND: str
 RECORD_VERSION: int
+CACHE_KIND: str
+EXIT_GRACE_SECONDS: float
+GC_LOCK_NAME: str
+LOCK_STRIPES: int
+MAX_CACHE_ENTRY_BYTES: int
+MAX_STDOUT_BYTES: int
+VERSION_STDIN: bytes
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...
@@ -81,6 +102,19 @@ def build_cni_args(*, pairs: list[tuple[str, str]]) -> str: ...
 def parse_cni_args(*, value: str) -> list[tuple[str, str]]: ...
 def error_json(*, code: int, msg: str, details: str, cni_version: str) -> bytes: ...
 def namespace_id(*, path: str) -> tuple[int, int]: ...
+def find_plugin(
+    *, plugin_type: str, dirs: list[str], seen: list[str] | None = None
+) -> tuple[int, int, int, int, int]: ...
+def judge_exit(
+    *, returncode: int, stdout: bytes, stderr: bytes, plugin_type: str
+) -> tuple[int, str, str, str] | None: ...
+def supported_versions(
+    *, returncode: int, stdout: bytes, stderr: bytes, plugin_type: str
+) -> list[str]: ...
+def cache_entry_path(*, cache_dir: str, network: str, container_id: str, ifname: str) -> str: ...
+def cached_result(*, data: bytes) -> tuple[bool, bytes | None]: ...
+def stripe_name(*, container_id: str) -> str: ...
+def version_at_least(*, version: str, minimum: str) -> bool: ...
 def container_id_problem(*, value: str) -> str | None: ...
 def network_name_problem(*, value: str) -> str | None: ...
 def interface_name_problem(*, value: str) -> str | None: ...

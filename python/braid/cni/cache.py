@@ -18,10 +18,10 @@ from pathlib import Path
 import msgspec
 
 from braid import _native
-from braid.errors import DECODE_FAILURE, INVALID_ENVIRONMENT, IO_FAILURE, CniError
+from braid.errors import DECODE_FAILURE, IO_FAILURE, CniError
 
-CACHE_KIND = "cniCacheV1"
-MAX_ENTRY_BYTES = 4 << 20
+CACHE_KIND = _native.CACHE_KIND
+MAX_ENTRY_BYTES = _native.MAX_CACHE_ENTRY_BYTES
 
 
 NO_RAW = msgspec.Raw()  # "absent": omitted when written (msgspec compares defaults by identity)
@@ -66,7 +66,6 @@ class CachedResult(msgspec.Struct, frozen=True):
 
 _ENCODER = msgspec.json.Encoder()
 _ENTRY_DECODER = msgspec.json.Decoder(CacheEntry)
-_OBJECT_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 class ResultCache:
@@ -80,16 +79,13 @@ class ResultCache:
         self.durable = durable
 
     def path(self, network: str, container_id: str, ifname: str) -> Path:
-        for what, value in (
-            ("network name", network),
-            ("container ID", container_id),
-            ("interface name", ifname),
-        ):
-            if "/" in value or "\0" in value or value in {"", ".", ".."}:
-                raise CniError(
-                    INVALID_ENVIRONMENT, f"{what} {value!r} cannot name a result cache file"
-                )
-        return self.results / f"{network}-{container_id}-{ifname}"
+        """The entry's file (``braid_delegate::cache``, the one the shim's DEL replay reads);
+        code 4 when a part cannot name one."""
+        return Path(
+            _native.cache_entry_path(
+                cache_dir=str(self.root), network=network, container_id=container_id, ifname=ifname
+            )
+        )
 
     def write(self, entry: CacheEntry) -> None:
         """Writes ``entry`` atomically (tmp file, fsync, rename, fsync dir), mode 0600."""
@@ -179,24 +175,20 @@ def write_whole(fd: int, data: bytes) -> None:
 
 
 def decode_cached(path: Path, data: bytes) -> CachedResult:
-    """Decodes a cache file: ``cniCacheV1`` first, then the legacy bare result."""
+    """Decodes a cache file: which result it holds, and whether it is a ``cniCacheV1`` entry or
+    a legacy bare result, is ``braid_delegate::cache``'s rule (the shim's DEL replay reads the
+    same); an entry's other fields are decoded here."""
     try:
-        fields = _OBJECT_DECODER.decode(data)
+        legacy, result = _native.cached_result(data=data)
+    except CniError as exc:
+        raise CorruptCacheError(path, exc.details or exc.msg) from exc
+    if legacy:
+        return CachedResult(result=result, entry=None)
+    try:
+        entry = _ENTRY_DECODER.decode(data)
     except msgspec.DecodeError as exc:
         raise CorruptCacheError(path, str(exc)) from exc
-    if "kind" in fields:
-        try:
-            entry = _ENTRY_DECODER.decode(data)
-        except msgspec.DecodeError as exc:
-            raise CorruptCacheError(path, str(exc)) from exc
-        if entry.kind != CACHE_KIND:
-            raise CorruptCacheError(path, f"unknown kind {entry.kind!r}")
-        return CachedResult(result=entry.result_bytes(), entry=entry)
-    try:
-        _native.result_version(data=data)
-    except CniError as exc:
-        raise CorruptCacheError(path, exc.msg) from exc
-    return CachedResult(result=data, entry=None)
+    return CachedResult(result=result, entry=entry)
 
 
 def _read_entry(path: Path) -> CacheEntry | None:

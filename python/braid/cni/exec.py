@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -22,8 +21,8 @@ import msgspec
 
 from braid import _native
 from braid.cni.hostroot import HostRoot
+from braid.cni.versions import Identity
 from braid.errors import (
-    INVALID_CONFIG,
     INVALID_ENVIRONMENT,
     PLUGIN_FAILURE,
     PLUGIN_NOT_FOUND,
@@ -32,8 +31,8 @@ from braid.errors import (
     PluginError,
 )
 
-MAX_STDOUT_BYTES = 1 << 20
-EXIT_GRACE_SECONDS = 0.2
+MAX_STDOUT_BYTES = _native.MAX_STDOUT_BYTES
+EXIT_GRACE_SECONDS = _native.EXIT_GRACE_SECONDS
 
 
 class ExecOutput(msgspec.Struct, frozen=True):
@@ -222,49 +221,29 @@ def find_plugin(plugin_type: str, dirs: Sequence[str], root: HostRoot | None = N
     """The first regular file named ``plugin_type`` in ``dirs`` (the ``CNI_PATH`` entries),
     looked up inside ``root`` when given (the path returned is then the node's).
 
-    A type that could name anything outside those directories is refused (code 7).
+    A type that could name anything outside those directories is refused (code 7); a file of
+    that name without an execute bit is no plugin (code 2).
     """
     return locate_plugin(plugin_type, dirs, root)[0]
 
 
 def locate_plugin(
     plugin_type: str, dirs: Sequence[str], root: HostRoot | None = None
-) -> tuple[str, os.stat_result]:
-    """``find_plugin`` with the ``stat`` of the file it found (for the version cache's key)."""
-    if (
-        not plugin_type
-        or "/" in plugin_type
-        or "\0" in plugin_type
-        or ".." in plugin_type
-        or plugin_type == "."
-    ):
-        raise CniError(
-            INVALID_CONFIG,
-            f"plugin type {plugin_type!r} is not a plain file name; "
-            "a plugin type must name an executable inside CNI_PATH",
+) -> tuple[str, Identity]:
+    """``find_plugin`` with the identity of the file it found (the version cache's key); the
+    rule is ``braid_delegate::lookup``'s, the one the shim's DEL replay follows."""
+    seen = None
+    if root is not None:
+        seen = [root.local(os.path.join(d, plugin_type)) for d in dirs]  # noqa: PTH118
+    try:
+        index, dev, ino, mtime_ns, size = _native.find_plugin(
+            plugin_type=plugin_type, dirs=list(dirs), seen=seen
         )
-    for directory in dirs:
-        candidate = os.path.join(directory, plugin_type)  # noqa: PTH118 - per call, no Path
-        seen = candidate if root is None else root.local(candidate)
-        try:
-            found = os.stat(seen)  # noqa: PTH116
-        except OSError:
-            continue
-        if not stat.S_ISREG(found.st_mode):
-            continue
-        if not os.access(seen, os.X_OK):
-            raise PluginError(
-                PLUGIN_NOT_FOUND,
-                f"plugin {candidate} is not executable; fix its permissions (chmod +x)",
-                plugin=plugin_type,
-            )
-        return candidate, found
-    raise PluginError(
-        PLUGIN_NOT_FOUND,
-        f'failed to find plugin "{plugin_type}" in path {list(dirs)}',
-        "set CNI_PATH to the directories holding the CNI plugins",
-        plugin=plugin_type,
-    )
+    except CniError as exc:
+        if exc.code != PLUGIN_NOT_FOUND:
+            raise
+        raise PluginError(exc.code, exc.msg, exc.details, plugin=plugin_type) from None
+    return os.path.join(dirs[index], plugin_type), (dev, ino, mtime_ns, size)  # noqa: PTH118
 
 
 class ProcessExecutor:

@@ -18,8 +18,7 @@ from braid.cni.exec import ExecOutput, Executor
 from braid.cni.request import PluginCall
 from braid.errors import PLUGIN_FAILURE, CniError, PluginError
 
-VERSION_STDIN = b'{"cniVersion":"1.1.0"}'
-UNKNOWN_VERSION_COMMAND = "unknown CNI_COMMAND: VERSION"
+VERSION_STDIN = _native.VERSION_STDIN
 
 
 class PluginExitError(PluginError):
@@ -104,63 +103,47 @@ class PluginInvoker:
         return parse_add_result(stdout, plugin_type, config_version)
 
     def versions(self, path: str, plugin_type: str) -> list[str]:
-        """The plugin's ``supportedVersions`` from its VERSION output (libcni's ``pkg/version``)."""
+        """The plugin's ``supportedVersions`` from its VERSION output (libcni's ``pkg/version``;
+        0.1.0 for a plugin older than VERSION), judged by ``braid_delegate::judge``."""
         out = self.executor.execute(
             path, env=version_env(), stdin=VERSION_STDIN, timeout=self.timeout
         )
+        _copy_stderr(out)
         try:
-            stdout = checked_stdout(out, plugin_type)
-        except PluginExitError as exc:
-            if exc.plugin_msg == UNKNOWN_VERSION_COMMAND:
-                return ["0.1.0"]
-            raise
-        try:
-            return _native.parse_version_output(data=stdout)
+            return _native.supported_versions(
+                returncode=out.returncode,
+                stdout=out.stdout,
+                stderr=out.stderr,
+                plugin_type=plugin_type,
+            )
         except CniError as exc:
-            raise PluginError(
-                exc.code,
-                f'plugin "{plugin_type}" gave an invalid VERSION answer',
-                exc.msg,
-                plugin=plugin_type,
-            ) from exc
+            raise PluginError(exc.code, exc.msg, exc.details, plugin=plugin_type) from None
 
 
 def checked_stdout(out: ExecOutput, plugin_type: str) -> bytes:
     """Copies stderr to ours; a non-zero exit becomes the plugin's error (CNI spec, Section 2)."""
-    if out.stderr:
-        sys.stderr.write(out.stderr.decode("utf-8", "replace"))
-        sys.stderr.flush()
+    _copy_stderr(out)
     if out.returncode != 0:
         raise exit_error(out, plugin_type)
     return out.stdout
 
 
+def _copy_stderr(out: ExecOutput) -> None:
+    if out.stderr:
+        sys.stderr.write(out.stderr.decode("utf-8", "replace"))
+        sys.stderr.flush()
+
+
 def exit_error(out: ExecOutput, plugin_type: str) -> PluginExitError:
-    """libcni's rule: empty stdout → the message is stderr; else stdout is the error object."""
-    if not out.stdout.strip():
-        stderr = out.stderr.decode("utf-8", "replace").strip()
-        text = stderr or f"failed with exit status {out.returncode} and no error message"
-        return PluginExitError(
-            PLUGIN_FAILURE,
-            f'plugin "{plugin_type}" failed: {text}',
-            "",
-            plugin=plugin_type,
-            plugin_msg=text,
-        )
-    try:
-        code, msg, details = _native.parse_plugin_error(data=out.stdout)
-    except CniError as exc:
-        return PluginExitError(
-            PLUGIN_FAILURE,
-            f'plugin "{plugin_type}" failed (exit status {out.returncode}) and its error '
-            "output could not be parsed",
-            exc.msg,
-            plugin=plugin_type,
-            plugin_msg="",
-        )
-    return PluginExitError(
-        code, f'plugin "{plugin_type}" failed: {msg}', details, plugin=plugin_type, plugin_msg=msg
+    """A failed exit as its error, judged by ``braid_delegate::judge`` (libcni's rule: empty
+    stdout → the message is stderr; else stdout is the error object, whose code is kept)."""
+    judged = _native.judge_exit(
+        returncode=out.returncode, stdout=out.stdout, stderr=out.stderr, plugin_type=plugin_type
     )
+    if judged is None:
+        raise ValueError("exit_error is for a plugin that did not exit 0")
+    code, msg, details, plugin_msg = judged
+    return PluginExitError(code, msg, details, plugin=plugin_type, plugin_msg=plugin_msg)
 
 
 def parse_add_result(stdout: bytes, plugin_type: str, config_version: str) -> bytes:

@@ -17,25 +17,19 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
+from braid import _native
 from braid.cni.cache import make_private_dirs
 from braid.errors import IO_FAILURE, CniError
 
-STRIPES = 64
-GC_LOCK_NAME = "gc.lock"
-
-
-FNV_OFFSET = 0xCBF29CE484222325
-FNV_PRIME = 0x100000001B3
+STRIPES = _native.LOCK_STRIPES
+GC_LOCK_NAME = _native.GC_LOCK_NAME
 
 
 def stripe_name(container_id: str) -> str:
-    """The stripe file guarding ``container_id``: a hash bucket (FNV-1a 64 of the id, modulo
-    ``STRIPES``), never the id itself. The compiled shim computes the same bucket to take the
-    engine's lock when it replays a record (golden names in ``tests/fixtures/locks/``)."""
-    value = FNV_OFFSET
-    for byte in container_id.encode():
-        value = ((value ^ byte) * FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
-    return f"stripe-{value % STRIPES:02d}.lock"
+    """The stripe file guarding ``container_id``: a hash bucket of the id, never the id itself
+    (``braid_delegate::lock``, whose files the compiled shim takes when it replays a record;
+    golden names in ``tests/fixtures/locks/``)."""
+    return _native.stripe_name(container_id=container_id)
 
 
 class LockDirectory:

@@ -14,25 +14,19 @@ from collections.abc import Callable, Sequence
 from braid import _native
 from braid.errors import INCOMPATIBLE_VERSION, IO_FAILURE, CniError
 
+# A plugin binary's identity: device, inode, modification time in ns, size.
+Identity = tuple[int, int, int, int]
+
 CHECK_SINCE = "0.4.0"
 GC_AND_STATUS_SINCE = "1.1.0"
 
 _BinaryKey = tuple[str, int, int, int, int]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Numeric ordering key of ``N[.N[.N]]``; an empty version has 0.1.0 semantics."""
-    if not version:
-        return (0, 1, 0)
-    parts: list[int] = []
-    for piece in version.split("."):
-        parts.append(int(piece) if piece.isdigit() else -1)
-    return tuple(parts + [0] * (3 - len(parts)))
-
-
 def at_least(version: str, minimum: str) -> bool:
-    """Whether ``version`` ≥ ``minimum``."""
-    return version_key(version) >= version_key(minimum)
+    """Whether ``version`` (``""`` is 0.1.0) is a version and ≥ ``minimum``
+    (``braid_cni::version::at_least``, the ordering every part of braid uses)."""
+    return _native.version_at_least(version=version, minimum=minimum)
 
 
 class VersionCache:
@@ -43,10 +37,10 @@ class VersionCache:
         self._known: dict[_BinaryKey, list[str]] = {}
 
     def supported(
-        self, path: str, ask: Callable[[], list[str]], *, found: os.stat_result | None = None
+        self, path: str, ask: Callable[[], list[str]], *, found: Identity | None = None
     ) -> list[str]:
         """The cached answer for the binary at ``path``, calling ``ask`` on a miss. ``found``:
-        the binary's ``stat``, when the caller just took it (``locate_plugin``)."""
+        the binary's identity, when the caller just took it (``locate_plugin``)."""
         key = _binary_key(path) if found is None else _key_of(path, found)
         with self._lock:
             known = self._known.get(key)
@@ -88,11 +82,11 @@ def _binary_key(path: str) -> _BinaryKey:
         st = os.stat(path)  # noqa: PTH116 - per plugin call, no Path
     except OSError as exc:
         raise CniError(IO_FAILURE, f"cannot stat plugin {path}: {exc.strerror}") from exc
-    return _key_of(path, st)
+    return _key_of(path, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
 
 
-def _key_of(path: str, st: os.stat_result) -> _BinaryKey:
-    return (path, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+def _key_of(path: str, identity: Identity) -> _BinaryKey:
+    return (path, *identity)
 
 
 DEFAULT_VERSION_CACHE = VersionCache()

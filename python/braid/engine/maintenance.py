@@ -14,6 +14,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
+from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
@@ -26,15 +27,7 @@ from braid.errors import (
 )
 from braid.nad.resolve import PodRef, resolve_plan
 
-CHECK_SINCE = (0, 4, 0)
 STATUS_NOT_AVAILABLE = 50
-
-
-def _version_tuple(version: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in version.split("."))
-    except ValueError:
-        return (0,)
 
 
 def check(ctx: EngineContext, request: CniRequest) -> None:
@@ -65,7 +58,7 @@ def _check_entry(runtime: Runtime, record: AttachmentRecord, entry: AttachmentEn
     """The delegates' CHECK passes (from 0.4.0 on), against the record's result."""
     label = entry.label or entry.name
     net = entry.attachment().network_list()
-    if _version_tuple(net.summary.effective_version) < CHECK_SINCE:
+    if not at_least(net.summary.effective_version, CHECK_SINCE):
         log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
         return
     try:

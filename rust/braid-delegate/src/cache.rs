@@ -40,10 +40,24 @@ pub fn entry_path(
         .join(format!("{network}-{container_id}-{ifname}")))
 }
 
+/// What a cache file holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cached {
+    /// Whether the file is in the legacy format (a bare result), not a `cniCacheV1` entry.
+    pub legacy: bool,
+    /// The result (JSON bytes); `None` for an entry without one.
+    pub result: Option<Vec<u8>>,
+}
+
 /// The result a cache file's bytes hold: a `cniCacheV1` entry's `result` (`None` when it has
 /// none), or the whole file in the legacy format (a bare result). Code 6 when the bytes are
 /// neither.
 pub fn decode_result(data: &[u8]) -> Result<Option<Vec<u8>>, CniError> {
+    decode(data).map(|cached| cached.result)
+}
+
+/// [`decode_result`], saying which format the file is in.
+pub fn decode(data: &[u8]) -> Result<Cached, CniError> {
     let corrupt = |why: String| CniError::decode("the cached result is corrupt").with_details(why);
     let entry = match serde_json::from_slice::<Value>(data) {
         Ok(Value::Object(entry)) => entry,
@@ -53,15 +67,24 @@ pub fn decode_result(data: &[u8]) -> Result<Option<Vec<u8>>, CniError> {
     match entry.get("kind") {
         None => {
             result_version(data).map_err(|err| corrupt(err.msg))?;
-            Ok(Some(data.to_vec()))
+            Ok(Cached {
+                legacy: true,
+                result: Some(data.to_vec()),
+            })
         }
-        Some(Value::String(kind)) if kind == CACHE_KIND => match entry.get("result") {
-            None | Some(Value::Null) => Ok(None),
-            Some(result @ Value::Object(_)) => serde_json::to_vec(result)
-                .map(Some)
-                .map_err(|err| corrupt(err.to_string())),
-            Some(_) => Err(corrupt("its result is not a JSON object".into())),
-        },
+        Some(Value::String(kind)) if kind == CACHE_KIND => {
+            let result = match entry.get("result") {
+                None | Some(Value::Null) => None,
+                Some(result @ Value::Object(_)) => {
+                    Some(serde_json::to_vec(result).map_err(|err| corrupt(err.to_string()))?)
+                }
+                Some(_) => return Err(corrupt("its result is not a JSON object".into())),
+            };
+            Ok(Cached {
+                legacy: false,
+                result,
+            })
+        }
         Some(kind) => Err(corrupt(format!("unknown kind {kind}"))),
     }
 }

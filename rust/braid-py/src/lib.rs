@@ -4,6 +4,7 @@
 // pyo3 extracts Python lists into owned vectors; taking them by value is how it hands them over.
 #![allow(clippy::needless_pass_by_value)]
 
+mod delegate;
 mod durable;
 mod exec;
 mod helpers;
@@ -250,6 +251,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network_name_problem, m)?)?;
     m.add_function(wrap_pyfunction!(interface_name_problem, m)?)?;
     netns::register(m)?;
+    delegate::register(m)?;
     durable::register(m)?;
     exec::register(m)?;
     record::register(m)?;

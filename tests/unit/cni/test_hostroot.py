@@ -68,7 +68,7 @@ def test_plugins_are_found_inside_the_root_and_named_as_the_node_names_them(
     # Our own /opt/cni/bin has no bridge (or another one): only the node's counts.
     path, found = locate_plugin("bridge", ["/opt/cni/bin"], node)
     assert path == "/opt/cni/bin/bridge"
-    assert found.st_ino == Path(node.local("/usr/lib/cni/bridge")).stat().st_ino
+    assert found[1] == Path(node.local("/usr/lib/cni/bridge")).stat().st_ino
     with pytest.raises(CniError, match="failed to find plugin"):
         find_plugin("bridge", ["/nowhere"], node)
 

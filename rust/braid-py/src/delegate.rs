@@ -1,0 +1,110 @@
+//! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, exit judging and the
+//! VERSION answer, the result cache's paths and format, the lock stripes, version ordering.
+
+use std::path::Path;
+
+use braid_cni::version;
+use braid_delegate::{cache, judge, lock, lookup, EXIT_GRACE, MAX_STDOUT_BYTES};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::to_py_err;
+
+/// The plugin `plugin_type` in `dirs`: `(index of its directory, device, inode, mtime in ns,
+/// size)`. `seen`: where this process reaches each directory's file (the node's root).
+#[pyfunction]
+#[pyo3(signature = (*, plugin_type, dirs, seen=None))]
+fn find_plugin(
+    py: Python<'_>,
+    plugin_type: &str,
+    dirs: Vec<String>,
+    seen: Option<Vec<String>>,
+) -> PyResult<(usize, u64, u64, i128, u64)> {
+    let found = lookup::find(plugin_type, &dirs, seen.as_deref()).map_err(|e| to_py_err(py, e))?;
+    let (dev, ino, mtime, size) = found.identity;
+    Ok((found.index, dev, ino, mtime, size))
+}
+
+/// `None` for exit 0; else the plugin's error as `(code, msg, details, plugin_msg)`.
+#[pyfunction]
+#[pyo3(signature = (*, returncode, stdout, stderr, plugin_type))]
+fn judge_exit(
+    returncode: i32,
+    stdout: &[u8],
+    stderr: &[u8],
+    plugin_type: &str,
+) -> Option<(u32, String, String, String)> {
+    judge::judge_exit(returncode, stdout, stderr, plugin_type)
+        .err()
+        .map(|f| (f.error.code, f.error.msg, f.error.details, f.plugin_msg))
+}
+
+/// The `supportedVersions` of a plugin's VERSION answer (0.1.0 for one older than VERSION).
+#[pyfunction]
+#[pyo3(signature = (*, returncode, stdout, stderr, plugin_type))]
+fn supported_versions(
+    py: Python<'_>,
+    returncode: i32,
+    stdout: &[u8],
+    stderr: &[u8],
+    plugin_type: &str,
+) -> PyResult<Vec<String>> {
+    judge::supported_versions(returncode, stdout, stderr, plugin_type).map_err(|e| to_py_err(py, e))
+}
+
+/// The result cache entry's path of an attachment under `cache_dir`.
+#[pyfunction]
+#[pyo3(signature = (*, cache_dir, network, container_id, ifname))]
+fn cache_entry_path(
+    py: Python<'_>,
+    cache_dir: &str,
+    network: &str,
+    container_id: &str,
+    ifname: &str,
+) -> PyResult<String> {
+    cache::entry_path(Path::new(cache_dir), network, container_id, ifname)
+        .map(|path| path.display().to_string())
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// What a cache file's bytes hold: `(legacy, result)`, `legacy` for a bare result, `result`
+/// `None` for an entry without one; code 6 if corrupt.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn cached_result(py: Python<'_>, data: &[u8]) -> PyResult<(bool, Option<Py<PyBytes>>)> {
+    cache::decode(data)
+        .map(|c| (c.legacy, c.result.map(|r| PyBytes::new(py, &r).unbind())))
+        .map_err(|e| to_py_err(py, e))
+}
+
+/// The stripe lock file guarding `container_id`.
+#[pyfunction]
+#[pyo3(signature = (*, container_id))]
+fn stripe_name(container_id: &str) -> String {
+    lock::stripe_name(container_id)
+}
+
+/// Whether `version` (`""` is 0.1.0) parses and is at least `minimum`.
+#[pyfunction]
+#[pyo3(signature = (*, version, minimum))]
+fn version_at_least(version: &str, minimum: &str) -> bool {
+    version::at_least(version, minimum)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
+    m.add_function(wrap_pyfunction!(judge_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(supported_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_entry_path, m)?)?;
+    m.add_function(wrap_pyfunction!(cached_result, m)?)?;
+    m.add_function(wrap_pyfunction!(stripe_name, m)?)?;
+    m.add_function(wrap_pyfunction!(version_at_least, m)?)?;
+    m.add("MAX_STDOUT_BYTES", MAX_STDOUT_BYTES)?;
+    m.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;
+    m.add("LOCK_STRIPES", lock::STRIPES)?;
+    m.add("GC_LOCK_NAME", lock::GC_LOCK_NAME)?;
+    m.add("VERSION_STDIN", PyBytes::new(m.py(), judge::VERSION_STDIN))?;
+    m.add("CACHE_KIND", cache::CACHE_KIND)?;
+    m.add("MAX_CACHE_ENTRY_BYTES", cache::MAX_ENTRY_BYTES)?;
+    Ok(())
+}
