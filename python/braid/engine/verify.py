@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import Any
-
-import msgspec
 
 from braid import _native
 from braid.errors import INVALID_CONFIG, PLUGIN_FAILURE, CniError
 from braid.nad.plan import Attachment
+from braid.nad.result_view import ResultView, read_result
 from braid.nad.syntax import ip_family
 
 
@@ -41,36 +39,22 @@ def interfaces_free(
             )
 
 
-def _result_doc(result: bytes) -> dict[str, Any]:
-    doc = msgspec.json.decode(result) if result.strip() else {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _assigned_addresses(doc: dict[str, Any]) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    texts: list[str] = []
-    for ip in doc.get("ips") or []:
-        if isinstance(ip, dict) and isinstance(ip.get("address"), str):
-            texts.append(ip["address"])
-    for key in ("ip4", "ip6"):
-        block = doc.get(key)
-        if isinstance(block, dict) and isinstance(block.get("ip"), str):
-            texts.append(block["ip"])
+def _assigned_addresses(
+    result: ResultView | None,
+) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
-    for text in texts:
+    for ip in result.ips if result is not None else ():
         try:
-            found.add(ipaddress.ip_interface(text).ip)
+            found.add(ipaddress.ip_interface(ip.address).ip)
         except ValueError:
             continue
     return found
 
 
-def _result_mac(doc: dict[str, Any], ifname: str) -> str | None:
-    for iface in doc.get("interfaces") or []:
-        if not isinstance(iface, dict):
-            continue
-        if iface.get("sandbox") and iface.get("name") == ifname:
-            mac = iface.get("mac")
-            return mac.lower() if isinstance(mac, str) and mac else None
+def _result_mac(result: ResultView | None, ifname: str) -> str | None:
+    for iface in result.interfaces if result is not None else ():
+        if iface.sandbox and iface.name == ifname:
+            return iface.mac.lower() or None
     return None
 
 
@@ -79,8 +63,8 @@ def requests_honoured(attachment: Attachment, result: bytes, netns: str) -> None
     without interfaces, on the interface in the pod)."""
     if not attachment.ips and not attachment.mac:
         return
-    doc = _result_doc(result)
-    assigned = _assigned_addresses(doc)
+    view = read_result(result, what=attachment.label)
+    assigned = _assigned_addresses(view)
     for requested in attachment.ips:
         address = ipaddress.ip_interface(requested).ip
         if address not in assigned:
@@ -92,7 +76,7 @@ def requests_honoured(attachment: Attachment, result: bytes, netns: str) -> None
             )
     if attachment.mac:
         wanted = attachment.mac.lower()
-        got = _result_mac(doc, attachment.ifname)
+        got = _result_mac(view, attachment.ifname)
         if got is None and netns:
             info = _native.link_info(netns=netns, ifname=attachment.ifname)
             got = info[1].lower() if info is not None else None
