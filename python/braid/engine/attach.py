@@ -33,7 +33,7 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
-from braid.engine.early import FIRST_DELEGATES
+from braid.engine.early import FirstDelegates
 from braid.engine.phases import phase
 from braid.engine.readiness import wait_ready
 from braid.engine.record import AttachmentRecord
@@ -71,6 +71,7 @@ def plan_for(
         annotations=annotations,
         ifname=request.ifname,
         capability_args=capability_args,
+        lookups=ctx.memory.conf_dir if ctx.memory is not None else None,
     )
 
 
@@ -99,13 +100,17 @@ def _add(
     require_answerable(ctx.config.cni_version, "braid's configuration")
     wait_ready(ctx.config.readinessindicatorfile, operation="attaching")
     ahead = StartsAhead()  # whatever happens, nothing it started outlives the ADD
+    firsts = ctx.memory.first_delegates if ctx.memory is not None else None
     try:
-        FIRST_DELEGATES.start_early(ctx, request, ahead)
+        if firsts is not None:
+            firsts.start_early(ctx, request, ahead)
         with phase("store_lookup"):
             plan = plan_for(ctx, request, capability_args)
         record = new_record(ctx, request, plan, capability_args)
         with ctx.locks().container(request.container_id):
-            default, status = _add_locked(ctx, request, plan, record, ahead=ahead, answer=answer)
+            default, status = _add_locked(
+                ctx, request, plan, record, ahead=ahead, answer=answer, firsts=firsts
+            )
     finally:
         ahead.close()
     return AddOutcome(result=default, network_status=status, plan=plan)
@@ -119,15 +124,17 @@ def _add_locked(
     *,
     ahead: StartsAhead,
     answer: EarlyAnswer | None,
+    firsts: FirstDelegates | None,
 ) -> tuple[bytes, bytes]:
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
     thread; the interface names are checked and the write awaited at the gate, once the first
-    delegate has been started and before it gets its stdin."""
+    delegate has been started and before it gets its stdin. ``firsts``: where the caller
+    remembers the ADD's first execution (``EngineContext.memory``)."""
     netns = ctx.local(request.netns)  # where braid itself opens the pod's namespace
     gate = PlanGate(ctx, record, plan, netns)
     runtime = ctx.runtime(request, gate=gate, ahead=ahead)
     try:
-        _attach_all(runtime, record, plan, request, ahead, netns=netns)
+        _attach_all(runtime, record, plan, request, ahead, netns=netns, firsts=firsts)
         for attachment in plan.attachments:
             apply_default_routes(attachment, netns)
     except CniError as exc:
@@ -300,6 +307,7 @@ def _attach_all(
     ahead: StartsAhead,
     *,
     netns: str,
+    firsts: FirstDelegates | None,
 ) -> None:
     """Runs every attachment in plan order (``netns``: the pod's namespace as braid opens it).
     All of them are prepared before the first delegate runs (plugin lookup, version
@@ -314,8 +322,8 @@ def _attach_all(
     ]
     runs = [run for ready in prepared for run in runtime.add_runs(ready)]
     ahead.expect(runs)
-    if runs:
-        FIRST_DELEGATES.learn(request, *runs[0])
+    if runs and firsts is not None:
+        firsts.learn(request, *runs[0])
     for entry, attachment, ready in zip(
         record.attachments, plan.attachments, prepared, strict=True
     ):

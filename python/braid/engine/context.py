@@ -27,6 +27,7 @@ from braid.cni.exec import (
 )
 from braid.cni.hostroot import HostRoot
 from braid.cni.locks import LockDirectory
+from braid.engine.memory import EngineMemory
 from braid.engine.record import (
     RECORD_KIND,
     RECORD_VERSION,
@@ -67,7 +68,8 @@ class EngineContext(msgspec.Struct, dict=True):
     file, fsynced). ``root``: the node's root filesystem when braid sees it elsewhere (the
     daemon in its container): plugins are looked up and run inside it, and the paths of the
     request (``CNI_NETNS``) are opened through it (``local``); ``config`` then already names
-    its files through it (``braid.nad.config.localize``).
+    its files through it (``braid.nad.config.localize``). ``memory``: what the caller keeps
+    from one call to the next (``braid.engine.memory``; ``None``: nothing is remembered).
     """
 
     config: BraidConfig
@@ -77,6 +79,7 @@ class EngineContext(msgspec.Struct, dict=True):
     extra_plugin_dirs: list[str] = msgspec.field(default_factory=list)
     spares: SpareFiles | None = None
     root: HostRoot | None = None
+    memory: EngineMemory | None = None
 
     def local(self, path: str) -> str:
         """Where this process opens the node's ``path`` (the path itself without a root)."""

@@ -17,11 +17,14 @@ first delegate is each pod's last network, so a guess is wrong more often than a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from braid import _native
-from braid.cni.exec import StartsAhead
-from braid.engine.context import EngineContext
-from braid.engine.request import CniRequest
+
+if TYPE_CHECKING:
+    from braid.cni.exec import StartsAhead
+    from braid.engine.context import EngineContext
+    from braid.engine.request import CniRequest
 
 # What names the container: taken from each request, never from the last one.
 _PER_REQUEST = ("CNI_CONTAINERID", "CNI_NETNS", "CNI_ARGS")
@@ -31,7 +34,7 @@ Key = tuple[str, bytes, tuple[str, ...]]
 
 class FirstDelegates:
     """The last first execution per (verb, braid configuration, plugin path); at most ``KEEP``
-    are remembered."""
+    are remembered. Kept by its caller (``braid.engine.memory.EngineMemory``)."""
 
     KEEP = 32
 
@@ -72,6 +75,3 @@ class FirstDelegates:
         if len(self._seen) >= self.KEEP:
             self._seen.clear()
         self._seen[key] = (path, template, agreed)
-
-
-FIRST_DELEGATES = FirstDelegates()

@@ -14,6 +14,7 @@ from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.detach import detach
 from braid.engine.logfile import log_file_handler
 from braid.engine.maintenance import check, gc, status
+from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
 from braid.engine.spares import SpareFiles, SparePools
 from braid.errors import INTERNAL, CniError
@@ -99,6 +100,7 @@ def _run_with_own_store(
     answer: EarlyAnswer | None,
     spares: SpareFiles | None,
     root: HostRoot | None,
+    memory: EngineMemory | None,
 ) -> bytes:
     """The Kubernetes store when braid's configuration or environment asks for it (imported
     only then), else the file store (kept in ``file_stores`` across calls when given)."""
@@ -111,11 +113,20 @@ def _run_with_own_store(
             if file_stores is None
             else file_stores.get(config.nad_dir, config.pod_dir).pinned()
         )
-        ctx = EngineContext(config=config, store=store, executor=executor, spares=spares, root=root)
+        ctx = EngineContext(
+            config=config,
+            store=store,
+            executor=executor,
+            spares=spares,
+            root=root,
+            memory=memory,
+        )
         return _dispatch(ctx, request, runtime_config, answer)
     kube = open_thin(config, env)
     try:
-        return _run_in_session(config, request, executor, kube, answer, spares=spares, root=root)
+        return _run_in_session(
+            config, request, executor, kube, answer, spares=spares, root=root, memory=memory
+        )
     finally:
         kube.close()
 
@@ -129,6 +140,7 @@ def _run_in_session(
     *,
     spares: SpareFiles | None,
     root: HostRoot | None,
+    memory: EngineMemory | None,
 ) -> bytes:
     ctx = EngineContext(
         config=config,
@@ -137,6 +149,7 @@ def _run_in_session(
         publisher=session.publisher,
         spares=spares,
         root=root,
+        memory=memory,
     )
     try:
         return _dispatch(ctx, request, dict(config.runtime_config), answer)
@@ -158,6 +171,7 @@ def run_cni(
     spares: SparePools | None = None,
     policy: Callable[[BraidConfig], BraidConfig] | None = None,
     root: HostRoot | None = None,
+    memory: EngineMemory | None = None,
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
@@ -169,10 +183,12 @@ def run_cni(
     record's last (not durable) write, and a successful DEL's empty output before the record
     is removed; what follows runs under the same locks. The daemon sends it to the shim at
     once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
-    the durable plan cheaper. ``policy``: makes the call's configuration from the one on stdin
-    (the daemon's: the operator's configuration over it, ``braid.nad.policy``); ``root``: the
-    node's root filesystem when braid sees it elsewhere (``EngineContext.root``). The return
-    value is the same output."""
+    the durable plan cheaper. ``memory``: what the engine keeps from one call to the next
+    (``braid.engine.memory``), made and kept by the caller; without it the one ``spares``
+    carries (``SparePools.memory``), and without either nothing is kept. ``policy``: makes the
+    call's configuration from the one on stdin (the daemon's: the operator's configuration
+    over it, ``braid.nad.policy``); ``root``: the node's root filesystem when braid sees it
+    elsewhere (``EngineContext.root``). The return value is the same output."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -190,20 +206,35 @@ def run_cni(
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
         pool = None if spares is None else spares.get(config.cni_dir)
+        if memory is None and spares is not None:
+            memory = spares.memory
         if store is not None:
             ctx = EngineContext(
-                config=config, store=store, executor=executor, spares=pool, root=root
+                config=config,
+                store=store,
+                executor=executor,
+                spares=pool,
+                root=root,
+                memory=memory,
             )
             return _dispatch(ctx, request, dict(config.runtime_config), answer), 0
         session = cluster(config) if cluster is not None else None
         if session is not None:
             out = _run_in_session(
-                config, request, executor, session, answer, spares=pool, root=root
+                config, request, executor, session, answer, spares=pool, root=root, memory=memory
             )
             return out, 0
         return (
             _run_with_own_store(
-                config, env, request, executor, file_stores, answer=answer, spares=pool, root=root
+                config,
+                env,
+                request,
+                executor,
+                file_stores,
+                answer=answer,
+                spares=pool,
+                root=root,
+                memory=memory,
             ),
             0,
         )

@@ -82,6 +82,7 @@ def _fallback_record(
     own plan could not be resolved (None when it was)."""
     pod = pod_of(request)
     store = ctx.store or NoStore()
+    lookups = ctx.memory.conf_dir if ctx.memory is not None else None
     try:
         annotations = pod_annotations(capability_args, ctx.store, pod.namespace, pod.name, pod.uid)
         plan = resolve_plan(
@@ -91,6 +92,7 @@ def _fallback_record(
             annotations=annotations,
             ifname=request.ifname,
             capability_args=capability_args,
+            lookups=lookups,
         )
     except CniError as exc:
         log.warning(
@@ -105,6 +107,7 @@ def _fallback_record(
             annotations={},
             ifname=request.ifname,
             capability_args=capability_args,
+            lookups=lookups,
         )
         return new_record(ctx, request, plan, capability_args), exc
     return new_record(ctx, request, plan, capability_args), None

@@ -19,7 +19,13 @@ from braid.nad.annotations import DEFAULT_NETWORK_ANNOTATION, Selection, parse_d
 from braid.nad.config import BraidConfig
 from braid.nad.isolation import check_isolation
 from braid.nad.manifests import NetworkAttachmentDefinition
-from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confdir, load_path
+from braid.nad.netconf import (
+    ConfDirLookups,
+    DelegateConfig,
+    delegate_from_bytes,
+    find_in_confdir,
+    load_path,
+)
 from braid.nad.pins import check_pins
 from braid.nad.store import Store
 from braid.nad.syntax import is_dns1123_subdomain
@@ -42,11 +48,16 @@ class Network(msgspec.Struct, frozen=True):
 
 
 def delegate_from_nad(
-    nad: NetworkAttachmentDefinition, conf_dir: str, *, max_bytes: int | None = None
+    nad: NetworkAttachmentDefinition,
+    conf_dir: str,
+    *,
+    max_bytes: int | None = None,
+    lookups: ConfDirLookups | None = None,
 ) -> DelegateConfig:
     """Spec 3.4.1: ``spec.config``, else a conflist then a conf in ``conf_dir`` whose name is
     the NAD's, else failure. A config without ``name`` gets the NAD's name (3.4.2). A
-    ``spec.config`` over ``max_bytes`` (``maxNadBytes``) is refused before it is parsed."""
+    ``spec.config`` over ``max_bytes`` (``maxNadBytes``) is refused before it is parsed.
+    ``lookups``: the caller's kept ``conf_dir`` lookups (``find_in_confdir``)."""
     where = f"NetworkAttachmentDefinition {nad.namespace}/{nad.name}"
     if nad.config is not None:
         data = nad.config.encode("utf-8", "surrogatepass")
@@ -58,7 +69,7 @@ def delegate_from_nad(
             )
         source = f"{where} ({nad.source})" if nad.source else where
         return delegate_from_bytes(data, source=source, default_name=nad.name)
-    found = find_in_confdir(conf_dir, nad.name)
+    found = find_in_confdir(conf_dir, nad.name, lookups=lookups)
     if found is None:
         raise CniError(
             INVALID_CONFIG,
@@ -69,16 +80,20 @@ def delegate_from_nad(
 
 
 def resolve_reference(
-    ref: str, config: BraidConfig, store: Store
+    ref: str, config: BraidConfig, store: Store, *, lookups: ConfDirLookups | None = None
 ) -> tuple[DelegateConfig, NetworkAttachmentDefinition | None]:
     """A ``clusterNetwork``/``defaultNetworks`` value: a NAD of that name in
     ``multusNamespace``, then a configuration of that name in ``confDir``, then (when it
-    contains '/') a directory's first ``.conf``/``.conflist`` or a file."""
+    contains '/') a directory's first ``.conf``/``.conflist`` or a file. ``lookups``: the
+    caller's kept ``confDir`` lookups (``find_in_confdir``)."""
     if is_dns1123_subdomain(ref):
         nad = store.get_nad(config.multus_namespace, ref)
         if nad is not None:
-            return delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes), nad
-    found = find_in_confdir(config.conf_dir, ref)
+            delegate = delegate_from_nad(
+                nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+            )
+            return delegate, nad
+    found = find_in_confdir(config.conf_dir, ref, lookups=lookups)
     if found is None and "/" in ref:
         found = load_path(ref)
     if found is None:
@@ -107,7 +122,13 @@ def _check_requests(selection: Selection, config: BraidConfig) -> None:
     )
 
 
-def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str) -> Network:
+def _override(
+    value: str,
+    config: BraidConfig,
+    store: Store,
+    pod_namespace: str,
+    lookups: ConfDirLookups | None,
+) -> Network:
     """The pod's default-network override: a NAD in ``multusNamespace`` unless it names a
     namespace, within namespace isolation like any selection (``braid.nad.isolation``)."""
     selection = parse_default_network(
@@ -123,7 +144,9 @@ def _override(value: str, config: BraidConfig, store: Store, pod_namespace: str)
             f"annotation {DEFAULT_NETWORK_ANNOTATION}: NetworkAttachmentDefinition "
             f"{selection.namespace}/{selection.name} not found",
         )
-    delegate = delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes)
+    delegate = delegate_from_nad(
+        nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+    )
     label = f"the default network {delegate.name!r} ({DEFAULT_NETWORK_ANNOTATION})"
     check_pins(selection, nad, delegate, label)
     return Network(
@@ -143,9 +166,9 @@ def _inline(config: BraidConfig, index: int) -> Network:
     return Network(delegate=delegate, status_name=delegate.name, label=label)
 
 
-def _cluster(config: BraidConfig, store: Store) -> Network:
+def _cluster(config: BraidConfig, store: Store, lookups: ConfDirLookups | None) -> Network:
     if config.cluster_network:
-        delegate, nad = resolve_reference(config.cluster_network, config, store)
+        delegate, nad = resolve_reference(config.cluster_network, config, store, lookups=lookups)
         return Network(
             delegate=delegate,
             status_name=delegate.name,
@@ -159,8 +182,8 @@ def _cluster(config: BraidConfig, store: Store) -> Network:
     )
 
 
-def _extra(ref: str, config: BraidConfig, store: Store) -> Network:
-    delegate, nad = resolve_reference(ref, config, store)
+def _extra(ref: str, config: BraidConfig, store: Store, lookups: ConfDirLookups | None) -> Network:
+    delegate, nad = resolve_reference(ref, config, store, lookups=lookups)
     status = f"{nad.namespace}/{nad.name}" if nad is not None else delegate.name
     return Network(
         delegate=delegate,
@@ -171,19 +194,26 @@ def _extra(ref: str, config: BraidConfig, store: Store) -> Network:
 
 
 def default_networks(
-    config: BraidConfig, store: Store, pod_namespace: str, annotations: Mapping[str, str]
+    config: BraidConfig,
+    store: Store,
+    pod_namespace: str,
+    annotations: Mapping[str, str],
+    *,
+    lookups: ConfDirLookups | None = None,
 ) -> list[Network]:
     """The default network first, then ``defaultNetworks`` (not for pods in
-    ``systemNamespaces``), or with inline ``delegates`` the ones after the first."""
+    ``systemNamespaces``), or with inline ``delegates`` the ones after the first.
+    ``lookups``: the caller's kept ``confDir`` lookups (``find_in_confdir``)."""
     override = annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
     if override.strip():
-        first = _override(override, config, store, pod_namespace)
+        first = _override(override, config, store, pod_namespace, lookups)
     else:
-        first = _cluster(config, store)
+        first = _cluster(config, store, lookups)
     if config.cluster_network:
         if pod_namespace in config.system_namespaces:
             return [first]
-        return [first, *(_extra(ref, config, store) for ref in config.default_networks)]
+        extra = [_extra(ref, config, store, lookups) for ref in config.default_networks]
+        return [first, *extra]
     return [first, *(_inline(config, i) for i in range(1, len(config.delegates)))]
 
 

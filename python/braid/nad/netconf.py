@@ -128,10 +128,7 @@ def _files(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
 # A file whose mtime is this close to the moment it was read may still change within the same
 # timestamp tick: a lookup that read it is not kept.
 RACY_SECONDS = 2.0
-_KEPT_LOOKUPS = 64
 _FileStamp = tuple[str, int, int, int, int]
-_lookups: dict[tuple[str, str], tuple[tuple[_FileStamp, ...], DelegateConfig | None]] = {}
-_lookups_lock = threading.Lock()
 
 
 def _stamps(directory: str, suffixes: tuple[str, ...]) -> list[_FileStamp]:
@@ -154,32 +151,53 @@ def _stamps(directory: str, suffixes: tuple[str, ...]) -> list[_FileStamp]:
     return found
 
 
-def find_in_confdir(conf_dir: str | Path, name: str) -> DelegateConfig | None:
+class ConfDirLookups:
+    """``find_in_confdir``'s answers kept by a caller that looks up the same names again (the
+    daemon resolves the cluster network this way on every ADD): per (directory, name), given
+    again while every file the answer could depend on (the directory's configuration files and
+    ``<name>/*.conf``) has the same name, inode, size and mtime, so a lookup costs one
+    directory scan and a ``stat`` per file instead of reading and parsing each file. At most
+    ``KEEP`` answers are kept; thread-safe."""
+
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str], tuple[tuple[_FileStamp, ...], DelegateConfig | None]]
+        self._kept = {}
+        self._lock = threading.Lock()
+
+    def find(self, conf_dir: str | Path, name: str) -> DelegateConfig | None:
+        """``find_in_confdir(conf_dir, name)``, from what is kept when nothing changed."""
+        folder = os.fspath(conf_dir)
+        files = _stamps(folder, (*LIST_SUFFIXES, *CONF_SUFFIXES))
+        if is_plain_name(name):
+            files += _stamps(os.path.join(folder, name), (".conf",))  # noqa: PTH118
+        stamp = tuple(files)
+        key = (folder, name)
+        held = self._kept.get(key)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        read_at = time.time_ns()
+        found = _find_in_confdir(Path(conf_dir), name)
+        if max((entry[4] for entry in stamp), default=0) < read_at - int(RACY_SECONDS * 1e9):
+            with self._lock:
+                if len(self._kept) >= self.KEEP:
+                    self._kept.clear()
+                self._kept[key] = (stamp, found)
+        return found
+
+
+def find_in_confdir(
+    conf_dir: str | Path, name: str, *, lookups: ConfDirLookups | None = None
+) -> DelegateConfig | None:
     """The configuration whose ``name`` is ``name``: ``.conflist`` files first (with their
     ``<confDir>/<name>/*.conf`` plugins appended, as libcni does), then ``.conf`` and ``.json``
     verbatim, each group in lexical order; a malformed file on the way is an error naming it.
-
-    The answer is kept per (directory, name) and given again while every file it could depend
-    on (the directory's configuration files and ``<name>/*.conf``) has the same name, inode,
-    size and mtime: the daemon resolves the cluster network this way on every ADD, one
-    directory scan and a ``stat`` per file instead of reading and parsing each file."""
-    folder = os.fspath(conf_dir)
-    files = _stamps(folder, (*LIST_SUFFIXES, *CONF_SUFFIXES))
-    if is_plain_name(name):
-        files += _stamps(os.path.join(folder, name), (".conf",))  # noqa: PTH118
-    stamp = tuple(files)
-    key = (folder, name)
-    held = _lookups.get(key)
-    if held is not None and held[0] == stamp:
-        return held[1]
-    read_at = time.time_ns()
-    found = _find_in_confdir(Path(conf_dir), name)
-    if max((entry[4] for entry in stamp), default=0) < read_at - int(RACY_SECONDS * 1e9):
-        with _lookups_lock:
-            if len(_lookups) >= _KEPT_LOOKUPS:
-                _lookups.clear()
-            _lookups[key] = (stamp, found)
-    return found
+    ``lookups``: the caller's kept answers (``ConfDirLookups``); without them the files are
+    read afresh."""
+    if lookups is not None:
+        return lookups.find(conf_dir, name)
+    return _find_in_confdir(Path(conf_dir), name)
 
 
 def _find_in_confdir(directory: Path, name: str) -> DelegateConfig | None:

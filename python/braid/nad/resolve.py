@@ -23,6 +23,7 @@ from braid.nad.default_network import (
     delegate_from_nad,
 )
 from braid.nad.isolation import check_isolation
+from braid.nad.netconf import ConfDirLookups
 from braid.nad.pins import check_pins
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.store import FileStore, Store
@@ -68,7 +69,9 @@ class _PlanSize:
         return network
 
 
-def _selected(selection: Selection, config: BraidConfig, store: Store) -> Network:
+def _selected(
+    selection: Selection, config: BraidConfig, store: Store, lookups: ConfDirLookups | None
+) -> Network:
     label = f"{NETWORKS_ANNOTATION} {selection.label()}"
     nad = store.get_nad(selection.namespace, selection.name)
     if nad is None:
@@ -77,7 +80,9 @@ def _selected(selection: Selection, config: BraidConfig, store: Store) -> Networ
             f"{label}: NetworkAttachmentDefinition {selection.namespace}/{selection.name} "
             "not found",
         )
-    delegate = delegate_from_nad(nad, config.conf_dir, max_bytes=config.max_nad_bytes)
+    delegate = delegate_from_nad(
+        nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+    )
     check_pins(selection, nad, delegate, label)
     return Network(
         delegate=delegate,
@@ -178,8 +183,11 @@ def resolve_plan(
     annotations: Mapping[str, str],
     ifname: str = DEFAULT_IFNAME,
     capability_args: Mapping[str, Any] | None = None,
+    lookups: ConfDirLookups | None = None,
 ) -> AttachmentPlan:
-    """The attachment plan of a pod; every problem is a CniError naming what is wrong where."""
+    """The attachment plan of a pod; every problem is a CniError naming what is wrong where.
+    ``lookups``: the caller's kept ``confDir`` lookups (``find_in_confdir``); without them
+    ``confDir`` is read afresh."""
     if isinstance(store, FileStore):
         store = store.limited(config.max_nad_file_bytes)
     selections = parse_selections(
@@ -189,11 +197,12 @@ def resolve_plan(
         max_bytes=config.max_annotation_bytes,
     )
     plan = _PlanSize(config.max_plan_bytes)
-    networks = [plan.add(n) for n in default_networks(config, store, pod.namespace, annotations)]
+    firsts = default_networks(config, store, pod.namespace, annotations, lookups=lookups)
+    networks = [plan.add(n) for n in firsts]
     for selection in selections:
         what = f"{NETWORKS_ANNOTATION} {selection.label()}"
         check_isolation(config, pod.namespace, selection.namespace, selection.name, what)
-    networks += [plan.add(_selected(selection, config, store)) for selection in selections]
+    networks += [plan.add(_selected(s, config, store, lookups)) for s in selections]
     chain = auxiliary_chain(config)
     if chain is not None:
         networks.append(plan.add(chain))

@@ -1,6 +1,8 @@
-"""`find_in_confdir` keeps what it found while every file it could depend on is unchanged (the
-daemon resolves the cluster network from confDir on every ADD); any change is seen at once,
-and a file written too recently to trust its timestamp is never kept."""
+"""`find_in_confdir` with a caller's `ConfDirLookups` keeps what it found while every file it
+could depend on is unchanged (the daemon resolves the cluster network from confDir on every
+ADD); any change is seen at once, and a file written too recently to trust its timestamp is
+never kept. What is kept belongs to the caller's object: without one nothing is kept, and two
+callers in one process never see each other's answers."""
 
 from __future__ import annotations
 
@@ -12,8 +14,15 @@ from pathlib import Path
 import pytest
 
 from braid.errors import CniError
-from braid.nad import find_in_confdir
 from braid.nad import netconf as netconf_module
+from braid.nad.netconf import ConfDirLookups, DelegateConfig
+
+LOOKUPS = ConfDirLookups()
+
+
+def find_in_confdir(directory: Path, name: str) -> DelegateConfig | None:
+    """The lookup as the daemon makes it, through the lookups it keeps."""
+    return netconf_module.find_in_confdir(directory, name, lookups=LOOKUPS)
 
 
 def write(path: Path, doc: dict[str, object], *, age: float = 60.0) -> Path:
@@ -87,3 +96,37 @@ def test_a_broken_file_is_reported_every_time(tmp_path: Path) -> None:
     for _ in range(2):
         with pytest.raises(CniError, match=r"00-bad\.conflist"):
             find_in_confdir(tmp_path, "k")
+
+
+def test_without_lookups_every_call_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = count_reads(monkeypatch)
+    write(tmp_path / "10-k.conflist", conflist("k", "br0"))
+    for _ in range(3):
+        assert bridges(netconf_module.find_in_confdir(tmp_path, "k")) == ["br0"]
+    assert reads == ["k", "k", "k"], "nothing is kept for the whole process"
+
+
+def test_two_callers_keep_their_own_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = count_reads(monkeypatch)
+    write(tmp_path / "10-k.conflist", conflist("k", "br0"))
+    mine, yours = ConfDirLookups(), ConfDirLookups()
+    assert bridges(mine.find(tmp_path, "k")) == ["br0"]
+    assert bridges(mine.find(tmp_path, "k")) == ["br0"]
+    assert reads == ["k"]
+    assert bridges(yours.find(tmp_path, "k")) == ["br0"]
+    assert reads == ["k", "k"], "another caller's lookups read the files themselves"
+
+
+def test_at_most_keep_answers_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = count_reads(monkeypatch)
+    write(tmp_path / "10-k.conflist", conflist("k", "br0"))
+    lookups = ConfDirLookups()
+    for index in range(ConfDirLookups.KEEP + 1):
+        lookups.find(tmp_path, f"n{index}")
+    assert len(reads) == ConfDirLookups.KEEP + 1
+    lookups.find(tmp_path, f"n{ConfDirLookups.KEEP}")
+    assert len(reads) == ConfDirLookups.KEEP + 1, "the last answer is kept"
+    lookups.find(tmp_path, "n0")
+    assert len(reads) == ConfDirLookups.KEEP + 2, "a full set of answers is dropped, not grown"

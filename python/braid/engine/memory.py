@@ -1,0 +1,20 @@
+"""What the engine remembers from one call to the next, for a caller that makes many (the
+daemon): nothing is kept for the whole process, so two callers in one process never share it.
+"""
+
+from __future__ import annotations
+
+from braid.engine.early import FirstDelegates
+from braid.nad.netconf import ConfDirLookups
+
+
+class EngineMemory:
+    """Made and kept by a caller (``run_cni(memory=...)``; the daemon's spare pools carry
+    one): the first delegate of its recent ADDs (``FirstDelegates``, started early for the next)
+    and its ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
+    unchanged files). A call without one remembers nothing; braid-thin makes one call per
+    process, so it would have nothing to gain."""
+
+    def __init__(self) -> None:
+        self.first_delegates = FirstDelegates()
+        self.conf_dir = ConfDirLookups()

@@ -1,0 +1,97 @@
+"""What the engine keeps from one call to the next belongs to the caller (braid.engine.memory):
+an ``EngineMemory`` it hands to ``run_cni`` (or the one its ``SparePools`` carry, the daemon's).
+Without one a call keeps nothing, and two callers in one process never share what they keep."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from braid.engine import run_cni
+from braid.engine.memory import EngineMemory
+from braid.engine.request import CniRequest
+from braid.engine.spares import SparePools
+from braid.nad import netconf
+
+CLUSTER = "kcluster"  # the cluster network of the engine tier's fixture (conftest.py)
+
+
+@pytest.fixture
+def reads(dirs: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names looked up in confDir by reading its files (the cluster network's file made old
+    enough to be kept)."""
+    past = time.time() - 60
+    os.utime(dirs.root / "net.d" / f"{CLUSTER}.conflist", (past, past))
+    found: list[str] = []
+    real = netconf._find_in_confdir
+
+    def counting(directory: Path, name: str) -> netconf.DelegateConfig | None:
+        found.append(name)
+        return real(directory, name)
+
+    monkeypatch.setattr(netconf, "_find_in_confdir", counting)
+    return found
+
+
+def add(dirs: Any, container: str, **kwargs: Any) -> None:
+    env = dirs.env("ADD", container, CNI_NETNS="/proc/self/ns/net", CNI_IFNAME="brmem0")
+    out, code = run_cni(env, dirs.stdin(), **kwargs)
+    assert code == 0, out
+
+
+def test_a_call_without_memory_keeps_nothing(dirs: Any, reads: list[str]) -> None:
+    for container in ("c0", "c1", "c2"):
+        add(dirs, container)
+    assert reads == [CLUSTER] * 3
+
+
+def test_a_callers_memory_keeps_its_lookups_and_another_callers_is_its_own(
+    dirs: Any, reads: list[str]
+) -> None:
+    mine, yours = EngineMemory(), EngineMemory()
+    for container in ("c0", "c1", "c2"):
+        add(dirs, container, memory=mine)
+    assert reads == [CLUSTER]
+    add(dirs, "c3", memory=yours)
+    assert reads == [CLUSTER, CLUSTER], "another caller's memory knows nothing of the first's"
+
+
+def test_the_first_delegate_is_learnt_in_the_callers_memory_only(
+    dirs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learnt: dict[str, list[str]] = {"mine": [], "yours": []}
+    mine, yours = EngineMemory(), EngineMemory()
+    for who, memory in (("mine", mine), ("yours", yours)):
+
+        def learn(request: CniRequest, path: str, env: Mapping[str, str], who: str = who) -> None:
+            del path, env
+            learnt[who].append(request.container_id)
+
+        monkeypatch.setattr(memory.first_delegates, "learn", learn)
+    add(dirs, "c0", memory=mine)
+    add(dirs, "c1", memory=mine)
+    add(dirs, "c2")
+    assert learnt == {"mine": ["c0", "c1"], "yours": []}
+
+
+def test_the_daemons_spare_pools_carry_its_memory(dirs: Any, reads: list[str]) -> None:
+    pools = SparePools(keep=1)
+    try:
+        add(dirs, "c0", spares=pools)
+        add(dirs, "c1", spares=pools)
+        assert reads == [CLUSTER]
+        add(dirs, "c2", spares=pools, memory=EngineMemory())
+        assert reads == [CLUSTER, CLUSTER], "a memory given is the one used"
+    finally:
+        pools.close()
+    others = SparePools(keep=1)  # a later daemon's, over the same cniDir
+    try:
+        add(dirs, "c3", spares=others)
+        assert reads == [CLUSTER] * 3
+    finally:
+        others.close()
