@@ -26,6 +26,7 @@ _REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("install",), "braid.commands.install", "add_parser"),
     (("doctor",), "braid.commands.doctor", "add_parser"),
     (("bench",), "braid.commands.bench", "add_parser"),
+    (("migrate",), "braid.commands.migrate", "add_parser"),
 )
 
 
