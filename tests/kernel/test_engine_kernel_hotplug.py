@@ -60,7 +60,9 @@ def engine(
 
 
 def context(engine: EngineSetup) -> EngineContext:
-    config = load_braid_config(engine.braid_conf(None)).config
+    """The daemon's configuration file, which need not name the default network: hot-plug
+    takes the pod's from its record."""
+    config = load_braid_config(engine.braid_conf(None, clusterNetwork="")).config
     return EngineContext(
         config=config,
         store=FileStore(config.nad_dir, config.pod_dir),

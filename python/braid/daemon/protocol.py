@@ -36,7 +36,10 @@ class FrameError(Exception):
 
 
 class Request(msgspec.Struct, frozen=True):
-    """One request: ``kind`` ``cni`` (with ``env`` and ``stdin``) or ``health``."""
+    """One request: ``kind`` ``cni`` (with ``env`` and ``stdin``), ``health``, or ``hotplug``
+    (``braidctl attach``/``detach``: the pod ``env`` names with ``K8S_POD_NAMESPACE`` and
+    ``K8S_POD_NAME`` brought to its selection annotation; answered like ``cni``, with the
+    outcome's JSON as ``stdout``)."""
 
     protocol: int
     kind: str
@@ -125,7 +128,7 @@ def decode_request(body: bytes) -> Request:
         raise CniError(INVALID_ENVIRONMENT, "malformed request frame", str(exc)) from exc
     if request.protocol < 1:
         raise CniError(INVALID_ENVIRONMENT, f"unknown protocol version {request.protocol}")
-    if request.kind not in ("cni", "health"):
+    if request.kind not in ("cni", "health", "hotplug"):
         raise CniError(INVALID_ENVIRONMENT, f"unknown request kind {request.kind!r}")
     return request
 

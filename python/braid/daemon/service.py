@@ -44,12 +44,13 @@ from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
 from braid.engine.entry import run_cni
 from braid.engine.phases import observe_phases
 from braid.engine.spares import SparePools
-from braid.errors import INTERNAL, TRY_AGAIN_LATER, CniError
+from braid.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
 
 if TYPE_CHECKING:
     from braid.daemon.cluster import DaemonCluster, DaemonSession
+    from braid.daemon.hotplug import HotPlugger
 
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
@@ -243,6 +244,8 @@ class DaemonService:
         self.spares = SparePools(logger=log)
         self.engine = engine
         self.cluster = cluster
+        # Follows running pods' selection annotations (with the Kubernetes store).
+        self.hotplug: HotPlugger | None = None
         self.ready = False
         # The engine's own threads, one per slot: blocking work never starves the event loop's
         # default executor, and never waits for a thread once it holds a slot.
@@ -254,6 +257,8 @@ class DaemonService:
         if self.chores is not None:
             self.chores.stop()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.hotplug is not None:
+            self.hotplug.stop()
         self.spares.close()
         if self.cluster is not None:
             self.cluster.stop()
@@ -265,6 +270,7 @@ class DaemonService:
         ready and keeps trying: an ADD then needs the API server, which is away."""
         cluster = self.cluster
         if cluster is not None:
+            self._start_hotplug(cluster)
             cluster.start()
             loop = asyncio.get_running_loop()
             start = loop.time()
@@ -300,6 +306,41 @@ class DaemonService:
         self.chores = Chores(tasks)
         self.chores.start()
 
+    def _start_hotplug(self, cluster: DaemonCluster) -> None:
+        """Hot-plug follows the pod cache from its first listing (``braid.daemon.hotplug``)."""
+        from braid.daemon.hotplug import HotPlugger  # noqa: PLC0415 - with the cluster only
+
+        operator = self.operator
+        self.hotplug = HotPlugger(
+            cluster,
+            (lambda: operator.config) if operator is not None else BraidConfig,
+            executor=self.executor,
+            spares=self.spares,
+            metrics=self.metrics,
+            root=self.root,
+        )
+        self.hotplug.start()
+
+    def _hotplug(self, request: Request) -> CniResponse:
+        """A ``hotplug`` request (``braidctl attach``/``detach``), in a worker thread."""
+        if self.hotplug is None:
+            return error_response(
+                CniError(
+                    INVALID_CONFIG,
+                    "hot-plug needs the daemon's Kubernetes store (a kubeconfig, or the "
+                    "daemon running in the cluster)",
+                )
+            )
+        try:
+            return cni_response(
+                self.hotplug.request(
+                    request.env.get("K8S_POD_NAMESPACE", ""), request.env.get("K8S_POD_NAME", "")
+                ),
+                0,
+            )
+        except CniError as exc:
+            return error_response(exc)
+
     def _session(self, config: BraidConfig) -> DaemonSession | None:
         """The daemon's Kubernetes session for a request (called in its worker thread)."""
         return self.cluster.session_for(config) if self.cluster is not None else None
@@ -327,6 +368,8 @@ class DaemonService:
             return error_response(exc)
         if request.kind == "health":
             return health_response(ready=self.ready)
+        if request.kind == "hotplug":
+            return await asyncio.to_thread(self._hotplug, request)
         return await self._answer_cni(request, reply, reply_now, client)
 
     def _admit_now(self, body: bytes) -> tuple[dict[str, str], RequestTag, bytes, Ticket] | None:

@@ -67,7 +67,12 @@ class Outcome(msgspec.Struct, frozen=True):
 
 class NotRunning(Exception):
     """The pod has no finished ADD under this container (no record, an ADD or DEL under way,
-    its namespace gone): nothing to hot-plug."""
+    its namespace gone): nothing to hot-plug. ``under_way``: an ADD has begun and not
+    finished (whoever asked may look again)."""
+
+    def __init__(self, message: str, *, under_way: bool = False) -> None:
+        super().__init__(message)
+        self.under_way = under_way
 
 
 def find_container(records: RecordStore, pod: PodRef) -> str | None:
@@ -140,7 +145,8 @@ def _running(ctx: EngineContext, container_id: str, pod: PodRef) -> AttachmentRe
         raise NotRunning(f"container {container_id} has no attachment record")
     default = default_entry(record)
     if default is None or default.state != "added":
-        raise NotRunning(f"container {container_id}: its ADD has not finished")
+        under_way = default is not None and default.state in {"planned", "failed"}
+        raise NotRunning(f"container {container_id}: its ADD has not finished", under_way=under_way)
     if pod.uid and record.pod_uid and pod.uid != record.pod_uid:
         raise NotRunning(f"container {container_id} belongs to another pod of that name")
     if not record.netns or not Path(ctx.local(record.netns)).exists():

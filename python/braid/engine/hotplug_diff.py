@@ -77,6 +77,18 @@ def default_entry(record: AttachmentRecord) -> AttachmentEntry | None:
     return next((e for e in record.attachments if e.is_default), None)
 
 
+def _selections_only(config: BraidConfig, default: AttachmentEntry) -> BraidConfig:
+    """``config`` resolving the selections alone: the recorded default network inline, no
+    ``defaultNetworks``, no auxiliary chain (those stay as the ADD made them)."""
+    return msgspec.structs.replace(
+        config,
+        cluster_network="",
+        default_networks=[],
+        delegates=[msgspec.Raw(default.config.encode())],
+        auxiliary_cni_chain_name="",
+    )
+
+
 def diff(
     config: BraidConfig,
     store: Store,
@@ -89,16 +101,19 @@ def diff(
     (nothing has run then)."""
     pod = PodRef(namespace=record.pod_namespace, name=record.pod_name, uid=record.pod_uid)
     default = default_entry(record)
+    if default is None:
+        raise CniError(INVALID_CONFIG, f"container {record.container_id}: no default network")
+    value = annotations.get(NETWORKS_ANNOTATION, "")
     plan = resolve_plan(
-        config,
+        _selections_only(config, default),
         store,
         pod,
-        annotations=annotations,
-        ifname=default.ifname if default is not None else "eth0",
+        annotations={NETWORKS_ANNOTATION: value},
+        ifname=default.ifname,
         capability_args=record.capability_args,
     )
     selections = parse_selections(
-        annotations.get(NETWORKS_ANNOTATION, ""),
+        value,
         namespace=pod.namespace,
         max_entries=config.max_selections,
         max_bytes=config.max_annotation_bytes,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -65,6 +65,9 @@ class Reflector:
         self.synced = threading.Event()
         self.lists = 0
         self.watches = 0
+        # Told the key of each object a LIST or an event added, changed or removed, on the
+        # reflector's thread, after the cache holds the change (they must not block).
+        self.listeners: list[Callable[[Key], None]] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._response: urllib3.BaseHTTPResponse | None = None
@@ -113,10 +116,12 @@ class Reflector:
             if key is not None:
                 found[key] = self.trim(item)
         with self._lock:
+            changed = found.keys() | self.items.keys()
             self.items = found
             self.resource_version = _version(doc)
             self.lists += 1
         self.synced.set()
+        self._tell(changed)
 
     def _watch(self) -> None:
         query = {
@@ -170,3 +175,10 @@ class Reflector:
             version = _version(obj)
             if version:
                 self.resource_version = version
+        if key is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._tell((key,))
+
+    def _tell(self, keys: Iterable[Key]) -> None:
+        for listener in self.listeners:
+            for key in keys:
+                listener(key)

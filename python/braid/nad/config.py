@@ -16,6 +16,7 @@ from braid.nad.status import KEY_SETS
 
 BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
 LOG_LEVELS = frozenset({"debug", "verbose", "error", "panic"})
+HOT_PLUG_MODES = ("off", "annotated", "all")
 # Standard CNI keys braid does not use but that are no mistake in a plugin object.
 _STANDARD_KEYS = frozenset(
     {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
@@ -82,6 +83,11 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     max_nad_bytes: int = 64 * 1024
     max_plan_bytes: int = 1024 * 1024
     max_nad_file_bytes: int = 1024 * 1024
+    # Hot-plug (docs/hotplug.md), read from the daemon's own configuration file: "off",
+    # "annotated" (pods annotated braid-cni.io/hot-plug: "true") or "all"; in the namespaces
+    # listed (None: every namespace).
+    hot_plug: str = "off"
+    hot_plug_namespaces: list[str] | None = None
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
@@ -207,6 +213,8 @@ def _check_values(config: BraidConfig) -> None:
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
     if config.status_write_policy not in ("background", "fail"):
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
+    if config.hot_plug not in HOT_PLUG_MODES:
+        raise _fail("braid configuration: key `hotPlug` must be 'off', 'annotated' or 'all'")
     if config.network_status_keys not in KEY_SETS:
         raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
