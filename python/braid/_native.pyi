@@ -24,6 +24,7 @@ __all__ = [
     "build_cni_args",
     "cache_entry_path",
     "cached_result",
+    "del_stdins",
     "conf_to_list",
     "container_id_problem",
     "convert_result",
@@ -113,6 +114,15 @@ def supported_versions(
 ) -> list[str]: ...
 def cache_entry_path(*, cache_dir: str, network: str, container_id: str, ifname: str) -> str: ...
 def cached_result(*, data: bytes) -> tuple[bool, bytes | None]: ...
+def del_stdins(
+    *,
+    network_list: bytes,
+    plugins: int,
+    cni_version: str,
+    capability_args: bytes | None = None,
+    args_cni: bytes | None = None,
+    prev_result: bytes | None = None,
+) -> tuple[list[bytes], str | None]: ...
 def stripe_name(*, container_id: str) -> str: ...
 def version_at_least(*, version: str, minimum: str) -> bool: ...
 def container_id_problem(*, value: str) -> str | None: ...

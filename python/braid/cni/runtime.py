@@ -209,17 +209,15 @@ class Runtime:
             plan, req, prev = run
             env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
             try:
-                stdins = [
-                    (index, self._stdin(plan, index, "DEL", req, prev))
-                    for index in reversed(range(len(plan.paths)))
-                ]
+                stdins = _del_stdins(plan, req, prev)
             except CniError as exc:
                 errors.append(exc)
                 continue
             errors.append(None)
-            for index, stdin in stdins:
-                steps.append((plan.paths[index], env, stdin, position))
-                types.append(plan.types[index])
+            last = len(plan.paths) - 1
+            for order, stdin in enumerate(stdins):
+                steps.append((plan.paths[last - order], env, stdin, position))
+                types.append(plan.types[last - order])
         outcomes = execute_steps(self.invoker.executor, steps, timeout=self.timeout)
         for (_, _, _, position), plugin_type, (outcome, _) in zip(
             steps, types, outcomes, strict=True
@@ -391,6 +389,23 @@ class Runtime:
                 self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
             except CniError as exc:
                 errors.append(exc)
+
+
+def _del_stdins(plan: ListPlan, req: RuntimeRequest, prev: bytes | None) -> list[bytes]:
+    """The list's DEL stdins, last plugin first (``braid_delegate::teardown``, the shim's DEL
+    replay builds them the same way): a ``prevResult`` that cannot be given at the list's
+    version is left out rather than failing the DEL."""
+    stdins, dropped = _native.del_stdins(
+        network_list=plan.raw,
+        plugins=len(plan.paths),
+        cni_version=plan.version,
+        capability_args=req.capability_json(),
+        args_cni=req.args_cni_json(),
+        prev_result=prev,
+    )
+    if dropped is not None:
+        log.warning("container %s: DEL proceeds without its result: %s", req.container_id, dropped)
+    return stdins
 
 
 def _failure(outcome: ExecOutput | CniError, plugin_type: str) -> CniError | None:

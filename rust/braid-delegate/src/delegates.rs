@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use braid_exec::sequence::StepLimits;
 use braid_exec::{Failure, Limits, Output, RunFailure};
 
 use braid_cni::{codes, CniError};
@@ -86,19 +87,61 @@ impl Delegates {
         call: Call<'_>,
         stdin: &[u8],
     ) -> Result<Vec<u8>, CniError> {
+        let output = self.execute_with(path, plugin_type, &self.env(call), stdin)?;
+        judge_exit(output.code, &output.stdout, &output.stderr, plugin_type)
+            .map_err(|failure| failure.error)?;
+        Ok(output.stdout)
+    }
+
+    /// The whole environment of a plugin run for `call`: this process's, with the six CNI
+    /// variables over it (libcni's rule).
+    pub fn env(&self, call: Call<'_>) -> Vec<(String, String)> {
         let cni_path = self.dirs.join(":");
-        let env = [
+        full_env(&[
             ("CNI_COMMAND", call.command),
             ("CNI_CONTAINERID", call.container_id),
             ("CNI_NETNS", call.netns),
             ("CNI_ARGS", call.args),
             ("CNI_IFNAME", call.ifname),
             ("CNI_PATH", cni_path.as_str()),
-        ];
-        let output = self.execute(path, plugin_type, &env, stdin)?;
-        judge_exit(output.code, &output.stdout, &output.stderr, plugin_type)
-            .map_err(|failure| failure.error)?;
-        Ok(output.stdout)
+        ])
+    }
+
+    /// The bounds of each step of a sequence of these plugins.
+    pub fn step_limits(&self) -> StepLimits {
+        StepLimits {
+            timeout: Some(self.timeout),
+            exit_grace: EXIT_GRACE,
+            max_stdout: MAX_STDOUT_BYTES,
+        }
+    }
+
+    /// The error of a run that produced no output.
+    pub fn run_error(&self, path: &Path, plugin_type: &str, failure: &RunFailure) -> CniError {
+        match failure {
+            RunFailure::Run(Failure::TimedOut) => CniError::new(
+                codes::PLUGIN_TIMEOUT,
+                format!(
+                    "plugin {} did not finish within {} s; its process group was killed",
+                    path.display(),
+                    self.timeout.as_secs_f64()
+                ),
+            ),
+            RunFailure::Run(Failure::StdoutTooLarge) => CniError::new(
+                codes::PLUGIN_FAILURE,
+                format!(
+                    "plugin {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
+                    path.display()
+                ),
+            ),
+            RunFailure::Spawn(err) | RunFailure::Run(Failure::Io(err)) => CniError::new(
+                codes::PLUGIN_FAILURE,
+                format!(
+                    "cannot run plugin {plugin_type:?} ({}): {err}",
+                    path.display()
+                ),
+            ),
+        }
     }
 
     fn execute(
@@ -108,44 +151,40 @@ impl Delegates {
         env: &[(&str, &str)],
         stdin: &[u8],
     ) -> Result<Output, CniError> {
-        // This process's environment with the call's variables over it (libcni's rule).
-        let mut full: Vec<(String, String)> = std::env::vars()
-            .filter(|(name, _)| !env.iter().any(|(set, _)| set == name))
-            .collect();
-        full.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        self.execute_with(path, plugin_type, &full_env(env), stdin)
+    }
+
+    fn execute_with(
+        &self,
+        path: &Path,
+        plugin_type: &str,
+        env: &[(String, String)],
+        stdin: &[u8],
+    ) -> Result<Output, CniError> {
         let limits = Limits {
             deadline: Some(Instant::now() + self.timeout),
             exit_grace: EXIT_GRACE,
             max_stdout: MAX_STDOUT_BYTES,
         };
-        let output =
-            braid_exec::run(path, &full, stdin, limits).map_err(|failure| match failure {
-                RunFailure::Run(Failure::TimedOut) => CniError::new(
-                    codes::PLUGIN_TIMEOUT,
-                    format!(
-                        "plugin {} did not finish within {} s; its process group was killed",
-                        path.display(),
-                        self.timeout.as_secs_f64()
-                    ),
-                ),
-                RunFailure::Run(Failure::StdoutTooLarge) => CniError::new(
-                    codes::PLUGIN_FAILURE,
-                    format!(
-                        "plugin {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
-                        path.display()
-                    ),
-                ),
-                RunFailure::Spawn(err) | RunFailure::Run(Failure::Io(err)) => CniError::new(
-                    codes::PLUGIN_FAILURE,
-                    format!(
-                        "cannot run plugin {plugin_type:?} ({}): {err}",
-                        path.display()
-                    ),
-                ),
-            })?;
-        if !output.stderr.is_empty() {
-            eprint!("{}", String::from_utf8_lossy(&output.stderr));
-        }
+        let output = braid_exec::run(path, env, stdin, limits)
+            .map_err(|failure| self.run_error(path, plugin_type, &failure))?;
+        copy_stderr(&output.stderr);
         Ok(output)
+    }
+}
+
+/// This process's environment with `set` over it.
+fn full_env(set: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut full: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| !set.iter().any(|(key, _)| key == name))
+        .collect();
+    full.extend(set.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    full
+}
+
+/// A plugin's stderr copied to ours (never to stdout).
+pub fn copy_stderr(stderr: &[u8]) {
+    if !stderr.is_empty() {
+        eprint!("{}", String::from_utf8_lossy(stderr));
     }
 }

@@ -1,8 +1,11 @@
-//! The DEL of one attachment of a record (`docs/attachment-record.md`): its network list's
-//! plugins in reverse order, stopping at the first failure (libcni's `DelNetworkList`), each
-//! given the list's configuration at the version negotiated with its plugins, the
-//! attachment's interface, `CNI_ARGS`, capability arguments and `prevResult` (the result cache
-//! entry, else the result the record keeps). The cache entry goes once every plugin succeeded.
+//! The DEL of a record's attachments (`docs/attachment-record.md`) and of network lists in
+//! general: each list's plugins in reverse order, stopping at the list's first failure
+//! (libcni's `DelNetworkList`), the next list running all the same. Each plugin is given the
+//! list's configuration at the version negotiated with its plugins, the attachment's
+//! interface, `CNI_ARGS`, capability arguments and `prevResult`; a `prevResult` that cannot be
+//! given at that version is left out rather than failing the DEL ([`del_stdins`], which the
+//! runtime `braid.cni` uses too). The plugins of every list run as one `braid-exec` sequence,
+//! each started while the one before it runs.
 
 use std::path::{Path, PathBuf};
 
@@ -12,10 +15,70 @@ use braid_cni::record::Entry;
 use braid_cni::version::negotiate;
 use braid_cni::wire::CniEnv;
 use braid_cni::{codes, CniError};
+use braid_exec::sequence::{run_sequence, Step, StepResult};
+use braid_exec::{RunFailure, Within};
 use serde_json::Value;
 
 use crate::cache;
-use crate::delegates::{Call, Delegates};
+use crate::delegates::{copy_stderr, Call, Delegates};
+use crate::judge::judge_exit;
+
+/// What one network list's DEL stdins are built from.
+#[derive(Debug, Clone, Copy)]
+pub struct DelInputs<'a> {
+    /// The network list (a conflist).
+    pub network_list: &'a [u8],
+    /// How many plugins it has.
+    pub plugins: usize,
+    /// The version it runs at.
+    pub cni_version: &'a str,
+    /// `runtimeConfig`'s source, as JSON.
+    pub capability_args: Option<&'a [u8]>,
+    /// `args.cni`, as JSON.
+    pub args_cni: Option<&'a [u8]>,
+    /// The attachment's result.
+    pub prev_result: Option<&'a [u8]>,
+}
+
+/// A list's DEL stdins in the order they run (its last plugin first), and why the
+/// `prevResult` was left out, if it was.
+#[derive(Debug)]
+pub struct DelStdins {
+    pub stdins: Vec<Vec<u8>>,
+    pub dropped: Option<CniError>,
+}
+
+/// Every plugin's DEL stdin, last plugin first. A `prevResult` that cannot be given (it does
+/// not convert to the list's version) is left out of all of them.
+pub fn del_stdins(inputs: &DelInputs<'_>) -> Result<DelStdins, CniError> {
+    let build = |prev_result| {
+        (0..inputs.plugins)
+            .rev()
+            .map(|index| {
+                plugin_stdin(&StdinRequest {
+                    network_list: inputs.network_list,
+                    index,
+                    command: "DEL",
+                    cni_version: inputs.cni_version,
+                    capability_args: inputs.capability_args,
+                    prev_result,
+                    valid_attachments: None,
+                    args_cni: inputs.args_cni,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    match build(inputs.prev_result) {
+        Err(err) if inputs.prev_result.is_some() => Ok(DelStdins {
+            stdins: build(None)?,
+            dropped: Some(err),
+        }),
+        other => other.map(|stdins| DelStdins {
+            stdins,
+            dropped: None,
+        }),
+    }
+}
 
 /// Tears down attachments of one container, sharing each binary's VERSION answer.
 #[derive(Debug)]
@@ -28,60 +91,109 @@ pub struct Teardown<'a> {
     pub delegates: Delegates,
 }
 
-/// A network list ready to run: each plugin's type and path, the negotiated version.
-struct ListPlan {
-    list: Vec<u8>,
+/// An attachment ready to run: its plugins, their stdins (in running order), its environment.
+struct Prepared {
     types: Vec<String>,
     paths: Vec<PathBuf>,
-    version: String,
+    stdins: Vec<Vec<u8>>,
+    env: Vec<(String, String)>,
+    cache_path: Option<PathBuf>,
+}
+
+fn labelled(entry: &Entry, err: &CniError) -> CniError {
+    CniError::new(err.code, format!("{}: DEL failed", entry.display_name()))
+        .with_details(err.to_string())
 }
 
 impl Teardown<'_> {
-    /// DELs one attachment; its cache entry goes once every plugin succeeded. An error names
-    /// the attachment.
-    pub fn attachment(&mut self, entry: &Entry) -> Result<(), CniError> {
-        let labelled = |err: CniError| {
-            CniError::new(err.code, format!("{}: DEL failed", entry.display_name()))
-                .with_details(err.to_string())
-        };
-        let plan = self.plan(entry).map_err(labelled)?;
-        let cache_path = cache::entry_path(
-            self.cache_dir,
-            &entry.network_name,
-            &self.env.container_id,
-            &entry.ifname,
-        )
-        .ok();
-        let prev = cache_path
-            .as_deref()
-            .and_then(cache::read_result)
-            .or_else(|| entry.result.clone());
-        let call = Call {
-            command: "DEL",
-            container_id: &self.env.container_id,
-            netns: &self.env.netns,
-            ifname: &entry.ifname,
-            args: &self.env.args,
-        };
-        for index in (0..plan.types.len()).rev() {
-            let stdin = stdin_for(&plan, index, entry, prev.as_deref()).map_err(labelled)?;
-            self.delegates
-                .run(&plan.paths[index], &plan.types[index], call, &stdin)
-                .map_err(labelled)?;
+    /// DELs `entries` in the order given: every one is prepared first (plugins found, VERSION
+    /// asked once per binary, stdins built), then all their plugins run as one sequence. Each
+    /// entry's outcome, in the same order; an entry's cache entry goes once every one of its
+    /// plugins succeeded. An error names its attachment.
+    pub fn attachments(&mut self, entries: &[&Entry]) -> Vec<Result<(), CniError>> {
+        let prepared: Vec<Result<Prepared, CniError>> = entries
+            .iter()
+            .map(|entry| self.prepare(entry).map_err(|err| labelled(entry, &err)))
+            .collect();
+        let mut steps = Vec::new();
+        let mut plugins = Vec::new(); // (entry, plugin index) of each step
+        for (group, ready) in prepared.iter().enumerate() {
+            let Ok(ready) = ready else { continue };
+            let last = ready.paths.len().saturating_sub(1);
+            for (order, stdin) in ready.stdins.iter().enumerate() {
+                let index = last - order;
+                steps.push(Step {
+                    path: &ready.paths[index],
+                    env: &ready.env,
+                    stdin,
+                    group,
+                });
+                plugins.push((group, index));
+            }
         }
-        if let Some(path) = cache_path {
-            cache::remove(&path).map_err(|err| {
-                labelled(CniError::new(
-                    codes::IO_FAILURE,
-                    format!("cannot remove cached result {}: {err}", path.display()),
-                ))
-            })?;
+        let results = run_sequence(&steps, self.delegates.step_limits(), Within::HERE);
+        let mut outcomes: Vec<Result<(), CniError>> = prepared
+            .iter()
+            .map(|ready| ready.as_ref().map(|_| ()).map_err(Clone::clone))
+            .collect();
+        for ((group, index), result) in plugins.into_iter().zip(results) {
+            let Ok(ready) = &prepared[group] else {
+                continue;
+            };
+            if let Some(err) = self.step_error(&ready.paths[index], &ready.types[index], result) {
+                if outcomes[group].is_ok() {
+                    outcomes[group] = Err(labelled(entries[group], &err));
+                }
+            }
         }
-        Ok(())
+        for ((outcome, ready), entry) in outcomes.iter_mut().zip(&prepared).zip(entries) {
+            if let (
+                Ok(()),
+                Ok(Prepared {
+                    cache_path: Some(path),
+                    ..
+                }),
+            ) = (&outcome, ready)
+            {
+                if let Err(err) = cache::remove(path) {
+                    *outcome = Err(labelled(
+                        entry,
+                        &CniError::new(
+                            codes::IO_FAILURE,
+                            format!("cannot remove cached result {}: {err}", path.display()),
+                        ),
+                    ));
+                }
+            }
+        }
+        outcomes
     }
 
-    /// Finds every plugin and negotiates the version (VERSION asked once per binary).
-    fn plan(&mut self, entry: &Entry) -> Result<ListPlan, CniError> {
+    /// A step's error, if it failed (its stderr copied to ours).
+    fn step_error(&self, path: &Path, plugin_type: &str, result: StepResult) -> Option<CniError> {
+        match result {
+            StepResult::Exited { output, .. } => {
+                copy_stderr(&output.stderr);
+                judge_exit(output.code, &output.stdout, &output.stderr, plugin_type)
+                    .err()
+                    .map(|failure| failure.error)
+            }
+            StepResult::Failed { failure, .. } => Some(self.delegates.run_error(
+                path,
+                plugin_type,
+                &RunFailure::Run(failure),
+            )),
+            StepResult::NotStarted(err) => Some(self.delegates.run_error(
+                path,
+                plugin_type,
+                &RunFailure::Spawn(err),
+            )),
+            StepResult::Skipped => None,
+        }
+    }
+
+    /// Finds every plugin, negotiates the version, builds every stdin.
+    fn prepare(&mut self, entry: &Entry) -> Result<Prepared, CniError> {
         let list = entry.network_list()?;
         let summary: Value = serde_json::from_slice(&summarize(&list)?)
             .map_err(|err| CniError::decode(format!("network list summary: {err}")))?;
@@ -110,41 +222,97 @@ impl Teardown<'_> {
             &strings(&summary["cniVersions"]),
             &supported,
         )?;
-        Ok(ListPlan {
-            list,
-            types,
-            paths,
-            version,
-        })
-    }
-}
-
-/// One plugin's DEL stdin; a cached result that cannot be used is dropped (as `braid.cni`
-/// does on DEL) rather than failing the teardown.
-fn stdin_for(
-    plan: &ListPlan,
-    index: usize,
-    entry: &Entry,
-    prev: Option<&[u8]>,
-) -> Result<Vec<u8>, CniError> {
-    let request = |prev_result| StdinRequest {
-        network_list: &plan.list,
-        index,
-        command: "DEL",
-        cni_version: &plan.version,
-        capability_args: entry.capability_args.as_deref(),
-        prev_result,
-        valid_attachments: None,
-        args_cni: entry.args_cni.as_deref(),
-    };
-    match plugin_stdin(&request(prev)) {
-        Err(err) if prev.is_some() => {
+        let cache_path = cache::entry_path(
+            self.cache_dir,
+            &entry.network_name,
+            &self.env.container_id,
+            &entry.ifname,
+        )
+        .ok();
+        let prev = cache_path
+            .as_deref()
+            .and_then(cache::read_result)
+            .or_else(|| entry.result.clone());
+        let built = del_stdins(&DelInputs {
+            network_list: &list,
+            plugins: types.len(),
+            cni_version: &version,
+            capability_args: entry.capability_args.as_deref(),
+            args_cni: entry.args_cni.as_deref(),
+            prev_result: prev.as_deref(),
+        })?;
+        if let Some(err) = built.dropped {
             eprintln!(
                 "braid: DEL of {} proceeds without the unusable cached result: {err}",
                 entry.display_name()
             );
-            plugin_stdin(&request(None))
         }
-        other => other,
+        let env = self.delegates.env(Call {
+            command: "DEL",
+            container_id: &self.env.container_id,
+            netns: &self.env.netns,
+            ifname: &entry.ifname,
+            args: &self.env.args,
+        });
+        Ok(Prepared {
+            types,
+            paths,
+            stdins: built.stdins,
+            env,
+            cache_path,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIST: &[u8] = br#"{"cniVersion": "1.0.0", "name": "net1",
+        "plugins": [{"type": "bridge"}, {"type": "tuning"}]}"#;
+    const RESULT: &[u8] = br#"{"cniVersion": "1.0.0", "ips": [{"address": "10.1.0.5/24"}]}"#;
+
+    fn inputs(prev_result: Option<&[u8]>) -> DelInputs<'_> {
+        DelInputs {
+            network_list: LIST,
+            plugins: 2,
+            cni_version: "1.0.0",
+            capability_args: None,
+            args_cni: None,
+            prev_result,
+        }
+    }
+
+    fn stdin(data: &[u8]) -> Value {
+        serde_json::from_slice(data).expect("stdin JSON")
+    }
+
+    #[test]
+    fn the_last_plugin_runs_first_with_the_result() {
+        let built = del_stdins(&inputs(Some(RESULT))).unwrap();
+        assert!(built.dropped.is_none());
+        let types: Vec<Value> = built
+            .stdins
+            .iter()
+            .map(|s| stdin(s)["type"].clone())
+            .collect();
+        assert_eq!(types, ["tuning", "bridge"]);
+        for data in &built.stdins {
+            assert_eq!(
+                stdin(data)["prevResult"]["ips"][0]["address"],
+                "10.1.0.5/24"
+            );
+        }
+    }
+
+    #[test]
+    fn a_result_that_cannot_be_given_is_left_out() {
+        let unusable = br#"{"cniVersion": "9.9.9"}"#;
+        let built = del_stdins(&inputs(Some(unusable))).unwrap();
+        assert!(built.dropped.is_some());
+        assert_eq!(built.stdins.len(), 2);
+        for data in &built.stdins {
+            assert!(stdin(data).get("prevResult").is_none());
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, exit judging and the
-//! VERSION answer, the result cache's paths and format, the lock stripes, version ordering.
+//! VERSION answer, the result cache's paths and format, the lock stripes, a list's DEL stdins,
+//! version ordering.
 
 use std::path::Path;
 
 use braid_cni::version;
-use braid_delegate::{cache, judge, lock, lookup, EXIT_GRACE, MAX_STDOUT_BYTES};
+use braid_delegate::{cache, judge, lock, lookup, teardown, EXIT_GRACE, MAX_STDOUT_BYTES};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -77,6 +78,36 @@ fn cached_result(py: Python<'_>, data: &[u8]) -> PyResult<(bool, Option<Py<PyByt
         .map_err(|e| to_py_err(py, e))
 }
 
+/// A network list's DEL stdins, last plugin first, and why `prev_result` was left out of
+/// them (`None` when it was not).
+#[pyfunction]
+#[pyo3(signature = (*, network_list, plugins, cni_version, capability_args=None, args_cni=None, prev_result=None))]
+fn del_stdins(
+    py: Python<'_>,
+    network_list: &[u8],
+    plugins: usize,
+    cni_version: &str,
+    capability_args: Option<&[u8]>,
+    args_cni: Option<&[u8]>,
+    prev_result: Option<&[u8]>,
+) -> PyResult<(Vec<Py<PyBytes>>, Option<String>)> {
+    let built = teardown::del_stdins(&teardown::DelInputs {
+        network_list,
+        plugins,
+        cni_version,
+        capability_args,
+        args_cni,
+        prev_result,
+    })
+    .map_err(|e| to_py_err(py, e))?;
+    let stdins = built
+        .stdins
+        .iter()
+        .map(|stdin| PyBytes::new(py, stdin).unbind())
+        .collect();
+    Ok((stdins, built.dropped.map(|err| err.to_string())))
+}
+
 /// The stripe lock file guarding `container_id`.
 #[pyfunction]
 #[pyo3(signature = (*, container_id))]
@@ -97,6 +128,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(supported_versions, m)?)?;
     m.add_function(wrap_pyfunction!(cache_entry_path, m)?)?;
     m.add_function(wrap_pyfunction!(cached_result, m)?)?;
+    m.add_function(wrap_pyfunction!(del_stdins, m)?)?;
     m.add_function(wrap_pyfunction!(stripe_name, m)?)?;
     m.add_function(wrap_pyfunction!(version_at_least, m)?)?;
     m.add("MAX_STDOUT_BYTES", MAX_STDOUT_BYTES)?;

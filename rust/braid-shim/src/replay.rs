@@ -54,10 +54,11 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         cache_dir: cni_dir,
         delegates: Delegates::new(dirs, settings.plugin_timeout),
     };
-    let failures: Vec<CniError> = entries
-        .iter()
-        .rev()
-        .filter_map(|entry| teardown.attachment(entry).err())
+    let order: Vec<&record::Entry> = entries.iter().rev().collect();
+    let failures: Vec<CniError> = teardown
+        .attachments(&order)
+        .into_iter()
+        .filter_map(Result::err)
         .collect();
     let shown = spare
         .as_ref()
