@@ -48,6 +48,7 @@ def document(
     plugins = plugin_types(plan.network)
     return {
         "braid_version": version,
+        "run_id": outcome.run_id,
         "mode": plan.mode,
         "network": {
             "name": plan.network.get("name"),

@@ -50,7 +50,8 @@ class BenchPlan:
 
 @dataclass
 class BenchOutcome:
-    figures: dict[str, Figures]
+    run_id: str
+    figures: dict[str, Figures] = field(default_factory=dict)
     burst: BurstFigures | None = None
     memory_kib: dict[str, int] = field(default_factory=dict)
     teardown_failures: list[str] = field(default_factory=list)
@@ -77,11 +78,11 @@ def teardown_signals_ignored() -> Iterator[Callable[[], None]]:
 
 
 @contextmanager
-def burst_namespaces(count: int) -> Iterator[list[str]]:
+def burst_namespaces(run_id: str, count: int) -> Iterator[list[str]]:
     made: list[str] = []
     try:
         for _ in range(count):
-            made.append(add_namespace("b", loopback_up=False))
+            made.append(add_namespace(f"{run_id}-b", loopback_up=False))
         yield made
     finally:
         for path in made:
@@ -104,11 +105,15 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
     from braid.bench.daemon import RssSampler, running_daemon  # noqa: PLC0415 - thick only
 
     record = OverheadRecord(measured="braid", spread=plan.spread)
+    # Every namespace and directory of the run is named braidb-<run id>-...
+    run_id = secrets.token_hex(4)
+    outcome = BenchOutcome(run_id)
+    progress(f"run {run_id}: its namespaces and files are named braidb-{run_id}-*")
     with ExitStack() as stack:
         hold = stack.enter_context(teardown_signals_ignored())
-        root = stack.enter_context(private_root())
-        host = stack.enter_context(namespace("h", loopback_up=True))
-        pod_ns = stack.enter_context(namespace("p", loopback_up=False))
+        root = stack.enter_context(private_root(f"braidb-{run_id}-"))
+        host = stack.enter_context(namespace(f"{run_id}-h", loopback_up=True))
+        pod_ns = stack.enter_context(namespace(f"{run_id}-p", loopback_up=False))
         extras = [(plan.nad_name, plan.network)] * plan.extra_networks
         world = World(root, host, plan.bin_dir, plan.network, extras)
         world.write()
@@ -120,14 +125,12 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
                 running_daemon(host, world.socket_dir, root / "daemon.log", command)
             )
         # Before the pods' tracker: on the way out, pods are DELed before namespaces go.
-        spaces = stack.enter_context(burst_namespaces(plan.burst))
+        spaces = stack.enter_context(burst_namespaces(run_id, plan.burst))
         stack.enter_context(inside_netns(host))
         attached = stack.enter_context(Attached(on_exit=hold))
-        outcome = BenchOutcome(figures={})
-        suffix = secrets.token_hex(4)
         rounds = Rounds(
-            DirectPod(world, plan.extra_networks, f"bench-direct-{suffix}", pod_ns),
-            BraidPod(world, plan.executable, plan.extra_networks, f"bench-braid-{suffix}", pod_ns),
+            DirectPod(world, plan.extra_networks, f"bench-direct-{run_id}", pod_ns),
+            BraidPod(world, plan.executable, plan.extra_networks, f"bench-braid-{run_id}", pod_ns),
             record,
             attached,
             verbs=verbs_of(plan.network),
@@ -144,7 +147,7 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
             if daemon is not None:
                 outcome.memory_kib["rest"] = _memory(daemon)["VmRSS"]
             pods = [
-                BraidPod(world, plan.executable, plan.extra_networks, f"burst-{suffix}-{i}", ns)
+                BraidPod(world, plan.executable, plan.extra_networks, f"burst-{run_id}-{i}", ns)
                 for i, ns in enumerate(spaces)
             ]
             if daemon is not None:

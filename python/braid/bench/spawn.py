@@ -38,6 +38,9 @@ def run_ok(path: str, env: Mapping[str, str], stdin: bytes) -> bytes:
     code, stdout, stderr = execute(path, env, stdin)
     if code != 0:
         command = env.get("CNI_COMMAND", "")
-        detail = (stdout.strip() or stderr.strip())[:2000].decode(errors="replace")
+        # One line: a CNI error is indented JSON, a plugin's stderr may be anything.
+        detail = " ".join(
+            (stdout.strip() or stderr.strip())[:2000].decode(errors="replace").split()
+        )
         raise CallFailed(f"{path} {command} failed (exit {code}): {detail}")
     return stdout
