@@ -74,6 +74,13 @@ def container_id_problem(container_id: str) -> str | None:
     return _native.container_id_problem(value=container_id)
 
 
+def check_container_id(command: str, container_id: str) -> None:
+    """``CNI_CONTAINERID`` of a ``command`` call, checked as the compiled shim checks it
+    (``braid_cni::names``): code 3 when missing, code 4 when it cannot be a container id; a
+    DEL of an id too long to name a record is accepted (nothing was attached)."""
+    _native.check_container_id(command=command, value=container_id)
+
+
 def network_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a network name (libcni's rule), or None when it can."""
     return _native.network_name_problem(value=name)

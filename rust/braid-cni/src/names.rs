@@ -11,6 +11,8 @@
 //! Each function answers why a value is refused (`None`: accepted); the caller says what the
 //! value was and picks the code (4 for the environment, 7 for a configuration).
 
+use crate::error::{codes, CniError};
+
 /// The longest container id: `<id>.json` must fit a 255-byte file name.
 pub const MAX_CONTAINER_ID_BYTES: usize = 255 - ".json".len();
 /// The longest interface name (the kernel's `IFNAMSIZ` less its terminating NUL).
@@ -47,6 +49,28 @@ pub fn container_id_problem(id: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// `CNI_CONTAINERID` of a `command` call checked: code 3 when it is missing, code 4 when it
+/// cannot be a container id. A DEL of an id too long to name a record is accepted: no ADD of
+/// it got as far as attaching anything, so there is nothing to tear down.
+pub fn check_container_id(command: &str, id: &str) -> Result<(), CniError> {
+    if id.is_empty() {
+        return Err(CniError::new(
+            codes::UNKNOWN_CONTAINER,
+            format!("CNI_CONTAINERID is required for {command}"),
+        ));
+    }
+    if command == "DEL" && names_no_record(id) {
+        return Ok(());
+    }
+    match container_id_problem(id) {
+        None => Ok(()),
+        Some(problem) => Err(CniError::new(
+            codes::INVALID_ENVIRONMENT,
+            format!("CNI_CONTAINERID {id:?} {problem}"),
+        )),
+    }
 }
 
 /// Why `name` cannot be a network name.
@@ -96,6 +120,22 @@ mod tests {
         for bad in ["../x", "a/b", "-a", "a b", ".a", "é", "a%d", "a\0"] {
             assert!(container_id_problem(bad).is_some(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_call_needs_a_container_id_that_names_files() {
+        assert!(check_container_id("ADD", "abc-1_2.3").is_ok());
+        let missing = check_container_id("CHECK", "").unwrap_err();
+        assert_eq!(missing.code, codes::UNKNOWN_CONTAINER);
+        assert_eq!(missing.msg, "CNI_CONTAINERID is required for CHECK");
+        for bad in ["../x", "a/b", "-a", "a b"] {
+            let err = check_container_id("DEL", bad).unwrap_err();
+            assert_eq!(err.code, codes::INVALID_ENVIRONMENT, "{bad}");
+        }
+        let too_long = "a".repeat(MAX_CONTAINER_ID_BYTES + 1);
+        assert!(check_container_id("DEL", &too_long).is_ok());
+        let err = check_container_id("ADD", &too_long).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_ENVIRONMENT);
     }
 
     #[test]

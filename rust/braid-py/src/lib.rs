@@ -204,6 +204,21 @@ fn container_id_problem(value: &Bound<'_, PyString>) -> Option<String> {
         .map_or_else(|_| Some(NOT_UTF8.to_owned()), names::container_id_problem)
 }
 
+/// `CNI_CONTAINERID` of a `command` call checked (`braid_cni::names::check_container_id`):
+/// code 3 when missing, code 4 when it cannot be a container id (or is not UTF-8 text).
+#[pyfunction]
+#[pyo3(signature = (*, command, value))]
+fn check_container_id(py: Python<'_>, command: &str, value: &Bound<'_, PyString>) -> PyResult<()> {
+    let checked = match value.to_str() {
+        Ok(id) => names::check_container_id(command, id),
+        Err(_) => Err(CniError::new(
+            braid_cni::codes::INVALID_ENVIRONMENT,
+            format!("CNI_CONTAINERID {NOT_UTF8}"),
+        )),
+    };
+    checked.map_err(|e| to_py_err(py, e))
+}
+
 /// Why `value` cannot be a network name (`braid_cni::names`); `None` when it can.
 #[pyfunction]
 #[pyo3(signature = (*, value))]
@@ -248,6 +263,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(error_json, m)?)?;
     m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
     m.add_function(wrap_pyfunction!(container_id_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(check_container_id, m)?)?;
     m.add_function(wrap_pyfunction!(network_name_problem, m)?)?;
     m.add_function(wrap_pyfunction!(interface_name_problem, m)?)?;
     netns::register(m)?;
