@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,6 @@ from test_daemon_k8s_reads import NETWORKS_KEY, K8sDaemon, k8s_daemon
 from test_k8s_status import wait_until
 
 from braid.commands import hotplug as hotplug_command
-from braid.commands.hotplug import edit
-from braid.errors import CniError
 
 __all__ = ["k8s_daemon", "node"]  # the fixtures
 
@@ -131,11 +131,12 @@ def test_the_operators_allowance_decides(
     kube_namespace: str,
     allowance: str,
 ) -> None:
-    conf = {
+    allowances: dict[str, dict[str, Any]] = {
         "off": {"hotPlug": "off"},
         "annotated-without-annotation": {"hotPlug": "annotated"},
         "other-namespace": {"hotPlug": "all", "hotPlugNamespaces": ["elsewhere"]},
-    }[allowance]
+    }
+    conf = allowances[allowance]
     ns = kube_namespace
     running_pod(k8s_daemon, kube_admin, ns, "blue", **conf)
     # A pod the operator allows, changed after the one that is not: once it is done, the
@@ -208,24 +209,89 @@ def test_braidctl_attach_and_detach_a_running_pod_through_the_daemon(  # noqa: P
     assert "does not select 'blue'" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    ("value", "network", "attach", "want"),
-    [
-        ("", "blue", True, "blue"),
-        ("blue", "other/green@g0", True, "blue, other/green@g0"),
-        ("blue, ns1/green@g0, red", "green", False, "blue, red"),
-        ("blue, ns1/green@g0, red", "green@g1", False, CniError),
-        ('[{"name": "blue"}]', "green@g0", True,
-         '[{"name": "blue"}, {"name": "green", "namespace": "ns1", "interface": "g0"}]'),
-        ('[{"name": "blue"}, {"name": "blue", "interface": "b2"}]', "blue@b2", False,
-         '[{"name": "blue"}]'),
-    ],
-)  # fmt: skip
-def test_the_annotation_edit_keeps_its_form(
-    value: str, network: str, attach: bool, want: str | type[Exception]
+# A chained plugin that kills the process that runs it (the daemon) on ADD while its marker
+# file exists, after the plugin before it attached: the daemon dies in the middle of a hot-plug.
+_CRASH = """#!{python} -S
+import json, os, signal, sys
+if os.environ.get("CNI_COMMAND") == "VERSION":
+    print(json.dumps({{"cniVersion": "1.0.0", "supportedVersions": ["1.0.0"]}}))
+    sys.exit(0)
+conf = json.load(sys.stdin)
+with open({calls!r}, "a") as calls:
+    calls.write(json.dumps({{"plugin": "fakecrash", "env": dict(os.environ)}}) + "\\n")
+if os.environ.get("CNI_COMMAND") == "ADD" and os.path.exists({marker!r}):
+    os.kill(os.getppid(), signal.SIGKILL)
+print(json.dumps(conf.get("prevResult", {{"cniVersion": "1.0.0"}})))
+"""
+
+
+def crashing_nad(admin: kubernetes.client.ApiClient, ns: str, node: Node, marker: Path) -> None:
+    plugin = node.root / "bin" / "fakecrash"
+    calls = str(node.state / "calls.jsonl")
+    plugin.write_text(_CRASH.format(python=sys.executable, calls=calls, marker=str(marker)))
+    plugin.chmod(0o755)
+    config = {"cniVersion": "1.0.0", "name": "crashy",
+              "plugins": [{"type": "fakesec"}, {"type": "fakecrash"}]}  # fmt: skip
+    create_nad(admin, ns, "crashy", json.dumps(config))
+
+
+@pytest.mark.parametrize("afterwards", ["still-wanted", "no-longer-wanted"])
+def test_a_daemon_killed_mid_hot_plug_finishes_it_when_it_restarts(  # noqa: PLR0917
+    k8s_daemon: K8sDaemon,
+    node: Node,
+    kube_admin: kubernetes.client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+    afterwards: str,
 ) -> None:
-    if isinstance(want, str):
-        assert edit(value, "ns1", network, attach=attach) == want
-    else:
-        with pytest.raises(want):
-            edit(value, "ns1", network, attach=attach)
+    ns = kube_namespace
+    marker = tmp_path / "crash"
+    marker.touch()
+    crashing_nad(kube_admin, ns, node, marker)
+    running_pod(k8s_daemon, kube_admin, ns, "blue", hotPlug="all")
+    assert k8s_daemon.proc is not None
+
+    set_networks(kube_admin, ns, "web", "blue, crashy")
+    assert k8s_daemon.proc.wait(30) == -9
+    marker.unlink()
+    record = json.loads(next((node.root / "braid" / "records").glob("*.json")).read_bytes())
+    assert [(e["ifname"], e.get("error")) for e in record["attachments"]] == [
+        ("eth0", None),
+        ("net1", None),
+        ("net2", "hot-plug: attaching"),
+    ]
+    if afterwards == "no-longer-wanted":
+        set_networks(kube_admin, ns, "web", "blue")
+
+    k8s_daemon.start(hotPlug="all")
+
+    rolled_back = [("fakecrash", "net2"), ("fakesec", "net2")]
+    assert wait_until(lambda: node.calls("DEL") == rolled_back), k8s_daemon.log_text()
+    want = [("kcluster", "eth0"), (f"{ns}/blue", "net1")]
+    if afterwards == "still-wanted":
+        want.append((f"{ns}/crashy", "net2"))
+        assert wait_until(
+            lambda: node.calls("ADD")[-2:] == [("fakesec", "net2"), ("fakecrash", "net2")]
+        )
+    assert wait_until(lambda: status_of(kube_admin, ns, "web") == want), k8s_daemon.log_text()
+    assert "finishing an interrupted hot-plug" in k8s_daemon.log_text()
+    result, code = k8s_daemon.call("DEL", namespace=ns, pod="web")
+    assert code == 0, result
+    assert wait_until(lambda: not node.record_exists())
+
+
+def test_a_pod_deleted_right_after_a_change_leaves_nothing(
+    k8s_daemon: K8sDaemon, node: Node, kube_admin: kubernetes.client.ApiClient, kube_namespace: str
+) -> None:
+    ns = kube_namespace
+    running_pod(k8s_daemon, kube_admin, ns, "blue", hotPlug="all")
+
+    set_networks(kube_admin, ns, "web", "blue, green, red")
+    result, code = k8s_daemon.call("DEL", namespace=ns, pod="web")
+
+    assert code == 0, result
+    assert wait_until(lambda: not node.record_exists())
+    time.sleep(1)  # a hot-plug that came after the DEL finds no record and does nothing
+    added = sorted(node.calls("ADD"))
+    assert sorted(node.calls("DEL")) == added, k8s_daemon.log_text()
+    assert not node.record_exists()
