@@ -46,6 +46,9 @@ fn open(dir: &Path, name: &str) -> io::Result<File> {
         .create(true)
         .truncate(false)
         .mode(0o600)
+        // A lock file that is a symbolic link is refused (as `braid.cni.locks` refuses it):
+        // the lock directory is root's, and a link there points somewhere it should not.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(dir.join(name))
 }
 
@@ -108,6 +111,19 @@ mod tests {
                 "container id {id}"
             );
         }
+    }
+
+    #[test]
+    fn a_lock_file_that_is_a_link_is_refused() {
+        let dir = std::env::temp_dir().join(format!("braid-lock-link-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join(GC_LOCK_NAME)).expect("link");
+        assert!(container(&dir, "ctr1", Duration::ZERO).is_err());
+        assert!(
+            !dir.join("elsewhere").exists(),
+            "nothing made through the link"
+        );
+        fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]
