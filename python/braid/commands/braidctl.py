@@ -27,6 +27,7 @@ _REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("doctor",), "braid.commands.doctor", "add_parser"),
     (("bench",), "braid.commands.bench", "add_parser"),
     (("migrate",), "braid.commands.migrate", "add_parser"),
+    (("completion",), "braid.commands.completion", "add_parser"),
 )
 
 

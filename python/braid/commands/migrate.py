@@ -215,7 +215,7 @@ def add_parser(subparsers: Any) -> None:
     multus = sources.add_parser(
         "multus",
         help="from a Multus configuration (thin conf, thick daemon config, or their ConfigMap)",
-        description=__doc__.split("\n\n", 1)[1],
+        description=__doc__.split("\n\n", 1)[1].replace("``", "`"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     multus.add_argument(

@@ -73,6 +73,17 @@ def test_a_subcommand_imports_its_own_module(tmp_path: Path, argv: list[str]) ->
 
 def test_help_lists_every_subcommand(tmp_path: Path) -> None:
     modules, out = imported_by(tmp_path, "--help")
-    for name in ("cni", "demo", "attach", "explain", "validate", "daemon", "install", "doctor"):
+    for name in (
+        "cni",
+        "demo",
+        "attach",
+        "explain",
+        "validate",
+        "daemon",
+        "install",
+        "doctor",
+        "migrate",
+        "completion",
+    ):
         assert name in out
     assert "braid.commands.daemon" in modules
