@@ -244,3 +244,23 @@ def test_an_interrupted_run_leaves_nothing(
     assert "Traceback" not in stderr
     assert "interrupted" in stderr
     assert_nothing_left(run_id_of(stderr), before, ipam)
+
+
+def test_a_chain_at_a_version_its_plugins_lack(
+    ipam: Path, before: set[str], tmp_path: Path
+) -> None:
+    """A conflist at 1.1.0 (`cniVersions` down to 0.4.0) whose plugins speak 1.0.0 at most: the
+    direct side runs it at the version braid negotiates, plugin after plugin with the previous
+    result; `--no-check` leaves CHECK out."""
+    network = conflist(ipam, {"type": "tuning", "sysctl": {"net.ipv4.conf.all.arp_notify": "1"}})
+    network |= {"cniVersion": "1.1.0", "cniVersions": ["0.4.0", "1.0.0", "1.1.0"]}
+    source = tmp_path / "net.conflist"
+    source.write_text(json.dumps(network))
+    args = ["--conflist", str(source), "--cni-path", str(CNI_BIN_DIR), "--rounds", "2"]
+    proc = run_bench([*args, "--burst", "0", "--no-check", "-o", "json"])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert set(doc["verbs"]) == VERBS - {"CHECK"}
+    assert doc["network"]["plugins"] == ["bridge", "host-local", "tuning"]
+    assert all(fig["direct_median_ms"] > 0 for fig in doc["verbs"].values())
+    assert_nothing_left(doc["run_id"], before, ipam)

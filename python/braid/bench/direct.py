@@ -2,7 +2,9 @@
 braid, with the stdin a runtime gives them (``braid._native.plugin_stdin``, the CNI spec's
 rules: ``name`` and ``cniVersion`` set, ``prevResult`` the previous plugin's result on ADD and
 the attachment's result on CHECK and DEL) and the same CNI environment, one interface per
-network (``eth0``, ``net1``, ...).
+network (``eth0``, ``net1``, ...). Each network runs at the version braid runs it at (the
+highest its ``cniVersion``/``cniVersions`` and every plugin's VERSION allow), asked of the
+plugins once, in the first (untimed) round.
 
 The calling thread must already be in the host namespace (``namespaces.inside_netns``), so each
 plugin is a plain process start (``spawn``), exactly like braid's executable in its place.
@@ -17,13 +19,32 @@ from braid import _native
 from braid.bench.spawn import CallFailed, run_ok
 from braid.bench.world import NetworkList, World, cni_env
 
-# CHECK exists from CNI 0.4.0 on.
-CHECK_SINCE = ("0.4.0", "1.0.0", "1.1.0")
-
 
 def list_version(network: NetworkList) -> str:
     version = network.get("cniVersion", "0.1.0")
     return version if isinstance(version, str) else "0.1.0"
+
+
+def has_check(network: NetworkList) -> bool:
+    """CHECK exists from CNI 0.4.0 on."""
+    return _native.version_at_least(version=list_version(network), minimum="0.4.0")
+
+
+def supported_versions(bin_dir: str, plugin: str) -> list[str]:
+    """The versions a plugin answers VERSION with."""
+    env = cni_env("VERSION", "", "", bin_dir=bin_dir)
+    out = run_ok(f"{bin_dir}/{plugin}", env, b'{"cniVersion":"0.1.0"}')
+    return _native.parse_version_output(data=out)
+
+
+def run_version(bin_dir: str, network: NetworkList) -> str:
+    """The version braid runs the network at: the highest the list and its plugins allow."""
+    listed = network.get("cniVersions")
+    return _native.negotiate_version(
+        list_version=list_version(network),
+        list_versions=[v for v in listed if isinstance(v, str)] if isinstance(listed, list) else [],
+        plugin_versions=[supported_versions(bin_dir, p["type"]) for p in network["plugins"]],
+    )
 
 
 @dataclass
@@ -35,6 +56,13 @@ class DirectPod:
     container_id: str
     netns: str
     results: dict[str, bytes] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def _version_of(self, network: NetworkList) -> str:
+        key = json.dumps(network, sort_keys=True)
+        if key not in self.versions:
+            self.versions[key] = run_version(self.world.bin_dir, network)
+        return self.versions[key]
 
     def _exec(self, command: str, ifname: str, network: NetworkList, index: int) -> bytes:
         raw = json.dumps(network).encode()
@@ -42,7 +70,7 @@ class DirectPod:
             network_list=raw,
             index=index,
             command=command,
-            cni_version=list_version(network),
+            cni_version=self._version_of(network),
             prev_result=self.results.get(ifname),
         )
         env = cni_env(

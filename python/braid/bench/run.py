@@ -21,7 +21,7 @@ from typing import Any
 
 from braid.bench.braid_side import BraidPod
 from braid.bench.burst import BurstFigures, run_burst
-from braid.bench.direct import CHECK_SINCE, DirectPod, list_version
+from braid.bench.direct import DirectPod, has_check
 from braid.bench.namespaces import add_namespace, inside_netns, namespace, remove_namespace
 from braid.bench.paired import Figures, OverheadRecord
 from braid.bench.rounds import Attached, Rounds
@@ -45,6 +45,7 @@ class BenchPlan:
     burst: int
     parallel: int
     spread: float
+    check: bool = True
     daemon_command: Callable[[Path], list[str]] | None = None  # socket dir -> argv
 
 
@@ -90,8 +91,8 @@ def burst_namespaces(run_id: str, count: int) -> Iterator[list[str]]:
                 remove_namespace(path)
 
 
-def verbs_of(network: NetworkList) -> tuple[str, ...]:
-    if list_version(network) in CHECK_SINCE:
+def verbs_of(network: NetworkList, *, check: bool) -> tuple[str, ...]:
+    if check and has_check(network):
         return ("VERSION", "ADD", "CHECK", "DEL")
     return ("VERSION", "ADD", "DEL")
 
@@ -133,7 +134,7 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
             BraidPod(world, plan.executable, plan.extra_networks, f"bench-braid-{run_id}", pod_ns),
             record,
             attached,
-            verbs=verbs_of(plan.network),
+            verbs=verbs_of(plan.network, check=plan.check),
         )
         progress("warm-up round")
         rounds.warm_up()
