@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
+from braid.bench.namespaces import namespace
 from braid.cni import (
     Executor,
     ProcessExecutor,

@@ -16,7 +16,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD, THICK_STANDIN, THIN_OVERHEAD
-from thin_paired import summary_lines as thin_summary_lines
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -46,7 +45,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("braid thick mode overhead with stand-in delegates (median, ms)")
         for line in standin:
             terminalreporter.write_line(line)
-    thin = thin_summary_lines(THIN_OVERHEAD)
+    thin = THIN_OVERHEAD.summary_lines(with_p90=True)
     if thin:
         terminalreporter.section("braid-thin overhead beyond its delegates (ms)")
         for line in thin:

@@ -10,58 +10,24 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
+from braid.bench.braid_side import BraidPod
+from braid.bench.daemon import DaemonProcess, RssSampler
+from braid.bench.namespaces import namespace
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_FIGURES
-from thick_shim import ShimPod
-from thick_world import (
-    DaemonProcess,
-    World,
-    cni_env,
-    daemon_of,
-    records_left,
-    running_world,
-    shim_path,
-)
+from thick_world import World, cni_env, daemon_of, records_left, running_world, shim_path
 
 BURST = 200
 SMOKE_BURST = 20
 EXTRA_NETWORKS = 2
-SAMPLE_SECONDS = 0.005
-
-
-@dataclass
-class MemorySampler:
-    """Samples the daemon's VmRSS in a thread until stopped; keeps the largest value."""
-
-    daemon: DaemonProcess
-    peak_kib: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def _run(self) -> None:
-        while not self._stop.wait(SAMPLE_SECONDS):
-            self.peak_kib = max(self.peak_kib, self.daemon.memory_kib()["VmRSS"])
-
-    def __enter__(self) -> MemorySampler:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join()
 
 
 def burst(shim: Path, world: World, pods: list[tuple[str, str]], command: str) -> float:
@@ -75,7 +41,7 @@ def burst(shim: Path, world: World, pods: list[tuple[str, str]], command: str) -
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=cni_env(command, container_id, netns, pod=container_id),
+            env=cni_env(command, container_id, netns, bin_dir=world.bin_dir, pod=container_id),
             close_fds=True,
         )
         for container_id, netns in pods
@@ -115,9 +81,9 @@ def test_thick_burst(benchmark: Any, world_and_daemon: tuple[World, DaemonProces
             for i in range(size + 1)
         ]
         fresh = daemon.memory_kib()["VmRSS"]
-        ShimPod(world, shim, EXTRA_NETWORKS, *pods[0]).add()  # warm: imports, plugin versions
+        BraidPod(world, shim, EXTRA_NETWORKS, *pods[0]).add()  # warm: imports, plugin versions
         rest = daemon.memory_kib()["VmRSS"]
-        with MemorySampler(daemon) as sampler:
+        with RssSampler(daemon) as sampler:
             add_seconds = benchmark.pedantic(
                 burst, args=(shim, world, pods[1:], "ADD"), rounds=1, iterations=1
             )

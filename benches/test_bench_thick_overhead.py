@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from braid.bench.braid_side import BraidPod
+from braid.bench.spawn import execute
 from braid.daemon.settings import default_concurrency
 from overhead_record import THICK_OVERHEAD
-from runtime_exec import execute
 from thick_paired import paired_benchmark
-from thick_shim import ShimPod
 from thick_world import ThickNode, thick_node_or_fail
 
 PAIRED_ROUNDS = int(os.environ.get("BRAID_PAIRED_ROUNDS", "40"))
@@ -44,7 +44,7 @@ def test_thick_paired_overhead(benchmark: Any, thick: ThickNode, extra: int) -> 
 def test_thick_shim_version(benchmark: Any, thick: ThickNode) -> None:
     """VERSION is answered by the shim alone: exec to exit, as the runtime sees it."""
     benchmark.group = "thick shim VERSION"
-    pod = ShimPod(thick.world, thick.shim, 0, "", "")
+    pod = BraidPod(thick.world, thick.shim, 0, "", "")
     versions = benchmark.pedantic(pod.version, rounds=VERSION_ROUNDS, warmup_rounds=5)
     assert "1.0.0" in versions
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from braid.bench.braid_side import BraidPod
 from overhead_record import THICK_FIGURES
-from thick_shim import ShimPod
 from thick_world import ThickNode, records_left, thick_node_or_fail
 
 ROUNDS = 200
@@ -33,10 +33,10 @@ def replayed() -> Iterator[ThickNode]:
         yield node
 
 
-def pod_of(replayed: ThickNode, extra: int) -> ShimPod:
+def pod_of(replayed: ThickNode, extra: int) -> BraidPod:
     """A pod whose first ADD and DEL ran the real delegates (recorded by the daemon)."""
     name = f"own-{uuid.uuid4().hex[:8]}"
-    pod = ShimPod(replayed.world, replayed.shim, extra, name, replayed.pod_ns)
+    pod = BraidPod(replayed.world, replayed.shim, extra, name, replayed.pod_ns)
     pod.add()
     pod.delete()
     return pod
@@ -48,7 +48,7 @@ def note(benchmark: Any, what: str) -> None:
         THICK_FIGURES[what] = f"{median:.2f} ms (median of {ROUNDS})"
 
 
-def new_sandbox(pod: ShimPod) -> None:
+def new_sandbox(pod: BraidPod) -> None:
     """Each round is a new sandbox, as kubelet makes one per pod start: a container id never
     seen before (a runtime never reuses one right after its DEL)."""
     pod.container_id = f"own-{uuid.uuid4().hex[:8]}"

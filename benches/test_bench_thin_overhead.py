@@ -19,10 +19,13 @@ from typing import Any
 
 import pytest
 
-from bench_namespaces import namespace
+from braid.bench.braid_side import BraidPod
+from braid.bench.direct import DirectPod
+from braid.bench.namespaces import namespace
+from braid.bench.rounds import Attached, Rounds
 from overhead_record import THIN_OVERHEAD
 from thick_world import World, inside_netns, records_left, running_world
-from thin_paired import DirectThinPod, ThinPod, ThinRounds, thin_path
+from thin_paired import thin_path
 
 ROUNDS = int(os.environ.get("BRAID_THIN_ROUNDS", "40"))
 EXTRA_NETWORKS = [0, 1]
@@ -54,16 +57,16 @@ def test_thin_paired_overhead(
     world, thin, pod_ns = thin_world
     benchmark.group = f"thin paired rounds, {extra} extra network(s)"
     suffix = uuid.uuid4().hex[:8]
-    rounds = ThinRounds(
-        DirectThinPod(world, extra, f"direct-{suffix}", pod_ns),
-        ThinPod(world, thin, extra, f"thin-{suffix}", pod_ns),
-        THIN_OVERHEAD,
-    )
-    rounds.round()  # untimed: page cache, bytecode, the plugins' first start
-    label = f"+{extra} extra network(s)"
-    for key in [k for k in THIN_OVERHEAD.samples if k[0].endswith(label)]:
-        del THIN_OVERHEAD.samples[key]
-    benchmark.pedantic(rounds.round, rounds=ROUNDS)
+    with Attached() as attached:  # whatever ends the rounds, no pod stays attached
+        rounds = Rounds(
+            DirectPod(world, extra, f"direct-{suffix}", pod_ns),
+            BraidPod(world, thin, extra, f"thin-{suffix}", pod_ns),
+            THIN_OVERHEAD,
+            attached,
+            label=f" +{extra} extra network(s)",
+        )
+        rounds.warm_up()  # untimed: page cache, bytecode, the plugins' first start
+        benchmark.pedantic(rounds.round, rounds=ROUNDS)
     assert records_left(world) == []
     if not benchmark.enabled:
         THIN_OVERHEAD.samples.clear()  # one untimed run says nothing

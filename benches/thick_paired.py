@@ -1,7 +1,8 @@
 """The paired rounds of the thick-mode end-to-end benchmarks (bridge + host-local in
 `test_bench_thick_overhead.py`, the stand-in in `test_bench_thick_standin.py`): a pod attached
-and detached directly and through braid in each round, the order alternating, every call timed
-into an `OverheadRecord` whose summary is the median of the per-round differences.
+and detached directly (`braid.bench.direct`) and through the shim (`braid.bench.braid_side`)
+in each round, the order alternating, every call timed into an `OverheadRecord` whose summary
+is the median of the per-round differences.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from overhead_record import OverheadRecord
-from thick_direct import DirectPod
-from thick_shim import ShimPod
+from braid.bench.braid_side import BraidPod
+from braid.bench.direct import DirectPod
+from braid.bench.paired import OverheadRecord
 from thick_world import ThickNode, records_left
 
 
@@ -22,11 +23,9 @@ def paired_benchmark(
     record is gone after."""
     suffix = uuid.uuid4().hex[:8]
     direct = DirectPod(node.world, extra, f"direct-{suffix}", node.pod_ns)
-    braid = ShimPod(node.world, node.shim, extra, f"braid-{suffix}", node.pod_ns)
+    braid = BraidPod(node.world, node.shim, extra, f"braid-{suffix}", node.pod_ns)
     record.paired_round(direct, braid, measured_first=False)  # warm-up
-    label = f"+{extra} extra network(s)"
-    for key in [k for k in record.samples if k[0].endswith(label)]:
-        del record.samples[key]
+    record.forget(f"+{extra} extra network(s)")
     turns = iter(range(1 << 30))
     benchmark.pedantic(
         lambda: record.paired_round(direct, braid, measured_first=next(turns) % 2 == 1),
