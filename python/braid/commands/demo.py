@@ -26,11 +26,12 @@ from typing import Any
 import msgspec
 
 from braid.commands.args import existing_file
+from braid.commands.demo_files import BRAID_CONF, DEMO_POD, examples_dir
 from braid.commands.pods import cni_env, container_id_for, read_pod, stdin_for
 from braid.daemon.client import is_ready
 
+# The repository, when braid runs from a checkout: where `make shim` leaves the shim.
 REPO = Path(__file__).resolve().parents[3]
-EXAMPLES = REPO / "examples"
 DAEMON_START_SECONDS = 30.0
 MACVLAN_PARENT = "braid-demo-up"
 
@@ -44,13 +45,13 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _config(tmp: Path, cni_path: str, socket_dir: Path) -> Path:
+def _config(tmp: Path, cni_path: str, socket_dir: Path, examples: Path) -> Path:
     """The example braid configuration with absolute paths and a private cniDir."""
-    doc = json.loads((EXAMPLES / "nads" / "braid.conf").read_text())
+    doc = json.loads((examples / BRAID_CONF).read_text())
     doc.update(
-        confDir=str(EXAMPLES / "net.d"),
-        nadDir=str(EXAMPLES / "nads"),
-        podDir=str(EXAMPLES / "nads" / "pods"),
+        confDir=str(examples / "net.d"),
+        nadDir=str(examples / "nads"),
+        podDir=str(examples / "nads" / "pods"),
         cniDir=str(tmp / "cni"),
         binDir=cni_path,
         daemonSocketDir=str(socket_dir),
@@ -83,13 +84,13 @@ def find_shim() -> Path:
 class DemoNode:
     """A node of one: the daemon and the shim, both in the private host namespace."""
 
-    def __init__(self, tmp: Path, cni_path: str, shim: Path) -> None:
+    def __init__(self, tmp: Path, cni_path: str, shim: Path, examples: Path) -> None:
         self.tmp, self.cni_path, self.shim = tmp, cni_path, shim
         suffix = secrets.token_hex(3)
         self.host_ns, self.pod_ns = f"braid-demo-host-{suffix}", f"braid-demo-pod-{suffix}"
         self.socket_dir = tmp / "run"
-        self.config = _config(tmp, cni_path, self.socket_dir)
-        self.pod = read_pod(str(EXAMPLES / "nads" / "pods" / "demo-pod.yaml"))
+        self.config = _config(tmp, cni_path, self.socket_dir, examples)
+        self.pod = read_pod(str(examples / DEMO_POD))
         self.container_id = container_id_for(self.pod, None)
         self.daemon: subprocess.Popen[bytes] | None = None
 
@@ -169,9 +170,10 @@ def _lifecycle(node: DemoNode) -> int:
     return 1 if left else 0
 
 
-def run(cni_path: str, shim: str | None = None) -> int:
+def run(cni_path: str, shim: str | None = None, examples: str | None = None) -> int:
+    found = examples_dir(examples)
     with tempfile.TemporaryDirectory(prefix="braid-demo-") as tmpdir:
-        node = DemoNode(Path(tmpdir), cni_path, Path(shim) if shim else find_shim())
+        node = DemoNode(Path(tmpdir), cni_path, Path(shim) if shim else find_shim(), found)
         try:
             node.make_namespaces()
             node.start_daemon()
@@ -189,4 +191,9 @@ def add_parser(subparsers: Any) -> None:
         type=existing_file("--shim"),
         help="the compiled braid shim (default: the installed one)",
     )
-    parser.set_defaults(handler=lambda args: run(args.cni_path, args.shim))
+    parser.add_argument(
+        "--examples",
+        metavar="DIR",
+        help="the example files (default: those installed with braid; the repository's examples/)",
+    )
+    parser.set_defaults(handler=lambda args: run(args.cni_path, args.shim, args.examples))

@@ -1,10 +1,11 @@
 """``braidctl demo-cni``: the README's main job, end to end with the real plugins.
 
-Makes a private "host" network namespace and a pod namespace, runs
-``examples/net.d/10-demo.conflist`` (bridge + host-local, tuning, portmap; declared for
-``cniVersions`` 0.4.0-1.1.0, so it negotiates down to what the installed plugins speak) into the
-pod with every plugin executed inside the private host namespace, shows the result and the pod's
-addresses, runs CHECK and DEL, removes both namespaces and shows that nothing is left.
+Makes a private "host" network namespace and a pod namespace, runs the example
+``net.d/10-demo.conflist`` (installed with braid: ``braid.commands.demo_files``; bridge +
+host-local, tuning, portmap; declared for ``cniVersions`` 0.4.0-1.1.0, so it negotiates down to
+what the installed plugins speak) into the pod with every plugin executed inside the private
+host namespace, shows the result and the pod's addresses, runs CHECK and DEL, removes both
+namespaces and shows that nothing is left.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from braid.cni.exec import ProcessExecutor
 from braid.cni.request import RuntimeRequest
 from braid.cni.runtime import Runtime
 from braid.commands.args import existing_file
+from braid.commands.demo_files import DEMO_CONFLIST, examples_dir
 from braid.errors import CniError
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "net.d" / "10-demo.conflist"
 PORT_MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]
 
 
@@ -36,14 +37,26 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--cni-path", default="/usr/lib/cni", help="directory of the CNI plugins")
     parser.add_argument(
         "--conflist",
-        default=str(EXAMPLE),
         type=existing_file("--conflist"),
-        help="the network list to run",
+        help=f"the network list to run (default: the example {DEMO_CONFLIST})",
+    )
+    parser.add_argument(
+        "--examples",
+        metavar="DIR",
+        help="the example files (default: those installed with braid; the repository's examples/)",
     )
     parser.set_defaults(handler=run)
 
 
+def conflist_of(args: argparse.Namespace) -> Path:
+    """``--conflist``, else the example's, from ``--examples`` or the package."""
+    if args.conflist:
+        return Path(args.conflist)
+    return examples_dir(args.examples, needs=(DEMO_CONFLIST,)) / DEMO_CONFLIST
+
+
 def run(args: argparse.Namespace) -> int:
+    args.conflist = str(conflist_of(args))
     if os.geteuid() != 0:
         print("demo-cni needs root (it creates network namespaces)", file=sys.stderr)
         return 1
