@@ -164,7 +164,10 @@ def test_bench_measures_and_leaves_nothing(
         assert doc["daemon_memory_kib"] is None
     else:
         memory = doc["daemon_memory_kib"]
-        assert 0 < memory["rest"] <= memory["peak"] <= memory["hwm"]
+        # The kernel folds threads' RSS counts into VmHWM lazily: it may trail a sample by a
+        # few pages, so it is compared with the resident size at rest.
+        assert 0 < memory["rest"] <= memory["peak"]
+        assert memory["rest"] <= memory["hwm"]
     burst = doc["burst"]
     assert (burst["pods"], burst["parallel"]) == (4, 2)
     assert burst["add_pods_per_second"] > 0
