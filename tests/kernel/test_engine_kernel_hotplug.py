@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import kernel_netns
@@ -107,6 +109,8 @@ def test_a_network_added_to_a_running_pod_is_attached_and_recorded(engine: Engin
     entry = engine.record()["attachments"][-1]
     assert (entry["state"], entry.get("error"), entry["ifname"]) == ("added", None, "net2")
     assert plug(engine, "net-a,net-b").changed is False  # nothing more to do
+    # The runtime's CHECK covers the hot-plugged attachment as any other.
+    assert engine.run("CHECK", {NETWORKS: "net-a"}) == (None, 0)
     engine.delete()
     engine.assert_nothing_left()
     assert engine.leases("net-b") == set()
@@ -340,4 +344,45 @@ def test_the_shims_del_replay_tears_down_hot_plugged_networks(
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stderr.decode()
     engine.assert_nothing_left()
     for network in SUBNETS:
+        assert engine.leases(network) == set()
+
+
+_SLOW = """#!{python}
+import json, os, sys, time
+if os.environ.get("CNI_COMMAND") == "VERSION":
+    print(json.dumps({{"cniVersion": "1.0.0", "supportedVersions": ["1.0.0"]}}))
+    sys.exit(0)
+conf = json.load(sys.stdin)
+if os.environ.get("CNI_COMMAND") == "ADD":
+    open({started!r}, "w").close()
+    time.sleep(1)
+print(json.dumps(conf.get("prevResult", {{"cniVersion": "1.0.0"}})))
+"""
+
+
+def test_a_del_racing_a_hot_plug_waits_for_it_and_tears_everything_down(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    plugin = engine.plugin_dir / "khpslow"
+    plugin.write_text(_SLOW.format(python=sys.executable, started=str(started)))
+    plugin.chmod(0o755)
+    bridge = bridge_nad(engine, "khp8", "10.231.68.0/24")
+    del bridge["cniVersion"]
+    engine.nad("net-slow", {"cniVersion": "1.0.0", "plugins": [bridge, {"type": "khpslow"}]})
+    engine.add("net-a")
+    outcomes: list[Outcome] = []
+    worker = threading.Thread(target=lambda: outcomes.append(plug(engine, "net-a,net-slow")))
+    worker.start()
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline, "the hot-plug's delegate never ran"
+        time.sleep(0.01)
+
+    engine.delete()  # waits for the container's lock, which the hot-plug holds
+
+    worker.join(30)
+    assert [e.ifname for e in outcomes[0].added] == ["net2"]
+    engine.assert_nothing_left()
+    for network in ("net-a", "net-slow"):
         assert engine.leases(network) == set()
