@@ -40,6 +40,7 @@ __all__ = [
     "merge_capability_args",
     "namespace_id",
     "negotiate_version",
+    "no_output_error",
     "network_name_problem",
     "parse_cni_args",
     "parse_network_list",
@@ -113,6 +114,14 @@ def judge_exit(
 def supported_versions(
     *, returncode: int, stdout: bytes, stderr: bytes, plugin_type: str
 ) -> list[str]: ...
+def no_output_error(
+    *,
+    kind: Literal["timeout", "overflow", "io", "spawn"],
+    path: str,
+    timeout: float | None = None,
+    errno: int = 0,
+    text: str = "",
+) -> tuple[int, str, str]: ...
 def cache_entry_path(*, cache_dir: str, network: str, container_id: str, ifname: str) -> str: ...
 def cached_result(*, data: bytes) -> tuple[bool, bytes | None]: ...
 def del_stdins(

@@ -14,8 +14,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -24,9 +23,7 @@ from braid.cni.hostroot import HostRoot
 from braid.cni.versions import Identity
 from braid.errors import (
     INVALID_ENVIRONMENT,
-    PLUGIN_FAILURE,
     PLUGIN_NOT_FOUND,
-    PLUGIN_TIMEOUT,
     CniError,
     PluginError,
 )
@@ -222,7 +219,7 @@ def find_plugin(plugin_type: str, dirs: Sequence[str], root: HostRoot | None = N
     looked up inside ``root`` when given (the path returned is then the node's).
 
     A type that could name anything outside those directories is refused (code 7); a file of
-    that name without an execute bit is no plugin (code 2).
+    that name without an execute bit is no plugin (code 103).
     """
     return locate_plugin(plugin_type, dirs, root)[0]
 
@@ -414,35 +411,36 @@ def _name(path: str) -> str:
     return path.rpartition("/")[2]
 
 
-def _timeout_error(path: str, timeout: float | None) -> PluginError:
-    return PluginError(
-        PLUGIN_TIMEOUT,
-        f"plugin {path} did not finish within {timeout} s; its process group was killed",
-        plugin=_name(path),
+def _no_output(
+    kind: Literal["timeout", "overflow", "io", "spawn"],
+    path: str,
+    *,
+    timeout: float | None = None,
+    exc: OSError | None = None,
+) -> PluginError:
+    """The error of a plugin that produced no output (``braid_delegate::judge``, the shim's
+    DEL replay reports the same)."""
+    code, msg, details = _native.no_output_error(
+        kind=kind,
+        path=path,
+        timeout=timeout,
+        errno=(exc.errno or 0) if exc is not None else 0,
+        text=str(exc) if exc is not None else "",
     )
+    return PluginError(code, msg, details, plugin=_name(path))
+
+
+def _timeout_error(path: str, timeout: float | None) -> PluginError:
+    return _no_output("timeout", path, timeout=timeout)
 
 
 def _overflow_error(path: str) -> PluginError:
-    return PluginError(
-        PLUGIN_FAILURE,
-        f"plugin {path} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
-        plugin=_name(path),
-    )
+    return _no_output("overflow", path)
 
 
 def _io_error(path: str, exc: OSError) -> PluginError:
-    return PluginError(
-        PLUGIN_FAILURE,
-        f"cannot exchange data with plugin {path}; its process group was killed",
-        str(exc),
-        plugin=_name(path),
-    )
+    return _no_output("io", path, exc=exc)
 
 
 def _spawn_error(path: str, exc: OSError) -> CniError:
-    name = Path(path).name
-    if exc.errno == errno.EACCES:
-        return PluginError(PLUGIN_NOT_FOUND, f"plugin {path} is not executable", plugin=name)
-    if exc.errno == errno.ENOENT:
-        return PluginError(PLUGIN_NOT_FOUND, f"plugin {path} disappeared", plugin=name)
-    return PluginError(PLUGIN_FAILURE, f"cannot execute plugin {path}: {exc}", plugin=name)
+    return _no_output("spawn", path, exc=exc)

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use braid_exec::sequence::StepLimits;
 use braid_exec::{Failure, Limits, Output, RunFailure};
 
-use braid_cni::{codes, CniError};
+use braid_cni::CniError;
 
-use crate::judge::{judge_exit, supported_versions, VERSION_STDIN};
+use crate::judge::{judge_exit, no_output_error, supported_versions, NoOutput, VERSION_STDIN};
 use crate::{lookup, EXIT_GRACE, MAX_STDOUT_BYTES};
 
 /// The CNI variables of one call (`CNI_PATH` comes from [`Delegates`]).
@@ -72,7 +72,7 @@ impl Delegates {
             ("CNI_IFNAME", "dummy"),
             ("CNI_PATH", "dummy"),
         ];
-        let output = self.execute(path, plugin_type, &env, VERSION_STDIN)?;
+        let output = self.execute(path, &env, VERSION_STDIN)?;
         let supported =
             supported_versions(output.code, &output.stdout, &output.stderr, plugin_type)?;
         self.versions.insert(path.to_owned(), supported.clone());
@@ -87,7 +87,7 @@ impl Delegates {
         call: Call<'_>,
         stdin: &[u8],
     ) -> Result<Vec<u8>, CniError> {
-        let output = self.execute_with(path, plugin_type, &self.env(call), stdin)?;
+        let output = self.execute_with(path, &self.env(call), stdin)?;
         judge_exit(output.code, &output.stdout, &output.stderr, plugin_type)
             .map_err(|failure| failure.error)?;
         Ok(output.stdout)
@@ -116,48 +116,24 @@ impl Delegates {
         }
     }
 
-    /// The error of a run that produced no output.
-    pub fn run_error(&self, path: &Path, plugin_type: &str, failure: &RunFailure) -> CniError {
-        match failure {
-            RunFailure::Run(Failure::TimedOut) => CniError::new(
-                codes::PLUGIN_TIMEOUT,
-                format!(
-                    "plugin {} did not finish within {} s; its process group was killed",
-                    path.display(),
-                    self.timeout.as_secs_f64()
-                ),
-            ),
-            RunFailure::Run(Failure::StdoutTooLarge) => CniError::new(
-                codes::PLUGIN_FAILURE,
-                format!(
-                    "plugin {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout",
-                    path.display()
-                ),
-            ),
-            RunFailure::Spawn(err) | RunFailure::Run(Failure::Io(err)) => CniError::new(
-                codes::PLUGIN_FAILURE,
-                format!(
-                    "cannot run plugin {plugin_type:?} ({}): {err}",
-                    path.display()
-                ),
-            ),
-        }
+    /// The error of a run that produced no output ([`no_output_error`]).
+    pub fn run_error(&self, path: &Path, failure: &RunFailure) -> CniError {
+        let why = match failure {
+            RunFailure::Run(Failure::TimedOut) => NoOutput::TimedOut(Some(self.timeout)),
+            RunFailure::Run(Failure::StdoutTooLarge) => NoOutput::StdoutTooLarge(MAX_STDOUT_BYTES),
+            RunFailure::Run(Failure::Io(err)) => NoOutput::Exchange(err),
+            RunFailure::Spawn(err) => NoOutput::Start(err),
+        };
+        no_output_error(path, &why)
     }
 
-    fn execute(
-        &self,
-        path: &Path,
-        plugin_type: &str,
-        env: &[(&str, &str)],
-        stdin: &[u8],
-    ) -> Result<Output, CniError> {
-        self.execute_with(path, plugin_type, &full_env(env), stdin)
+    fn execute(&self, path: &Path, env: &[(&str, &str)], stdin: &[u8]) -> Result<Output, CniError> {
+        self.execute_with(path, &full_env(env), stdin)
     }
 
     fn execute_with(
         &self,
         path: &Path,
-        plugin_type: &str,
         env: &[(String, String)],
         stdin: &[u8],
     ) -> Result<Output, CniError> {
@@ -167,7 +143,7 @@ impl Delegates {
             max_stdout: MAX_STDOUT_BYTES,
         };
         let output = braid_exec::run(path, env, stdin, limits)
-            .map_err(|failure| self.run_error(path, plugin_type, &failure))?;
+            .map_err(|failure| self.run_error(path, &failure))?;
         copy_stderr(&output.stderr);
         Ok(output)
     }

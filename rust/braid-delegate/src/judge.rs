@@ -6,6 +6,10 @@
 //!
 //! Pure: the caller copies the plugin's stderr where it belongs.
 
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
 use braid_cni::result::parse_error_object;
 use braid_cni::version::parse_version_output;
 use braid_cni::{codes, CniError};
@@ -86,6 +90,58 @@ fn reported_failure(stdout: &[u8], status: &str, plugin_type: &str) -> ExitFailu
             )
             .with_details(err.msg),
             plugin_msg: String::new(),
+        },
+    }
+}
+
+/// Why a plugin produced no output to judge.
+#[derive(Debug)]
+pub enum NoOutput<'a> {
+    /// Its deadline (this long after its start) passed; its process group was killed.
+    TimedOut(Option<Duration>),
+    /// It wrote more than the stdout cap; its process group was killed.
+    StdoutTooLarge(usize),
+    /// Its pipes failed; its process group was killed.
+    Exchange(&'a io::Error),
+    /// It could not be started.
+    Start(&'a io::Error),
+}
+
+/// The error of a plugin at `path` that produced no output, by its code: the binary cannot be
+/// executed or is gone (103), a deadline (102), anything else (100).
+pub fn no_output_error(path: &Path, why: &NoOutput<'_>) -> CniError {
+    let path = path.display();
+    match why {
+        NoOutput::TimedOut(timeout) => {
+            let within =
+                timeout.map_or_else(String::new, |t| format!(" within {} s", t.as_secs_f64()));
+            CniError::new(
+                codes::PLUGIN_TIMEOUT,
+                format!("plugin {path} did not finish{within}; its process group was killed"),
+            )
+        }
+        NoOutput::StdoutTooLarge(cap) => CniError::new(
+            codes::PLUGIN_FAILURE,
+            format!("plugin {path} wrote more than {cap} bytes to stdout"),
+        ),
+        NoOutput::Exchange(err) => CniError::new(
+            codes::PLUGIN_FAILURE,
+            format!("cannot exchange data with plugin {path}; its process group was killed"),
+        )
+        .with_details(err.to_string()),
+        NoOutput::Start(err) => match err.kind() {
+            io::ErrorKind::PermissionDenied => CniError::new(
+                codes::PLUGIN_NOT_FOUND,
+                format!("plugin {path} is not executable"),
+            ),
+            io::ErrorKind::NotFound => CniError::new(
+                codes::PLUGIN_NOT_FOUND,
+                format!("plugin {path} disappeared"),
+            ),
+            _ => CniError::new(
+                codes::PLUGIN_FAILURE,
+                format!("cannot execute plugin {path}: {err}"),
+            ),
         },
     }
 }

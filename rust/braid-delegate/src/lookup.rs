@@ -1,7 +1,7 @@
 //! Plugin lookup (CNI spec, "Parameters": `CNI_PATH`): a plugin type is a plain file name, and
 //! the plugin is the first regular file of that name, in the order of the directories, that
 //! has an execute bit. A file of that name without one is no plugin: the lookup stops there
-//! and says so (code 2), rather than run a file of the same name further on that the operator
+//! and says so (code 103), rather than run a file of the same name further on that the operator
 //! did not mean.
 
 use std::fs;

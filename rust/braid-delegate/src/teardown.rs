@@ -178,16 +178,12 @@ impl Teardown<'_> {
                     .err()
                     .map(|failure| failure.error)
             }
-            StepResult::Failed { failure, .. } => Some(self.delegates.run_error(
-                path,
-                plugin_type,
-                &RunFailure::Run(failure),
-            )),
-            StepResult::NotStarted(err) => Some(self.delegates.run_error(
-                path,
-                plugin_type,
-                &RunFailure::Spawn(err),
-            )),
+            StepResult::Failed { failure, .. } => {
+                Some(self.delegates.run_error(path, &RunFailure::Run(failure)))
+            }
+            StepResult::NotStarted(err) => {
+                Some(self.delegates.run_error(path, &RunFailure::Spawn(err)))
+            }
             StepResult::Skipped => None,
         }
     }

@@ -80,3 +80,26 @@ fn version_answers_are_read_as_the_fixture_says() {
         }
     }
 }
+
+#[test]
+fn runs_without_output_fail_as_the_fixture_says() {
+    use braid_delegate::judge::{no_output_error, NoOutput};
+    use braid_delegate::MAX_STDOUT_BYTES;
+    use std::time::Duration;
+
+    let golden = golden();
+    for case in golden["no_output"].as_array().expect("no_output") {
+        let name = text(case, "name");
+        let errno = i32::try_from(case["errno"].as_i64().unwrap_or(0)).expect("errno");
+        let err = std::io::Error::from_raw_os_error(errno);
+        let why = match text(case, "kind") {
+            "timeout" => NoOutput::TimedOut(case["timeout"].as_f64().map(Duration::from_secs_f64)),
+            "overflow" => NoOutput::StdoutTooLarge(MAX_STDOUT_BYTES),
+            "io" => NoOutput::Exchange(&err),
+            "spawn" => NoOutput::Start(&err),
+            other => panic!("{name}: unknown kind {other}"),
+        };
+        let got = no_output_error(std::path::Path::new(text(case, "path")), &why);
+        assert_error(name, &case["error"], got.code, &got.msg, &got.details);
+    }
+}

@@ -2,10 +2,14 @@
 //! VERSION answer, the result cache's paths and format, the lock stripes, a list's DEL stdins,
 //! version ordering.
 
+use std::io;
 use std::path::Path;
 
 use braid_cni::version;
+use braid_cni::wait_duration;
+use braid_delegate::judge::NoOutput;
 use braid_delegate::{cache, judge, lock, lookup, teardown, EXIT_GRACE, MAX_STDOUT_BYTES};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -38,6 +42,38 @@ fn judge_exit(
     judge::judge_exit(returncode, stdout, stderr, plugin_type)
         .err()
         .map(|f| (f.error.code, f.error.msg, f.error.details, f.plugin_msg))
+}
+
+/// The error `(code, msg, details)` of a plugin at `path` that produced no output: `kind` is
+/// `timeout` (after `timeout` seconds), `overflow`, `io` or `spawn` (with the `errno`, else
+/// `text`).
+#[pyfunction]
+#[pyo3(signature = (*, kind, path, timeout=None, errno=0, text=""))]
+fn no_output_error(
+    kind: &str,
+    path: &str,
+    timeout: Option<f64>,
+    errno: i32,
+    text: &str,
+) -> PyResult<(u32, String, String)> {
+    let err = if errno == 0 {
+        io::Error::other(text.to_owned())
+    } else {
+        io::Error::from_raw_os_error(errno)
+    };
+    let why = match kind {
+        "timeout" => NoOutput::TimedOut(timeout.map(wait_duration)),
+        "overflow" => NoOutput::StdoutTooLarge(MAX_STDOUT_BYTES),
+        "io" => NoOutput::Exchange(&err),
+        "spawn" => NoOutput::Start(&err),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown kind of plugin failure {other:?}"
+            )))
+        }
+    };
+    let error = judge::no_output_error(Path::new(path), &why);
+    Ok((error.code, error.msg, error.details))
 }
 
 /// The `supportedVersions` of a plugin's VERSION answer (0.1.0 for one older than VERSION).
@@ -126,6 +162,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(judge_exit, m)?)?;
     m.add_function(wrap_pyfunction!(supported_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(no_output_error, m)?)?;
     m.add_function(wrap_pyfunction!(cache_entry_path, m)?)?;
     m.add_function(wrap_pyfunction!(cached_result, m)?)?;
     m.add_function(wrap_pyfunction!(del_stdins, m)?)?;

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from braid.cni import exec as plugin_exec
 from braid.cni.exec import ExecOutput
 from braid.cni.invoke import PluginExitError, PluginInvoker, checked_stdout
-from braid.errors import PluginError
+from braid.errors import CniError, PluginError
 
 GOLDEN = json.loads(
     (Path(__file__).resolve().parents[2] / "fixtures" / "delegate" / "exits.json").read_text()
@@ -74,3 +75,24 @@ def test_version_answers_are_read_as_the_fixture_says(case: Mapping[str, Any]) -
     with pytest.raises(PluginError) as info:
         invoker.versions("/opt/cni/bin/p", case["plugin"])
     _assert_error(info.value, case["error"], case["plugin"])
+
+
+def _no_output(case: Mapping[str, Any]) -> PluginError | CniError:
+    path, kind = case["path"], case["kind"]
+    exc = OSError(case.get("errno", 0), "")
+    if kind == "timeout":
+        return plugin_exec._timeout_error(path, case["timeout"])
+    if kind == "overflow":
+        return plugin_exec._overflow_error(path)
+    if kind == "io":
+        return plugin_exec._io_error(path, exc)
+    return plugin_exec._spawn_error(path, exc)
+
+
+@pytest.mark.parametrize("case", GOLDEN["no_output"], ids=lambda c: c["name"])
+def test_runs_without_output_fail_as_the_fixture_says(case: Mapping[str, Any]) -> None:
+    err = _no_output(case)
+    want = case["error"]
+    assert (err.code, err.msg, err.details) == (want["code"], want["msg"], want["details"])
+    assert isinstance(err, PluginError)
+    assert err.plugin == "bridge"
