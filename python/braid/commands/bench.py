@@ -155,7 +155,7 @@ def executable(args: argparse.Namespace) -> Path:
     interpreter (pip installs ``braid-thin`` and the shim there)."""
     option, name = ("--shim", "braid") if args.mode == "thick" else ("--thin", "braid-thin")
     given = args.shim if args.mode == "thick" else args.thin
-    path = Path(given) if given else Path(sys.executable).parent / name
+    path = Path(given).absolute() if given else Path(sys.executable).parent / name
     if not (path.is_file() and os.access(path, os.X_OK)):
         raise CniError(INVALID_ENVIRONMENT, f"no executable {name} at {path}; pass {option} PATH")
     return path
