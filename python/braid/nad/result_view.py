@@ -113,10 +113,10 @@ def _converted(result: bytes, what: str) -> ResultView:
     """A 0.1.0/0.2.0 result converted to the current version by ``_native``."""
     try:
         current = _native.convert_result(data=result, to_version=_native.CNI_CURRENT_VERSION)
-        typed = _TYPED.decode(current)
     except CniError as exc:
         raise CniError(exc.code, f"result of {what} is not a valid CNI result", exc.msg) from None
-    return ResultView(typed.interfaces or (), typed.ips, typed.routes, typed.dns, legacy=True)
+    view = read_result(current, what=what) or ResultView()  # of the current version now
+    return ResultView(view.interfaces, view.ips, view.routes, view.dns, legacy=True)
 
 
 def _not_json(what: str, exc: Exception) -> CniError:
