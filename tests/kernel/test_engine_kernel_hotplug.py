@@ -21,7 +21,7 @@ from pathlib import Path
 import kernel_netns
 import kernel_oracle as kernel
 import pytest
-from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
+from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, default_routes, make_engine
 
 from braid.cni import ProcessExecutor
 from braid.engine.context import EngineContext
@@ -386,3 +386,16 @@ def test_a_del_racing_a_hot_plug_waits_for_it_and_tears_everything_down(
     engine.assert_nothing_left()
     for network in ("net-a", "net-slow"):
         assert engine.leases(network) == set()
+
+
+def test_a_hot_plugged_default_route_becomes_the_pods_only_one(engine: EngineSetup) -> None:
+    engine.add("net-a")
+    assert [gw for gw, _ in default_routes(engine.pod.name, "-4")] == ["10.231.10.1"]
+
+    plug(
+        engine, json.dumps([{"name": "net-a"}, {"name": "net-b", "default-route": ["10.231.62.1"]}])
+    )
+
+    assert default_routes(engine.pod.name, "-4") == [("10.231.62.1", "net2")]
+    engine.delete()
+    engine.assert_nothing_left()
