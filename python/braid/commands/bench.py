@@ -50,6 +50,15 @@ def directory(value: str) -> str:
     return value
 
 
+def json_target(value: str) -> str:
+    """An argparse ``type``: a file to write, in a directory that exists (checked before the
+    run, not after it)."""
+    path = Path(value)
+    if path.is_dir() or not path.absolute().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is not a file in an existing directory")
+    return value
+
+
 def default_cni_path() -> str:
     """The first directory of ``$CNI_PATH``, else /opt/cni/bin."""
     first = os.environ.get("CNI_PATH", "").split(":")[0]
@@ -143,7 +152,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the braid shim to measure (default: beside this braidctl)",
     )
     parser.add_argument(
-        "--json", metavar="FILE", default=None, help="also write the figures as JSON to FILE"
+        "--json",
+        metavar="FILE",
+        type=json_target,
+        default=None,
+        help="also write the figures as JSON to FILE",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_output_option(parser)

@@ -68,6 +68,8 @@ def test_no_network_is_a_usage_error(tmp_path: Path) -> None:
         ("--concurrency", "0"),
         ("--mode", "thicker"),
         ("--cni-path", "/nonexistent/braid-bench"),
+        ("--json", "/nonexistent/braid-bench/out.json"),
+        ("--json", "/"),
     ],
 )
 def test_an_argument_out_of_bounds_is_a_usage_error(
