@@ -12,6 +12,8 @@ from its watch, and a later edit of the annotation is diffed against it.
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
 import os
 import sys
@@ -22,7 +24,7 @@ import msgspec
 
 from braid.daemon.client import exchange
 from braid.daemon.protocol import PROTOCOL_VERSION
-from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, CniError
+from braid.errors import INTERNAL, INVALID_CONFIG, INVALID_ENVIRONMENT, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION
 
 DEFAULT_SOCKET_DIR = "/run/braid"
@@ -137,21 +139,23 @@ def ask_daemon(socket_dir: str, namespace: str, name: str, timeout: float = 120.
         raise CniError(
             INVALID_ENVIRONMENT, f"cannot reach the braid daemon at {socket_path}", str(exc)
         ) from exc
-    answered = msgspec.convert(answer, type=_Answer)
-    out = msgspec.json.decode(answered.stdout_bytes())
+    try:
+        answered = msgspec.convert(answer, type=_Answer)
+        stdout = base64.b64decode(answered.stdout, validate=True)
+        out = msgspec.json.decode(stdout)
+    except (msgspec.ValidationError, msgspec.DecodeError, binascii.Error) as exc:
+        raise CniError(INTERNAL, "the braid daemon's answer is not understood", str(exc)) from exc
     if answered.exitCode != 0:
-        raise CniError(int(out.get("code", 999)), str(out.get("msg")), str(out.get("details", "")))
-    return answered.stdout_bytes()
+        error = out if isinstance(out, dict) else {}
+        raise CniError(
+            int(error.get("code", INTERNAL)), str(error.get("msg")), str(error.get("details", ""))
+        )
+    return stdout
 
 
 class _Answer(msgspec.Struct):
     exitCode: int
     stdout: str
-
-    def stdout_bytes(self) -> bytes:
-        import base64  # noqa: PLC0415
-
-        return base64.b64decode(self.stdout)
 
 
 def _kubeconfig(given: str | None) -> str:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+from pathlib import Path
+
 import pytest
 
-from braid.commands.hotplug import edit
+from braid.commands.hotplug import ask_daemon, edit
+from braid.daemon.protocol import encode_frame
 from braid.errors import CniError
 
 
@@ -29,3 +34,27 @@ def test_the_annotation_edit_keeps_its_form(
     else:
         with pytest.raises(want):
             edit(value, "ns1", network, attach=attach)
+
+
+def test_no_daemon_is_a_cni_error_naming_the_socket(tmp_path: Path) -> None:
+    with pytest.raises(CniError, match=f"cannot reach the braid daemon at {tmp_path}/braid.sock"):
+        ask_daemon(str(tmp_path), "ns1", "web", timeout=1)
+
+
+def test_a_garbled_answer_is_a_cni_error(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "braid.sock"))
+        server.listen()
+
+        def answer() -> None:
+            conn, _ = server.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(encode_frame({"exitCode": 0, "stdout": "not base64!"}))
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        with pytest.raises(CniError, match="not understood") as caught:
+            ask_daemon(str(tmp_path), "ns1", "web", timeout=5)
+        thread.join()
+    assert caught.value.code == 999
