@@ -42,15 +42,15 @@ native: venv ## build braid._native into the virtualenv
 	mkdir -p target/wheel-data/scripts
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
 
-wheel-stage: shim ## stage the shim (braid, braid-full) for the wheel's scripts
-	mkdir -p target/wheel-data/scripts
-	install -m 0755 target/release/braid target/wheel-data/scripts/braid
-	install -m 0755 target/release/braid-full target/wheel-data/scripts/braid-full
+wheel-stage: shim ## stage this machine's shim (braid, braid-full) where `maturin build` takes it
+	rm -rf braid._native.data && mkdir -p braid._native.data/scripts
+	install -m 0755 target/release/braid target/release/braid-full braid._native.data/scripts/
 
-wheel: wheel-stage venv ## the abi3 wheel with braid._native and the braid shim, in dist/
-	$(VENV)/bin/maturin build --release --locked -o dist
+wheel: ## dist/: the manylinux2014 wheels (x86-64, aarch64) and the sdist (docs/packaging.md)
+	rm -f dist/braid_cni-*
+	packaging/build-wheels.sh -o dist
 
-test-wheel: venv ## build the wheel, install it in a fresh venv, run braid VERSION, import braid._native
+test-wheel: venv ## the wheels and sdist: auditwheel, installed and run on every CPython here
 	packaging/check-wheel.sh
 
 image: wheel ## the node image as an OCI archive, dist/braid-image.oci.tar (Debian packages, no registry)

@@ -1,64 +1,195 @@
 #!/usr/bin/env bash
-# Proves `pip install braid-cni` (docs/packaging.md): builds the abi3 wheel with the compiled
-# `braid` shim staged in its scripts, installs it into a fresh virtualenv, then runs the shim's
-# VERSION and imports braid._native from that environment. Exits non-zero on any failure.
+# Proves what a distributor gets (docs/packaging.md), as `make test-wheel` and CI run it:
 #
-#   packaging/check-wheel.sh            (what `make test-wheel` runs)
-#   KEEP_WHEEL=dist packaging/check-wheel.sh   also copies the wheel into dist/
+#   build    packaging/build-wheels.sh: the x86-64 and aarch64 manylinux2014 wheels and the sdist
+#   wheels   each: its tags (cp311-abi3, manylinux_2_17), `auditwheel show`, the files
+#            (braid._native, scripts/braid and braid-full), the ELF machine of all three, the
+#            shim static (no shared library needed) and the extension's glibc symbol versions
+#            at most 2.17
+#   CPython  the x86-64 wheel installed by pip into a fresh virtualenv of every CPython here that
+#            the package supports (requires-python >= 3.11: the system's python3 and pyenv's),
+#            then from each: `braid` and `braid-full` VERSION, a CHECK `braid` hands over to
+#            `braid-full`, `braid-thin --version`, `braidctl --version`, import braid._native;
+#            a CPython older than 3.11, where there is one, must be refused by pip
+#   aarch64  under qemu-user (qemu-aarch64-static): the wheel's `braid` VERSION and hand-over,
+#            and `import braid._native` by Debian's aarch64 CPython 3.11 (its packages
+#            unpacked into target/arm64-python/, nothing installed)
+#   sdist    `pip install braid_cni-*.tar.gz` into a fresh virtualenv: pip builds the extension
+#            and the shim from the sources; the same checks
+#   maturin  a plain `maturin build` (nothing staged) builds a wheel: the extension, no shim
+#
+#   packaging/check-wheel.sh
+#   KEEP_WHEEL=dist packaging/check-wheel.sh   also copies the wheels and the sdist into dist/
+#
+# Cargo's outputs are kept under target/ (zig/, sdist/): a second run compiles braid's crates
+# again for the sdist but no third-party crate. Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON=${PYTHON:-python3}
-MATURIN=${MATURIN:-.venv/bin/maturin}
-STAGE=target/wheel-data/scripts
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
 fail() { echo "check-wheel: FAILED: $*" >&2; exit 1; }
+say() { echo "check-wheel: $*"; }
+started=$SECONDS
 
-# 1. The shim, staged where [tool.maturin] data points.
-packaging/build-shim.sh
-mkdir -p "$STAGE"
-install -m 0755 target/release/braid "$STAGE/braid"
-install -m 0755 target/release/braid-full "$STAGE/braid-full"
+# --- build -----------------------------------------------------------------------------------
+[[ $EUID -ne 0 ]] || command -v qemu-aarch64-static >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
+packaging/build-wheels.sh -o "$work/dist"
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
+sdist=$work/dist/braid_cni-$version.tar.gz
+[[ -f $sdist ]] || fail "no sdist $(basename "$sdist")"
+say "built in $((SECONDS - started)) s: $(cd "$work/dist" && echo *)"
 
-# 2. The wheel.
-"$MATURIN" build --release --locked -q -o "$work/dist" >/dev/null
-wheels=("$work"/dist/*.whl)
-[[ ${#wheels[@]} -eq 1 ]] || fail "expected one wheel, got: ${wheels[*]}"
-wheel=${wheels[0]}
-name=$(basename "$wheel")
-[[ $name == braid_cni-*-abi3-*.whl ]] || fail "not an abi3 wheel: $name"
-listing=$("$PYTHON" -m zipfile -l "$wheel")
-grep -Eq 'braid_cni-[^/]+\.data/scripts/braid ' <<<"$listing" || fail "no scripts/braid in $name"
-grep -Eq 'braid_cni-[^/]+\.data/scripts/braid-full ' <<<"$listing" || fail "no scripts/braid-full in $name"
-grep -Eq 'braid/_native\.abi3\.so ' <<<"$listing" || fail "no braid/_native.abi3.so in $name"
+elf_machine() { od -An -tu2 -j18 -N2 "$1" | tr -d ' '; } # e_machine: 62 x86-64, 183 aarch64
+glibc_max() { readelf -W -V "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1; }
 
-# 3. A fresh environment, installed the way users do it.
-"$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
-shim="$work/venv/bin/braid"
-[[ -x $shim ]] || fail "pip did not install an executable $shim"
-file_kind=$(head -c 4 "$shim" | od -An -c | tr -d ' ')
-[[ $file_kind == '177ELF' ]] || fail "$shim is not the compiled shim (a launcher script?)"
+# --- the wheels ------------------------------------------------------------------------------
+check_wheel() { # arch machine
+  local arch=$1 machine=$2 wheel dir f
+  wheel=$work/dist/braid_cni-$version-cp311-abi3-manylinux2014_$arch.manylinux_2_17_$arch.whl
+  [[ -f $wheel ]] || fail "no manylinux2014 $arch wheel in: $(ls "$work/dist")"
+  dir=$work/$arch
+  # Unpacked with each file's mode, as pip installs it: the shim must be executable.
+  "$PY" - "$wheel" "$dir" <<'UNZIP' || fail "unpacking $(basename "$wheel")"
+import sys, zipfile
+from pathlib import Path
+with zipfile.ZipFile(sys.argv[1]) as whl:
+    for info in whl.infolist():
+        whl.extract(info, sys.argv[2])
+        Path(sys.argv[2], info.filename).chmod((info.external_attr >> 16) & 0o777 or 0o644)
+UNZIP
+  for f in braid/_native.abi3.so "braid_cni-$version.data/scripts/braid" \
+    "braid_cni-$version.data/scripts/braid-full"; do
+    [[ -f $dir/$f ]] || fail "no $f in $(basename "$wheel")"
+    [[ $f == *.so || -x $dir/$f ]] || fail "$f in $(basename "$wheel") is not executable"
+    [[ $(elf_machine "$dir/$f") == "$machine" ]] || fail "$f in the $arch wheel is for machine $(elf_machine "$dir/$f")"
+  done
+  for f in braid braid-full; do
+    f=$dir/braid_cni-$version.data/scripts/$f
+    ! readelf -W -d "$f" | grep -q NEEDED || fail "$(basename "$f") ($arch) needs shared libraries"
+  done
+  [[ $(printf '%s\n' "$(glibc_max "$dir/braid/_native.abi3.so")" 2.17 | sort -V | tail -n1) == 2.17 ]] ||
+    fail "braid._native ($arch) needs glibc $(glibc_max "$dir/braid/_native.abi3.so")"
+  local report
+  report=$("$tools/bin/auditwheel" show "$wheel" 2>&1) || fail "auditwheel show: $report"
+  grep -q "\"manylinux_2_17_$arch\"" <<<"$report" || fail "auditwheel show: $report"
+  ! grep -q 'ignoring' <<<"$report" || fail "auditwheel show: $report"
+  say "$(basename "$wheel"): auditwheel manylinux_2_17_$arch, the shim static, braid._native glibc <= 2.17"
+}
+PY=python3
+tools=target/wheel-tools
+check_wheel x86_64 62
+check_wheel aarch64 183
 
-expected='{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}'
-answer=$(env -i CNI_COMMAND=VERSION "$shim" </dev/null)
-[[ $answer == "$expected" ]] || fail "braid VERSION printed: $answer"
-answer=$(env -i CNI_COMMAND=VERSION "$work/venv/bin/braid-full" </dev/null)
-[[ $answer == "$expected" ]] || fail "braid-full VERSION printed: $answer"
-# A call the front hands over (no daemon, no wait): braid-full, found beside it, answers.
-answer=$(echo '{"cniVersion":"1.0.0","name":"n","type":"braid","daemonSocketDir":"'"$work"'","daemonWaitSeconds":0}' \
-  | env -i CNI_COMMAND=CHECK CNI_CONTAINERID=c CNI_NETNS=/x CNI_IFNAME=eth0 CNI_PATH=/nowhere "$shim" || true)
-[[ $answer == *'"code": 11'* && $answer == *'not reachable'* ]] || fail "braid CHECK without a daemon printed: $answer"
-
-(cd "$work" && "$work/venv/bin/python" -c '
+# --- running it ------------------------------------------------------------------------------
+# $1: a bin/ directory holding braid, braid-full, braid-thin, braidctl; $2: how to run an ELF
+check_shim() {
+  local bin=$1 run=${2:-} answer
+  for f in braid braid-full; do
+    [[ $(head -c 4 "$bin/$f" | od -An -c | tr -d ' ') == '177ELF' ]] || fail "$bin/$f is not the compiled shim"
+    answer=$(env -i CNI_COMMAND=VERSION ${run:+"$run"} "$bin/$f" </dev/null) || fail "$bin/$f VERSION failed: $answer"
+    "$PY" -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert v["cniVersion"] == "1.1.0", v
+assert v["supportedVersions"] == ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"], v
+' "$answer" || fail "$bin/$f VERSION printed: $answer"
+  done
+  # A call the front hands over (no daemon, no wait): braid-full, found beside it, answers.
+  answer=$(echo '{"cniVersion":"1.0.0","name":"n","type":"braid","daemonSocketDir":"'"$work"'","daemonWaitSeconds":0}' |
+    env -i CNI_COMMAND=CHECK CNI_CONTAINERID=c CNI_NETNS=/x CNI_IFNAME=eth0 CNI_PATH=/nowhere ${run:+"$run"} "$bin/braid" || true)
+  [[ $answer == *'"code": 11'* && $answer == *'not reachable'* ]] || fail "$bin/braid CHECK without a daemon printed: $answer"
+}
+check_env() { # a virtualenv braid-cni was installed into
+  local venv=$1 out
+  check_shim "$venv/bin"
+  out=$("$venv/bin/braid-thin" --version) && [[ $out == "braid-thin $version" ]] || fail "braid-thin --version: $out"
+  out=$("$venv/bin/braidctl" --version) && [[ $out == "braidctl $version" ]] || fail "braidctl --version: $out"
+  (cd "$work" && "$venv/bin/python" -c '
+import sys
 import braid._native as native
 assert native.CNI_CURRENT_VERSION == "1.1.0", native.CNI_CURRENT_VERSION
-assert native.__file__.startswith("'"$work"'/venv/"), native.__file__
-') || fail "import braid._native from the fresh environment"
+assert native.__file__.startswith(sys.prefix + "/"), native.__file__
+') || fail "import braid._native in $venv"
+}
+pip_install() { # venv python, what
+  "$1" -m venv "$2" && "$2/bin/python" -m pip install -q --disable-pip-version-check "${@:3}"
+}
+
+pythons=(/usr/bin/python3)
+pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+for p in "$pyenv_root"/versions/3.*/bin/python3; do [[ -x $p ]] && pythons+=("$p"); done
+x86_wheel=$work/dist/braid_cni-$version-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+tested=()
+for p in "${pythons[@]}"; do
+  [[ -x $p ]] || continue
+  pv=$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  venv=$work/venv-$pv-$RANDOM
+  if [[ $(printf '%s\n' "$pv" 3.11 | sort -V | head -n1) != 3.11 ]]; then
+    [[ $(printf '%s\n' "$pv" 3.9 | sort -V | head -n1) == 3.9 ]] || continue
+    # requires-python >= 3.11: pip must refuse the wheel.
+    if "$p" -m venv "$venv" 2>/dev/null; then
+      ! "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$x86_wheel" 2>/dev/null ||
+        fail "pip installed the wheel into CPython $pv (requires-python >= 3.11)"
+      tested+=("$pv(refused)")
+    fi
+    continue
+  fi
+  pip_install "$p" "$venv" "$x86_wheel" || fail "pip install into CPython $pv ($p)"
+  check_env "$venv"
+  tested+=("$pv")
+done
+((${#tested[@]} >= 1)) || fail "no CPython to install into"
+say "x86-64 wheel installed and run on CPython ${tested[*]}"
+
+qemu=$(command -v qemu-aarch64-static || true)
+[[ -n $qemu ]] || fail "qemu-aarch64-static is missing (apt-get install qemu-user-static)"
+check_shim "$work/aarch64/braid_cni-$version.data/scripts" "$qemu"
+# The aarch64 extension, imported by Debian's aarch64 CPython 3.11 under qemu-user: its packages
+# downloaded by apt (a state of its own, arm64 only; nothing is installed) and unpacked into a
+# root of their own, kept in target/arm64-python/.
+arm_root=$PWD/target/arm64-python
+if [[ ! -x $arm_root/root/usr/bin/python3.11 ]]; then
+  rm -rf "$arm_root"
+  mkdir -p "$arm_root"/{lists/partial,cache/archives/partial,debs,root}
+  apt_arm=(-qq -o Dir::State::Lists="$arm_root/lists" -o Dir::Cache="$arm_root/cache"
+    -o Dir::State::status=/dev/null -o APT::Architecture=arm64 -o APT::Architectures::=arm64
+    -o APT::Sandbox::User=root)
+  apt-get "${apt_arm[@]}" update >/dev/null || fail "apt-get update (arm64 lists)"
+  (cd "$arm_root/debs" && apt-get "${apt_arm[@]}" download \
+    python3.11-minimal libpython3.11-minimal libc6 libexpat1 zlib1g >/dev/null) ||
+    fail "apt-get download (Debian's arm64 python3.11-minimal)"
+  for deb in "$arm_root"/debs/*.deb; do dpkg-deb -x "$deb" "$arm_root/root"; done
+fi
+answer=$(cd "$work" && env -i "$qemu" -L "$arm_root/root" "$arm_root/root/usr/bin/python3.11" -I -c '
+import platform, sys
+sys.path.insert(0, sys.argv[1])
+import braid._native as native
+assert platform.machine() == "aarch64", platform.machine()
+assert native.CNI_CURRENT_VERSION == "1.1.0", native.CNI_CURRENT_VERSION
+assert native.__file__ == sys.argv[1] + "/braid/_native.abi3.so", native.__file__
+print("ok")' "$work/aarch64" 2>&1) && [[ $answer == ok ]] || fail "import braid._native (aarch64) under qemu: $answer"
+say "aarch64 wheel: braid (braid-full) VERSION and CHECK, import braid._native (CPython 3.11) under $(basename "$qemu")"
+
+# Cargo's outputs in target/sdist/ (an absolute path: pip builds in a directory of its own),
+# for the third-party crates alone: every file of an sdist has the same old time, so cargo
+# would take braid's crates of an earlier run for fresh. Their fingerprints go first.
+find target/sdist -path '*/.fingerprint/braid-*' -prune -exec rm -rf {} + 2>/dev/null || true
+CARGO_TARGET_DIR=$PWD/target/sdist pip_install /usr/bin/python3 "$work/venv-sdist" "$sdist" ||
+  fail "pip install $(basename "$sdist") (a build from source)"
+check_env "$work/venv-sdist"
+say "$(basename "$sdist"): pip built and installed the extension and the shim"
+
+[[ ! -e braid._native.data ]] || fail "braid._native.data/ is staged: a plain maturin build would take it"
+.venv/bin/maturin build --release --locked --quiet -o "$work/plain" >/dev/null 2>&1 ||
+  fail "maturin build (plain)"
+listing=$("$PY" -m zipfile -l "$work"/plain/braid_cni-*.whl)
+grep -q 'braid/_native\.abi3\.so ' <<<"$listing" || fail "no braid/_native.abi3.so from a plain maturin build"
+! grep -q '\.data/scripts/' <<<"$listing" || fail "a plain maturin build took a shim"
+say "plain maturin build: $(basename "$work"/plain/*.whl) (the extension, no shim)"
 
 if [[ -n ${KEEP_WHEEL:-} ]]; then
-  mkdir -p "$KEEP_WHEEL" && cp "$wheel" "$KEEP_WHEEL/"
+  mkdir -p "$KEEP_WHEEL" && cp "$work"/dist/* "$KEEP_WHEEL/"
 fi
-echo "check-wheel: $name installs braid and braid-full (VERSION ok, hand-over ok) and braid._native"
+say "passed in $((SECONDS - started)) s"
