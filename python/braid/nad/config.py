@@ -88,6 +88,13 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     # listed (None: every namespace).
     hot_plug: str = "off"
     hot_plug_namespaces: list[str] | None = None
+    # Devices (docs/devices.md): kubelet's PodResources API socket and how long braid waits
+    # for its answer, the NPWG device-information directory, and whether a pod's own
+    # `deviceID` may name the device of a NAD that has a resourceName.
+    pod_resources_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    pod_resources_timeout: float = 5.0
+    device_info_dir: str = "/var/run/k8s.cni.cncf.io/devinfo"
+    allow_device_id_requests: bool = msgspec.field(default=False, name="allowDeviceIDRequests")
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
@@ -191,6 +198,8 @@ PATH_KEYS = tuple(
         "kubeconfig",
         "readinessindicatorfile",
         "log_file",
+        "pod_resources_socket",
+        "device_info_dir",
     }
 )
 
@@ -219,6 +228,11 @@ def _check_values(config: BraidConfig) -> None:
         raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
+    if not 0 < config.pod_resources_timeout <= 600:
+        raise _fail(
+            "braid configuration: key `podResourcesTimeout` must be a number of seconds "
+            "above 0, at most 600"
+        )
     for attribute, key in BOUND_KEYS:
         if getattr(config, attribute) < 1:
             raise _fail(f"braid configuration: key `{key}` must be a positive integer")
