@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from braid.bench.braid_side import BraidPod
 from braid.bench.burst import BurstFigures, run_burst
+from braid.bench.daemon import DaemonProcess, RssSampler, running_daemon
 from braid.bench.direct import DirectPod, has_check
 from braid.bench.namespaces import add_namespace, inside_netns, namespace, remove_namespace
 from braid.bench.paired import Figures, OverheadRecord
@@ -97,15 +97,70 @@ def verbs_of(network: NetworkList, *, check: bool) -> tuple[str, ...]:
     return ("VERSION", "ADD", "DEL")
 
 
-def _memory(daemon: Any) -> dict[str, int]:
-    return daemon.memory_kib() if daemon is not None else {}
+@dataclass
+class _Stage:
+    """What the measuring steps of one run share, once its world is set up."""
+
+    plan: BenchPlan
+    world: World
+    attached: Attached
+    run_id: str
+    progress: Progress
+
+    def paired(self, pod_ns: str) -> dict[str, Figures]:
+        plan, run_id = self.plan, self.run_id
+        record = OverheadRecord(measured="braid", spread=plan.spread)
+        rounds = Rounds(
+            DirectPod(self.world, plan.extra_networks, f"bench-direct-{run_id}", pod_ns),
+            BraidPod(
+                self.world, plan.executable, plan.extra_networks, f"bench-braid-{run_id}", pod_ns
+            ),
+            record,
+            self.attached,
+            verbs=verbs_of(plan.network, check=plan.check),
+        )
+        self.progress("warm-up round")
+        rounds.warm_up()
+        for index in range(plan.rounds):
+            rounds.round()
+            if (index + 1) % 10 == 0 or index + 1 == plan.rounds:
+                self.progress(f"round {index + 1}/{plan.rounds}")
+        return record.figures()
+
+    def burst(self, spaces: list[str], daemon: DaemonProcess | None, outcome: BenchOutcome) -> None:
+        """The burst, with the daemon's resident size sampled during it (thick mode)."""
+        plan = self.plan
+        self.progress(f"burst of {plan.burst} pods, {plan.parallel} at a time")
+        pods = [
+            BraidPod(
+                self.world, plan.executable, plan.extra_networks, f"burst-{self.run_id}-{i}", ns
+            )
+            for i, ns in enumerate(spaces)
+        ]
+        if daemon is None:
+            outcome.burst = run_burst(pods, plan.parallel, self.attached)
+            return
+        outcome.memory_kib["rest"] = daemon.memory_kib()["VmRSS"]
+        with RssSampler(daemon) as sampler:
+            outcome.burst = run_burst(pods, plan.parallel, self.attached)
+        outcome.memory_kib["peak"] = sampler.peak_kib
+        outcome.memory_kib["hwm"] = daemon.memory_kib()["VmHWM"]
+
+
+def _daemon(
+    plan: BenchPlan, world: World, stack: ExitStack, progress: Progress
+) -> DaemonProcess | None:
+    """Thick mode's daemon, stopped when ``stack`` closes; None in thin mode."""
+    if plan.mode != "thick" or plan.daemon_command is None:
+        return None
+    progress("starting the daemon")
+    command = plan.daemon_command(world.socket_dir)
+    log = world.root / "daemon.log"
+    return stack.enter_context(running_daemon(world.host_ns, world.socket_dir, log, command))
 
 
 def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
     """Measures ``plan``; raises what stopped it after everything is removed."""
-    from braid.bench.daemon import RssSampler, running_daemon  # noqa: PLC0415 - thick only
-
-    record = OverheadRecord(measured="braid", spread=plan.spread)
     # Every namespace and directory of the run is named braidb-<run id>-...
     run_id = secrets.token_hex(4)
     outcome = BenchOutcome(run_id)
@@ -118,48 +173,17 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
         extras = [(plan.nad_name, plan.network)] * plan.extra_networks
         world = World(root, host, plan.bin_dir, plan.network, extras)
         world.write()
-        daemon = None
-        if plan.mode == "thick" and plan.daemon_command is not None:
-            progress("starting the daemon")
-            command = plan.daemon_command(world.socket_dir)
-            daemon = stack.enter_context(
-                running_daemon(host, world.socket_dir, root / "daemon.log", command)
-            )
+        daemon = _daemon(plan, world, stack, progress)
         # Before the pods' tracker: on the way out, pods are DELed before namespaces go.
         spaces = stack.enter_context(burst_namespaces(run_id, plan.burst))
         stack.enter_context(inside_netns(host))
         attached = stack.enter_context(Attached(on_exit=hold))
-        rounds = Rounds(
-            DirectPod(world, plan.extra_networks, f"bench-direct-{run_id}", pod_ns),
-            BraidPod(world, plan.executable, plan.extra_networks, f"bench-braid-{run_id}", pod_ns),
-            record,
-            attached,
-            verbs=verbs_of(plan.network, check=plan.check),
-        )
-        progress("warm-up round")
-        rounds.warm_up()
-        for index in range(plan.rounds):
-            rounds.round()
-            if (index + 1) % 10 == 0 or index + 1 == plan.rounds:
-                progress(f"round {index + 1}/{plan.rounds}")
-        outcome.figures = record.figures()
+        stage = _Stage(plan, world, attached, run_id, progress)
+        outcome.figures = stage.paired(pod_ns)
         if plan.burst:
-            progress(f"burst of {plan.burst} pods, {plan.parallel} at a time")
-            if daemon is not None:
-                outcome.memory_kib["rest"] = _memory(daemon)["VmRSS"]
-            pods = [
-                BraidPod(world, plan.executable, plan.extra_networks, f"burst-{run_id}-{i}", ns)
-                for i, ns in enumerate(spaces)
-            ]
-            if daemon is not None:
-                with RssSampler(daemon) as sampler:
-                    outcome.burst = run_burst(pods, plan.parallel, attached)
-                outcome.memory_kib["peak"] = sampler.peak_kib
-                outcome.memory_kib["hwm"] = _memory(daemon)["VmHWM"]
-            else:
-                outcome.burst = run_burst(pods, plan.parallel, attached)
+            stage.burst(spaces, daemon, outcome)
         if daemon is not None:
-            outcome.memory_kib["after"] = _memory(daemon)["VmRSS"]
+            outcome.memory_kib["after"] = daemon.memory_kib()["VmRSS"]
         stack.close()
         outcome.teardown_failures = attached.failures
     return outcome

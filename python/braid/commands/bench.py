@@ -19,9 +19,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from braid.commands.args import add_output_option, existing_file, write_data
 from braid.errors import INVALID_ENVIRONMENT, CniError
+
+if TYPE_CHECKING:
+    from braid.bench.run import BenchPlan
 
 MODES = ("thin", "thick")
 DEFAULT_CNI_PATH = "/opt/cni/bin"
@@ -179,17 +183,13 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run_bench(args: argparse.Namespace) -> int:
-    # The measuring code is imported here, not at registration: `braidctl --help` stays light.
+def plan_of(args: argparse.Namespace) -> BenchPlan:
+    """What the command line asks to measure, checked before anything is made: the network
+    and its plugins, braid's executable, root."""
     from braid.bench import network as networks  # noqa: PLC0415
     from braid.bench.daemon import daemon_command  # noqa: PLC0415
-    from braid.bench.report import document, text  # noqa: PLC0415
-    from braid.bench.run import BenchPlan, run  # noqa: PLC0415
-    from braid.bench.spawn import CallFailed  # noqa: PLC0415
-    from braid.version import package_version  # noqa: PLC0415
+    from braid.bench.run import BenchPlan  # noqa: PLC0415
 
-    if args.burst and args.parallel > args.burst:
-        args.parallel = args.burst
     bin_dir = args.cni_path or default_cni_path()
     if not Path(bin_dir).is_dir():
         raise CniError(INVALID_ENVIRONMENT, f"{bin_dir} is not a directory; pass --cni-path DIR")
@@ -199,7 +199,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise CniError(INVALID_ENVIRONMENT, "needs root: it makes and removes network namespaces")
     concurrency = args.concurrency
-    plan = BenchPlan(
+    return BenchPlan(
         mode=args.mode,
         network=measured.network,
         source=measured.source,
@@ -209,16 +209,25 @@ def run_bench(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         extra_networks=args.extra_networks,
         burst=args.burst,
-        parallel=args.parallel,
+        parallel=min(args.parallel, args.burst) if args.burst else args.parallel,
         spread=args.phase_spread_ms / 1e3,
         check=not args.no_check,
         daemon_command=lambda socket_dir: daemon_command(socket_dir, concurrency),
     )
-    progress = (lambda _: None) if args.quiet else _progress
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    # The measuring code is imported here, not at registration: `braidctl --help` stays light.
+    from braid.bench.report import document, text  # noqa: PLC0415
+    from braid.bench.run import run  # noqa: PLC0415
+    from braid.bench.spawn import CallFailed  # noqa: PLC0415
+    from braid.version import package_version  # noqa: PLC0415
+
+    plan = plan_of(args)
     before = os.getloadavg()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        outcome = run(plan, progress)
+        outcome = run(plan, (lambda _: None) if args.quiet else _progress)
     except KeyboardInterrupt:
         sys.stderr.write("braidctl bench: interrupted; its namespaces and files are removed\n")
         return 130
