@@ -93,10 +93,18 @@ class DirectPod:
                 self._exec("CHECK", ifname, network, index)
 
     def delete(self) -> None:
+        """DEL of every plugin of every attachment, in reverse; a failure does not stop the
+        others (as a runtime's teardown), the first is raised after."""
+        failures: list[CallFailed] = []
         for ifname, network in reversed(self.world.networks(self.extra)):
             for index in reversed(range(len(network["plugins"]))):
-                self._exec("DEL", ifname, network, index)
+                try:
+                    self._exec("DEL", ifname, network, index)
+                except CallFailed as exc:
+                    failures.append(exc)
         self.results.clear()
+        if failures:
+            raise failures[0]
 
     def version(self) -> None:
         """VERSION of the cluster network's first plugin."""
