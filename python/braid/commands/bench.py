@@ -99,33 +99,42 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--cni-path",
+        metavar="DIR",
         type=directory,
         default=None,
         help=f"the plugins' directory (default: $CNI_PATH's first, else {DEFAULT_CNI_PATH})",
     )
     parser.add_argument(
-        "--rounds", type=bounded(1, 10000), default=40, help="paired rounds (1-10000, default 40)"
+        "--rounds",
+        metavar="N",
+        type=bounded(1, 10000),
+        default=40,
+        help="paired rounds (1-10000, default 40)",
     )
     parser.add_argument(
         "--extra-networks",
+        metavar="N",
         type=bounded(0, 16),
         default=0,
         help="more attachments of the network per pod, net1... (0-16, default 0)",
     )
     parser.add_argument(
         "--burst",
+        metavar="N",
         type=bounded(0, 1000),
         default=20,
         help="pods in the burst, each in a namespace of its own (0-1000; 0: none; default 20)",
     )
     parser.add_argument(
         "--parallel",
+        metavar="P",
         type=bounded(1, 256),
         default=4,
         help="calls at once in the burst (1-256, default 4)",
     )
     parser.add_argument(
         "--phase-spread-ms",
+        metavar="MS",
         type=bounded(0, 1000),
         default=20,
         help="the random pause before each timed call, at most (0-1000 ms, "
@@ -139,6 +148,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--concurrency",
+        metavar="N",
         type=bounded(1, 256),
         default=None,
         help="thick mode: the daemon's --concurrency (default: its own)",
