@@ -11,11 +11,10 @@ from collections.abc import Mapping
 import msgspec
 
 from braid import _native
-from braid.cni.request import container_id_problem, interface_name_problem
+from braid.cni.request import check_container_id, interface_name_problem
 from braid.errors import (
     DECODE_FAILURE,
     INVALID_ENVIRONMENT,
-    UNKNOWN_CONTAINER,
     CniError,
 )
 
@@ -115,11 +114,7 @@ def _check_text(env: Mapping[str, str]) -> None:
 
 
 def _check_container(command: str, container_id: str, ifname: str, netns: str) -> None:
-    if not container_id:
-        raise CniError(UNKNOWN_CONTAINER, f"CNI_CONTAINERID is required for {command}")
-    problem = container_id_problem(container_id)
-    if problem and not (command == "DEL" and names_no_record(container_id)):
-        raise CniError(INVALID_ENVIRONMENT, f"CNI_CONTAINERID {container_id!r} {problem}")
+    check_container_id(command, container_id)
     problem = interface_name_problem(ifname)
     if problem:
         raise CniError(INVALID_ENVIRONMENT, f"CNI_IFNAME {ifname!r} {problem}")

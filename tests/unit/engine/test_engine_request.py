@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from braid.cni.request import interface_name_problem
+from braid.cni.request import check_container_id, interface_name_problem
 from braid.engine.request import MAX_STDIN, read_request
 from braid.errors import DECODE_FAILURE, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
@@ -69,6 +69,21 @@ def test_missing_container_id_is_code_3(command: str) -> None:
 )
 def test_invalid_environment_is_code_4(change: dict[str, str]) -> None:
     assert code_of({**GOOD_ENV, **change}) == INVALID_ENVIRONMENT
+
+
+@pytest.mark.parametrize(
+    ("command", "container_id"),
+    [("ADD", ""), ("CHECK", "../escape"), ("ADD", "has space"), ("DEL", "-x"), ("ADD", "a" * 251)],
+)
+def test_the_container_id_rule_is_the_shims(command: str, container_id: str) -> None:
+    """The engine refuses a container id with the error the compiled shim gives
+    (``braid_cni::names::check_container_id``): the same code and the same words."""
+    with pytest.raises(CniError) as rust:
+        check_container_id(command, container_id)
+    env = {**GOOD_ENV, "CNI_COMMAND": command, "CNI_CONTAINERID": container_id}
+    with pytest.raises(CniError) as engine:
+        read_request(env, STDIN)
+    assert (engine.value.code, engine.value.msg) == (rust.value.code, rust.value.msg)
 
 
 def test_the_longest_container_id_names_a_record_file() -> None:
