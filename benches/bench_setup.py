@@ -68,7 +68,7 @@ class Setup:
 
 @contextmanager
 def bridge_setup(
-    tmp_path: Path, wrap: Callable[[Executor], Executor] = lambda e: e
+    tmp_path: Path, wrap: Callable[[ProcessExecutor], Executor] = lambda e: e
 ) -> Iterator[Setup]:
     """The attachment's namespaces and both drivers; `wrap` may wrap the runtime's executor."""
     if os.geteuid() != 0:

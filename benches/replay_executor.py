@@ -10,12 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from braid.cni import ExecOutput, Executor
+from braid.cni import ExecOutput, ProcessExecutor
+from braid.cni.exec import OneAtATime
 
 
 @dataclass
-class RecordingExecutor:
-    inner: Executor
+class RecordingExecutor(OneAtATime):
+    inner: ProcessExecutor
     outputs: dict[tuple[str, str], ExecOutput] = field(default_factory=dict)
 
     def execute(
@@ -27,7 +28,7 @@ class RecordingExecutor:
 
 
 @dataclass
-class ReplayExecutor:
+class ReplayExecutor(OneAtATime):
     outputs: dict[tuple[str, str], ExecOutput]
     calls: int = 0
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from braid.cni.exec import ExecOutput, Executor, ProcessExecutor
+from braid.cni.exec import ExecOutput, OneAtATime, ProcessExecutor
 from braid.daemon.logs import install_json_logging
 from braid.daemon.server import DaemonServer
 from braid.daemon.service import DaemonService
@@ -23,12 +23,12 @@ from braid.daemon.settings import DaemonSettings
 
 
 @dataclass
-class RecordOnceExecutor:
+class RecordOnceExecutor(OneAtATime):
     """Executes each (plugin, verb, interface) for real the first time, then answers it from
     memory: every attachment's replayed result names its own interface, and the first pod's
     real DEL removes every interface its real ADD made (whatever order the benchmarks run)."""
 
-    inner: Executor
+    inner: ProcessExecutor
     outputs: dict[tuple[str, str, str], ExecOutput] = field(default_factory=dict)
 
     def execute(

@@ -7,7 +7,7 @@ With it in place of bridge + host-local, the paired benchmark (`test_bench_thick
 compares braid with the same delegates executed directly without the plugins' own 8-20 ms
 of netlink and file work, whose noise swamps a millisecond. Unlike the replayed benchmark it
 keeps each delegate's real process start, so what braid overlaps with it (the durable plan,
-the interface check: `braid.engine.attach.PlanGate`) is measured as it happens on a node.
+the interface check: `braid.engine.attach.FirstStdinGate`) is measured as it happens on a node.
 
 Built with the system C compiler (static, so its exec costs no loader work), once per world.
 """

@@ -211,7 +211,7 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
     assert list((engine.cni_dir / "results").glob("*")) == []
 
     # Each request in a slot runs one delegate and may hold the next one started ahead,
-    # unread (braid.cni.exec.StartsAhead): never more than two delegates per slot.
+    # unread (braid.cni.exec.ExecutionPlan): never more than two delegates per slot.
     bound = 2 * daemon.concurrency
     assert 0 < adds.peak_children <= bound, adds.peak_children
     assert dels.peak_children <= bound, dels.peak_children

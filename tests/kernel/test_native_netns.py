@@ -25,7 +25,7 @@ import pytest
 
 from braid import _native
 from braid.cni import ProcessExecutor
-from braid.cni.exec import StartsAhead
+from braid.cni.exec import ExecutionPlan
 from braid.errors import CniError
 
 
@@ -286,7 +286,7 @@ def test_a_plugin_started_early_runs_in_the_callers_network_namespace(
     plugin.write_text("#!/bin/sh\ncat >/dev/null\nreadlink /proc/self/ns/net\n")
     plugin.chmod(0o755)
     home = thread_netns()
-    warm = StartsAhead()  # the helper threads are made here, in this thread's namespace
+    warm = ExecutionPlan()  # the helper threads are made here, in this thread's namespace
     warm.start_early(str(plugin), {})
     warm.close()
     seen: list[str] = []
@@ -298,10 +298,10 @@ def test_a_plugin_started_early_runs_in_the_callers_network_namespace(
             assert libc.setns(fd, CLONE_NEWNET) == 0, os.strerror(ctypes.get_errno())
         finally:
             os.close(fd)
-        ahead = StartsAhead()
+        ahead = ExecutionPlan()
         ahead.start_early(str(plugin), {})
         ahead.expect([(str(plugin), {})])
-        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10, ahead=ahead)
+        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10, plan=ahead)
         ahead.close()
         seen.extend([thread_netns(), out.stdout.decode().strip()])
 

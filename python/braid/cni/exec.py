@@ -1,4 +1,5 @@
-"""Executing one plugin binary: the ``Executor`` seam, ``ProcessExecutor`` and plugin lookup.
+"""Executing plugin binaries: the ``Executor`` seam, ``ExecutionPlan``, ``ProcessExecutor`` and
+plugin lookup.
 
 CNI spec, Section 2 (transport), and libcni's lookup and ``ETXTBSY`` retry (``pkg/invoke``): every
 plugin leads a process group of its own (so the whole group can be killed), inherits no
@@ -14,7 +15,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -40,112 +41,85 @@ class ExecOutput(msgspec.Struct, frozen=True):
     stderr: bytes
 
 
-class Executor(Protocol):
-    """Executes one plugin binary with ``env`` and ``stdin``; the seam tests replace."""
-
-    def execute(
-        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
-    ) -> ExecOutput: ...
-
-
 # One plugin execution known before it happens: the binary and its whole environment.
 Run = tuple[str, Mapping[str, str]]
 
-# One execution of a sequence whose every input is known before the first one runs (a DEL's
-# plugins): the binary, its whole environment, its stdin, and its group. A step that fails
-# skips the rest of its group (libcni's DEL of one list stops at its first failure); the next
-# group runs all the same (braid's teardown goes on with the next attachment).
+# One execution with its stdin: the binary, its whole environment, its stdin, and its group. A
+# step that fails skips the rest of its group (libcni's DEL of one list stops at its first
+# failure); the next group runs all the same (braid's teardown goes on with the next attachment).
 Step = tuple[str, Mapping[str, str], bytes, int]
-# What became of a step: its output (judged by the caller, as ``execute``'s is), the error that
-# kept it from having one, or None when an earlier step of its group failed; and its seconds.
+# What became of a step: its output (judged by the caller), the error that kept it from having
+# one, or None when an earlier step of its group failed; and its seconds.
 StepOutcome = tuple[ExecOutput | CniError | None, float]
 
-
-class StdinGatedExecutor(Executor, Protocol):
-    """An executor that can start the plugin before its stdin may be given: ``before_stdin``
-    is called once the process exists and before it is sent a byte (a plugin can act on
-    nothing before it has read its configuration); if it raises, the plugin is killed unread
-    and the exception propagates. Such an executor also starts the next execution of
-    ``ahead`` while this one runs (``StartsAhead``). Executors say so with
-    ``gates_stdin = True``."""
-
-    gates_stdin: bool
-
-    def execute(
-        self,
-        path: str,
-        *,
-        env: Mapping[str, str],
-        stdin: bytes,
-        timeout: float | None,
-        before_stdin: Callable[[], None] | None = None,
-        ahead: StartsAhead | None = None,
-    ) -> ExecOutput: ...
+# Called once before the first plugin execution is sent a byte of its stdin.
+Hook = Callable[[], None]
+# Told each plugin execution's plugin type and seconds.
+Observer = Callable[[str, float], None]
 
 
-@runtime_checkable
-class SequenceExecutor(Executor, Protocol):
-    """An executor that runs a whole sequence of steps itself (``ProcessExecutor``: one native
-    call, each plugin started while the one before it runs and fed the moment it is done)."""
+class ExecutionPlan:
+    """One request's plugin executions as its executor sees them (libcni's ``invoke`` is given
+    one execution at a time; braid also tells the executor what comes next):
 
-    def execute_sequence(
-        self, steps: Sequence[Step], *, timeout: float | None
-    ) -> list[StepOutcome]: ...
+    - ``expect``: the executions the request will make, in order (an ADD's plugins forward), so
+      that an executor can start each plugin while the one before it runs; it then waits,
+      unread, on its stdin until its turn. A plugin can act on nothing before it has read its
+      configuration, so one started and never used is killed having done nothing. An execution
+      that is not the next one expected (a rollback, a plan that went another way) ends the
+      expectations. ``close`` kills what is still held; the request's owner calls it when the
+      request ends, whatever happened.
+    - ``before_first_stdin``: called once, after the first plugin has been started and before
+      it is sent a byte; if it raises, that plugin is killed unread, the exception propagates,
+      and it is raised again before every later execution (nothing runs after it failed).
+    - ``observer``: told each execution's plugin type and duration.
 
+    One request's, used by one thread."""
 
-def execute_steps(
-    executor: Executor, steps: Sequence[Step], *, timeout: float | None
-) -> list[StepOutcome]:
-    """``steps`` in order through ``executor``: its own ``execute_sequence`` when it has one,
-    else one ``execute`` after the other (``execute_each``)."""
-    if isinstance(executor, SequenceExecutor):
-        return executor.execute_sequence(steps, timeout=timeout)
-    return execute_each(executor, steps, timeout=timeout)
-
-
-def execute_each(
-    executor: Executor, steps: Sequence[Step], *, timeout: float | None
-) -> list[StepOutcome]:
-    """``steps`` one ``executor.execute`` after the other, with the same rule: a step that does
-    not exit 0 (or cannot run) skips the rest of its group."""
-    outcomes: list[StepOutcome] = []
-    failed: int | None = None
-    for path, env, stdin, group in steps:
-        if group == failed:
-            outcomes.append((None, 0.0))
-            continue
-        started = time.perf_counter()
-        try:
-            out = executor.execute(path, env=env, stdin=stdin, timeout=timeout)
-        except CniError as exc:
-            outcomes.append((exc, time.perf_counter() - started))
-            failed = group
-            continue
-        outcomes.append((out, time.perf_counter() - started))
-        if out.returncode != 0:
-            failed = group
-    return outcomes
-
-
-class StartsAhead:
-    """The executions one request will make, in order (``expect``), so that each plugin is
-    started while the one before it runs: the next plugin's exec and start-up overlap the
-    current plugin's work, and it then waits, unread, on its stdin until its turn
-    (``ProcessExecutor.execute``). A plugin can act on nothing before it has read its
-    configuration, so one started ahead and never used is killed having done nothing.
-
-    ``start_early`` starts the request's likely first plugin before anything is expected (on
-    a helper thread, while the caller resolves what the request will run); it is used only if
-    it turns out to be exactly the first execution.
-
-    An execution that is not the next one expected (a failure's rollback, a plan that went
-    another way) ends the expectations: the plugin held for it is killed and everything from
-    there is started as usual. ``close`` kills what is still held; the request's owner calls
-    it when the request ends, whatever happened. One request's, used by one thread."""
-
-    def __init__(self) -> None:
+    def __init__(
+        self, *, before_first_stdin: Hook | None = None, observer: Observer | None = None
+    ) -> None:
         self._runs: deque[Run] = deque()
         self._held: tuple[str, Mapping[str, str], _Started] | None = None
+        self._hook = before_first_stdin
+        self._hook_failed: BaseException | None = None
+        self.observer = observer
+
+    # --- the hook before the first stdin byte ---------------------------------------------
+
+    def gate_first_stdin(self, hook: Hook) -> None:
+        """Sets the hook (for a caller that makes it after the plan: an ADD's, once its record
+        exists); it must not have passed already."""
+        if self._hook_failed is not None or self._hook is not None:
+            raise ValueError("the hook before the first stdin byte is already set")
+        self._hook = hook
+
+    @property
+    def hook_pending(self) -> bool:
+        """Whether something must pass before the next plugin is sent its stdin."""
+        return self._hook is not None or self._hook_failed is not None
+
+    def pass_hook(self) -> None:
+        """Calls the hook if it has not passed yet (raising again if it failed before)."""
+        if self._hook_failed is not None:
+            raise self._hook_failed
+        hook = self._hook
+        if hook is None:
+            return
+        try:
+            hook()
+        except BaseException as exc:
+            self._hook_failed = exc
+            raise
+        self._hook = None
+
+    # --- the observer ---------------------------------------------------------------------
+
+    def observe(self, path: str, seconds: float) -> None:
+        if self.observer is not None:
+            self.observer(path.rpartition("/")[2], seconds)  # the plugin type
+
+    # --- the executions expected, each started while the one before runs -------------------
 
     def expect(self, runs: Iterable[Run]) -> None:
         self._runs.extend(runs)
@@ -153,7 +127,7 @@ class StartsAhead:
     def start_early(self, path: str, env: Mapping[str, str], root_fd: int | None = None) -> None:
         """Starts ``path`` with ``env`` on a helper thread, before anything is expected (the
         first expected execution takes it if it is that one); inside the root open as
-        ``root_fd`` when given (held open by its owner, ``ProcessExecutor.root_fd``)."""
+        ``root_fd`` when given (``ProcessExecutor.start_early``)."""
         if self._held is None:
             started = _native.start_plugin(path=path, env=list(env.items()), root_fd=root_fd)
             self._held = (path, env, started)
@@ -192,10 +166,66 @@ class StartsAhead:
             self._runs.clear()
 
     def close(self) -> None:
+        """Ends the expectations and kills the plugin held for them, unread."""
         self._runs.clear()
         held, self._held = self._held, None
         if held is not None:
             _discard(held[2])
+
+
+class Executor(Protocol):
+    """The executor seam: runs plugin binaries for one request's ``ExecutionPlan``.
+
+    ``run`` executes ``steps`` in order (one step for each plugin of an ADD or CHECK, whose
+    stdin depends on the step before; a DEL's whole sequence at once), passes the plan's hook
+    before the first byte of stdin, tells its observer each execution's seconds and starts what
+    it expects ahead if it can. ``start_early`` starts a likely first plugin before anything is
+    expected, or does nothing (an executor that cannot)."""
+
+    def run(
+        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+    ) -> list[StepOutcome]: ...
+
+    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None: ...
+
+
+class OneAtATime:
+    """A base for executors that run one plugin at a time with nothing started ahead (test
+    doubles, recorders): ``run`` calls ``execute`` for each step with the seam's rules."""
+
+    def execute(
+        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+    ) -> ExecOutput:
+        raise NotImplementedError
+
+    def run(
+        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+    ) -> list[StepOutcome]:
+        """Each step in turn: the hook passed before it, a step that does not exit 0 (or
+        cannot run) skipping the rest of its group."""
+        plan.close()
+        outcomes: list[StepOutcome] = []
+        failed: int | None = None
+        for path, env, stdin, group in steps:
+            if group == failed:
+                outcomes.append((None, 0.0))
+                continue
+            started = time.perf_counter()
+            outcome: ExecOutput | CniError
+            try:
+                plan.pass_hook()
+                outcome = self.execute(path, env=env, stdin=stdin, timeout=timeout)
+            except CniError as exc:
+                outcome = exc
+            seconds = time.perf_counter() - started
+            plan.observe(path, seconds)
+            outcomes.append((outcome, seconds))
+            if isinstance(outcome, CniError) or outcome.returncode != 0:
+                failed = group
+        return outcomes
+
+    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
+        """Nothing: this executor starts no plugin ahead."""
 
 
 # A plugin started ahead: running, or still being started on a helper thread.
@@ -258,8 +288,6 @@ class ProcessExecutor:
     had executed it there.
     """
 
-    gates_stdin = True
-
     def __init__(self, host_netns: str | None = None, root: HostRoot | None = None) -> None:
         self.host_netns = host_netns
         self.root = root
@@ -269,11 +297,40 @@ class ProcessExecutor:
         """The descriptor of the root the plugins enter, or None."""
         return None if self.root is None else self.root.fd
 
-    @property
-    def starts_early(self) -> bool:
-        """Whether ``StartsAhead.start_early`` may start this executor's plugins (they enter no
-        namespace first)."""
-        return self.host_netns is None
+    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
+        """Starts ``path`` for ``plan`` on a helper thread (``ExecutionPlan.start_early``);
+        nothing with a host namespace to enter, which a helper thread does not do."""
+        if self.host_netns is None:
+            plan.start_early(path, env, self.root_fd)
+
+    def run(
+        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+    ) -> list[StepOutcome]:
+        """One step through ``execute`` (the plan's hook and its plugins started ahead);
+        several (a DEL's sequence) through ``execute_sequence``, after the hook if it is
+        still pending. Every execution that ran is told to the plan's observer."""
+        if len(steps) == 1:
+            path, env, stdin, _ = steps[0]
+            started = time.perf_counter()
+            outcome: ExecOutput | CniError
+            try:
+                outcome = self.execute(path, env=env, stdin=stdin, timeout=timeout, plan=plan)
+            except CniError as exc:
+                outcome = exc
+            seconds = time.perf_counter() - started
+            plan.observe(path, seconds)
+            return [(outcome, seconds)]
+        plan.close()  # a sequence is none of the executions expected (an ADD's rollback)
+        if plan.hook_pending:
+            try:
+                plan.pass_hook()
+            except CniError as exc:
+                return [(exc, 0.0) for _ in steps]  # nothing runs after it failed
+        outcomes = self.execute_sequence(steps, timeout=timeout)
+        for (path, _, _, _), (done, seconds) in zip(steps, outcomes, strict=True):
+            if done is not None:
+                plan.observe(path, seconds)
+        return outcomes
 
     def execute(
         self,
@@ -282,29 +339,30 @@ class ProcessExecutor:
         env: Mapping[str, str],
         stdin: bytes,
         timeout: float | None,
-        before_stdin: Callable[[], None] | None = None,
-        ahead: StartsAhead | None = None,
+        plan: ExecutionPlan | None = None,
     ) -> ExecOutput:
-        """Runs the plugin; ``before_stdin`` (``StdinGatedExecutor``) runs between its start
-        and its first byte of stdin, and a failure there kills it unread. With ``ahead``, the
-        plugin may already be running (started during the previous execution), and the next
-        expected one is started before this one gets its stdin."""
-        proc = ahead.take(path, env) if ahead is not None else None
+        """Runs the plugin. With ``plan``: it may already be running (started during the
+        previous execution), the plan's hook runs between its start and its first byte of
+        stdin (a failure there kills it unread), and the next expected execution is started
+        before this one gets its stdin."""
+        proc = plan.take(path, env) if plan is not None else None
+        hook = plan is not None and plan.hook_pending
         if proc is None:
             # Started in its turn with nothing to pass before its first byte: it starts with
             # its stdin, so it reads it even while this thread waits for a CPU (a plugin's
             # start-up can keep both busy for a millisecond, see docs/cni-runtime.md).
-            proc = self._spawn(path, env, stdin if before_stdin is None else None)
+            proc = self._spawn(path, env, None if hook else stdin)
             stdin = stdin[proc.fed :]
         try:
-            if before_stdin is not None:
-                before_stdin()
-            if ahead is not None and ahead.next_to_start():
-                # This plugin gets its stdin first (all of it fits a pipe's buffer), so it
-                # works while the next one is being started.
-                taken = proc.feed(stdin)
-                stdin = stdin[taken:]
-                ahead.start_next(self._spawn)
+            if plan is not None:
+                if hook:
+                    plan.pass_hook()
+                if plan.next_to_start():
+                    # This plugin gets its stdin first (all of it fits a pipe's buffer), so it
+                    # works while the next one is being started.
+                    taken = proc.feed(stdin)
+                    stdin = stdin[taken:]
+                    plan.start_next(self._spawn)
             outcome, code, stdout, stderr = proc.communicate(
                 stdin=stdin,
                 timeout=timeout,

@@ -1,9 +1,10 @@
 """One plugin call: its environment (CNI spec, Section 2, "Parameters") and how its output is
 judged (Section 2, "Errors"; libcni's ``pkg/invoke/raw_exec.go``).
 
-``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin: it builds
-the environment, runs the binary, copies the plugin's stderr to ours (never to stdout) and turns
-a failed exit, garbage or silence into a ``PluginError`` naming the plugin.
+``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin, within one
+request's ``ExecutionPlan``: it builds the environment, runs the binary, copies the plugin's
+stderr to ours (never to stdout) and turns a failed exit, garbage or silence into a
+``PluginError`` naming the plugin.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from braid import _native
-from braid.cni.exec import ExecOutput, Executor
+from braid.cni.exec import ExecOutput, ExecutionPlan, Executor, Step, StepOutcome
 from braid.cni.request import PluginCall
 from braid.errors import PLUGIN_FAILURE, CniError, PluginError
 
@@ -81,19 +82,40 @@ def version_env() -> dict[str, str]:
 
 
 class PluginInvoker:
-    """Runs single plugin binaries through an ``Executor`` and judges their output."""
+    """Runs plugin binaries through an ``Executor`` within ``plan`` and judges their output."""
 
-    def __init__(self, executor: Executor, plugin_dirs: Sequence[str], timeout: float | None):
+    def __init__(
+        self,
+        executor: Executor,
+        plugin_dirs: Sequence[str],
+        timeout: float | None,
+        plan: ExecutionPlan | None = None,
+    ) -> None:
         self.executor = executor
         self.plugin_dirs = list(plugin_dirs)
         self.timeout = timeout
         self.environ = environ_snapshot()
+        self.plan = ExecutionPlan() if plan is None else plan
+
+    def execute(self, path: str, env: Mapping[str, str], stdin: bytes) -> ExecOutput:
+        """One execution; the error that kept it from running is raised."""
+        outcome, _ = self.executor.run(
+            [(path, env, stdin, 0)], timeout=self.timeout, plan=self.plan
+        )[0]
+        if isinstance(outcome, CniError):
+            raise outcome
+        if outcome is None:  # pragma: no cover - a first step always runs
+            raise PluginError(PLUGIN_FAILURE, f"plugin {path} did not run", plugin=path)
+        return outcome
+
+    def run_steps(self, steps: Sequence[Step]) -> list[StepOutcome]:
+        """A sequence whose every stdin is known before the first step runs (a DEL's)."""
+        return self.executor.run(steps, timeout=self.timeout, plan=self.plan)
 
     def run(self, path: str, plugin_type: str, call: PluginCall, stdin: bytes) -> bytes:
         """Executes ``path`` for ``call``; returns its stdout, or raises ``PluginError``."""
         env = plugin_env(call, self.plugin_dirs, self.environ)
-        out = self.executor.execute(path, env=env, stdin=stdin, timeout=self.timeout)
-        return checked_stdout(out, plugin_type)
+        return checked_stdout(self.execute(path, env, stdin), plugin_type)
 
     def add(
         self, path: str, plugin_type: str, call: PluginCall, stdin: bytes, config_version: str
@@ -105,9 +127,7 @@ class PluginInvoker:
     def versions(self, path: str, plugin_type: str) -> list[str]:
         """The plugin's ``supportedVersions`` from its VERSION output (libcni's ``pkg/version``;
         0.1.0 for a plugin older than VERSION), judged by ``braid_delegate::judge``."""
-        out = self.executor.execute(
-            path, env=version_env(), stdin=VERSION_STDIN, timeout=self.timeout
-        )
+        out = self.execute(path, version_env(), VERSION_STDIN)
         _copy_stderr(out)
         try:
             return _native.supported_versions(

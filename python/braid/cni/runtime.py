@@ -22,11 +22,11 @@ from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.exec import (
     ExecOutput,
+    ExecutionPlan,
     Executor,
     ProcessExecutor,
     Run,
     Step,
-    execute_steps,
     find_plugin,
 )
 from braid.cni.hostroot import HostRoot
@@ -71,7 +71,10 @@ class Runtime:
     """A CNI runtime over plugins found in ``plugin_dirs`` (the ``CNI_PATH`` entries).
 
     ``timeout`` is the deadline of each plugin execution in seconds (``DEFAULT_PLUGIN_TIMEOUT``
-    when ``None``); ``executor`` defaults to a ``ProcessExecutor``.
+    when ``None``); ``executor`` defaults to a ``ProcessExecutor``. ``plan``: the
+    ``ExecutionPlan`` every execution of this runtime belongs to (one request's: its hook
+    before the first stdin byte, its observer, the executions it expects; by default an
+    empty one).
 
     For a caller that does libcni's bookkeeping itself (braid's engine): ``result_cache=False``
     writes no result cache entry (the caller keeps each ADD result and passes it back as
@@ -91,6 +94,7 @@ class Runtime:
         result_cache: bool = True,
         own_locks: bool = True,
         root: HostRoot | None = None,
+        plan: ExecutionPlan | None = None,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
         self.root = root
@@ -103,7 +107,7 @@ class Runtime:
         )
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
         self.invoker = PluginInvoker(
-            executor or ProcessExecutor(root=root), self.plugin_dirs, self.timeout
+            executor or ProcessExecutor(root=root), self.plugin_dirs, self.timeout, plan
         )
         self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
 
@@ -151,7 +155,7 @@ class Runtime:
 
     def add_runs(self, prepared: PreparedAdd) -> list[Run]:
         """The plugin executions ``add_prepared`` will make if every plugin succeeds, in
-        order (for ``StartsAhead``)."""
+        order (for ``ExecutionPlan.expect``)."""
         env = plugin_env(prepared.call, self.plugin_dirs, self.invoker.environ)
         return [(path, env) for path in prepared.plan.paths]
 
@@ -177,9 +181,8 @@ class Runtime:
 
         Every list is planned and every plugin's stdin built before the first plugin runs
         (planning may execute a plugin's VERSION, once per binary); then all of them run as one
-        sequence, through the executor's own ``execute_sequence`` when it has one
-        (``ProcessExecutor``: each plugin started while the one before runs, no Python in
-        between)."""
+        sequence given to the executor at once (``ProcessExecutor``: each plugin started while
+        the one before runs, no Python in between)."""
         runs: list[tuple[ListPlan, RuntimeRequest, bytes | None] | CniError] = []
         for net, req, given in items:
             try:
@@ -218,7 +221,7 @@ class Runtime:
             for order, stdin in enumerate(stdins):
                 steps.append((plan.paths[last - order], env, stdin, position))
                 types.append(plan.types[last - order])
-        outcomes = execute_steps(self.invoker.executor, steps, timeout=self.timeout)
+        outcomes = self.invoker.run_steps(steps)
         for (_, _, _, position), plugin_type, (outcome, _) in zip(
             steps, types, outcomes, strict=True
         ):

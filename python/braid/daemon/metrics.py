@@ -1,4 +1,5 @@
-"""The daemon's Prometheus metrics, and the timing executor that measures each delegate.
+"""The daemon's Prometheus metrics. The engine's phases, each delegate's execution among them,
+reach them as an observer (``observe_phase``, installed with ``braid.engine.phases``).
 
 - ``braid_daemon_requests_total{verb, outcome}``: ``success``, ``error`` (a CNI error
   answered), ``overloaded`` (refused with code 11), ``malformed`` or ``abandoned`` (dropped:
@@ -27,9 +28,8 @@ Each daemon owns its registry, so tests can run several in one process.
 from __future__ import annotations
 
 import platform
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -43,16 +43,7 @@ from prometheus_client import (
 )
 from prometheus_client.metrics import MetricWrapperBase
 
-from braid.cni.exec import (
-    ExecOutput,
-    Executor,
-    SequenceExecutor,
-    StartsAhead,
-    StdinGatedExecutor,
-    Step,
-    StepOutcome,
-    execute_each,
-)
+from braid.cni.exec import Executor
 from braid.daemon.scheduler import Scheduler
 from braid.version import package_version
 
@@ -156,52 +147,8 @@ class DaemonMetrics:
         return generate_latest(self.registry)
 
 
-class TimedExecutor:
-    """An ``Executor`` that records each plugin execution's duration under its plugin type."""
-
-    def __init__(self, inner: Executor, metrics: DaemonMetrics) -> None:
-        self.inner = inner
-        self.metrics = metrics
-        # Passes an ADD's stdin gate and early starts on when the executor it wraps takes them.
-        self.gates_stdin = bool(getattr(inner, "gates_stdin", False))
-        self.starts_early = bool(getattr(inner, "starts_early", False))
-        self.root_fd: int | None = getattr(inner, "root_fd", None)
-
-    def execute(
-        self,
-        path: str,
-        *,
-        env: Mapping[str, str],
-        stdin: bytes,
-        timeout: float | None,
-        before_stdin: Callable[[], None] | None = None,
-        ahead: StartsAhead | None = None,
-    ) -> ExecOutput:
-        start = time.perf_counter()
-        try:
-            if before_stdin is None and ahead is None:
-                return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
-            gated = cast("StdinGatedExecutor", self.inner)
-            return gated.execute(
-                path,
-                env=env,
-                stdin=stdin,
-                timeout=timeout,
-                before_stdin=before_stdin,
-                ahead=ahead,
-            )
-        finally:
-            plugin = path.rpartition("/")[2]  # the plugin type (no Path: a call per delegate)
-            self.metrics.observe_phase("delegate", time.perf_counter() - start, plugin)
-
-    def execute_sequence(
-        self, steps: Sequence[Step], *, timeout: float | None
-    ) -> list[StepOutcome]:
-        """Each step that ran is recorded with the seconds its turn took."""
-        if not isinstance(self.inner, SequenceExecutor):
-            return execute_each(self, steps, timeout=timeout)  # each timed by ``execute``
-        outcomes = self.inner.execute_sequence(steps, timeout=timeout)
-        for (path, _, _, _), (outcome, seconds) in zip(steps, outcomes, strict=True):
-            if outcome is not None:
-                self.metrics.observe_phase("delegate", seconds, path.rpartition("/")[2])
-        return outcomes
+def TimedExecutor(inner: Executor, metrics: DaemonMetrics) -> Executor:
+    """The executor itself: each delegate's time reaches ``metrics`` as an engine phase
+    (``observe_phase``), with no wrapper. Kept until the service stops calling it."""
+    del metrics
+    return inner

@@ -23,7 +23,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
-from braid.cni.exec import StartsAhead
+from braid.cni.exec import ExecutionPlan
 from braid.cni.versions import require_answerable
 from braid.engine.context import (
     EngineContext,
@@ -34,7 +34,7 @@ from braid.engine.context import (
     runtime_request,
 )
 from braid.engine.early import FirstDelegates
-from braid.engine.phases import phase
+from braid.engine.phases import delegate_observer, phase
 from braid.engine.readiness import wait_ready
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
@@ -99,20 +99,20 @@ def _add(
     # Before anything runs: the default network's result is converted to it at the end.
     require_answerable(ctx.config.cni_version, "braid's configuration")
     wait_ready(ctx.config.readinessindicatorfile, operation="attaching")
-    ahead = StartsAhead()  # whatever happens, nothing it started outlives the ADD
+    executions = ExecutionPlan(observer=delegate_observer())  # closed whatever happens
     firsts = ctx.memory.first_delegates if ctx.memory is not None else None
     try:
         if firsts is not None:
-            firsts.start_early(ctx, request, ahead)
+            firsts.start_early(ctx, request, executions)
         with phase("store_lookup"):
             plan = plan_for(ctx, request, capability_args)
         record = new_record(ctx, request, plan, capability_args)
         with ctx.locks().container(request.container_id):
             default, status = _add_locked(
-                ctx, request, plan, record, ahead=ahead, answer=answer, firsts=firsts
+                ctx, request, plan, record, executions=executions, answer=answer, firsts=firsts
             )
     finally:
-        ahead.close()
+        executions.close()  # nothing it started outlives the ADD
     return AddOutcome(result=default, network_status=status, plan=plan)
 
 
@@ -122,19 +122,20 @@ def _add_locked(
     plan: AttachmentPlan,
     record: AttachmentRecord,
     *,
-    ahead: StartsAhead,
+    executions: ExecutionPlan,
     answer: EarlyAnswer | None,
     firsts: FirstDelegates | None,
 ) -> tuple[bytes, bytes]:
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
-    thread; the interface names are checked and the write awaited at the gate, once the first
-    delegate has been started and before it gets its stdin. ``firsts``: where the caller
+    thread; the interface names are checked and the write awaited by ``FirstStdinGate``, once
+    the first delegate has been started and before it gets its stdin. ``firsts``: where the caller
     remembers the ADD's first execution (``EngineContext.memory``)."""
     netns = ctx.local(request.netns)  # where braid itself opens the pod's namespace
-    gate = PlanGate(ctx, record, plan, netns)
-    runtime = ctx.runtime(request, gate=gate, ahead=ahead)
+    gate = FirstStdinGate(ctx, record, plan, netns)
+    executions.gate_first_stdin(gate)
+    runtime = ctx.runtime(request, plan=executions)
     try:
-        _attach_all(runtime, record, plan, request, ahead, netns=netns, firsts=firsts)
+        _attach_all(runtime, record, plan, request, executions, netns=netns, firsts=firsts)
         for attachment in plan.attachments:
             apply_default_routes(attachment, netns)
     except CniError as exc:
@@ -143,7 +144,7 @@ def _add_locked(
             with contextlib.suppress(CniError):  # the first error is the one to report
                 ctx.records().remove(record.container_id)
             raise
-        ahead.close()  # a delegate started ahead is killed unread before the rollback
+        executions.close()  # a delegate started ahead is killed unread before the rollback
         _roll_back(ctx, runtime, record, request, exc)
         raise
     finally:
@@ -194,12 +195,12 @@ def _before_answer(ctx: EngineContext, record: AttachmentRecord, keys: str, *, t
     return status
 
 
-class PlanGate:
+class FirstStdinGate:
     """What must hold before an ADD's first delegate gets its stdin: the pod's planned
     interface names free (a name already taken fails the ADD before anything is written or
-    run) and the plan durably on disk (``docs/adr/0002``). Called by the runtime's executor
-    once the first plugin has been started and before it is sent a byte
-    (``EngineContext.runtime(gate=...)``): both run on the calling thread (the durable write
+    run) and the plan durably on disk (``docs/adr/0002``). The hook of the ADD's
+    ``ExecutionPlan``: called by the executor once the first plugin has been started and
+    before it is sent a byte: both run on the calling thread (the durable write
     with the GIL released) while the plugin starts up, so with a real plugin they cost the ADD
     next to nothing. A failure is raised again at every call. ``passed``: a delegate may have
     run since."""
@@ -304,7 +305,7 @@ def _attach_all(
     record: AttachmentRecord,
     plan: AttachmentPlan,
     request: CniRequest,
-    ahead: StartsAhead,
+    executions: ExecutionPlan,
     *,
     netns: str,
     firsts: FirstDelegates | None,
@@ -321,7 +322,7 @@ def _attach_all(
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
     ]
     runs = [run for ready in prepared for run in runtime.add_runs(ready)]
-    ahead.expect(runs)
+    executions.expect(runs)
     if runs and firsts is not None:
         firsts.learn(request, *runs[0])
     for entry, attachment, ready in zip(

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import msgspec
 
@@ -14,20 +13,11 @@ from braid.cni import (
     Runtime,
     RuntimeRequest,
 )
-from braid.cni.exec import (
-    ExecOutput,
-    Executor,
-    ProcessExecutor,
-    SequenceExecutor,
-    StartsAhead,
-    StdinGatedExecutor,
-    Step,
-    StepOutcome,
-    execute_each,
-)
+from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor
 from braid.cni.hostroot import HostRoot
 from braid.cni.locks import LockDirectory
 from braid.engine.memory import EngineMemory
+from braid.engine.phases import delegate_observer
 from braid.engine.record import (
     RECORD_KIND,
     RECORD_VERSION,
@@ -61,7 +51,7 @@ class EngineContext(msgspec.Struct, dict=True):
     """braid's configuration plus the pieces every verb needs.
 
     ``store`` is None when braid runs without one (DEL must still work then);
-    ``executor`` is the delegate executor seam (``None``: real processes);
+    ``executor`` is the delegate executor seam (``None``: real processes, ``ProcessExecutor``);
     ``publisher`` receives the network-status of each successful ADD (``None``: kept in the
     attachment record only); ``spares``: the daemon's spare record files of this cniDir, for
     cheaper durable writes (``braid.engine.spares``; ``None``: every durable write is a new
@@ -103,95 +93,36 @@ class EngineContext(msgspec.Struct, dict=True):
     def _locks(self) -> LockDirectory:
         return LockDirectory(self.cni_dir / "engine")
 
-    def runtime(
-        self,
-        request: CniRequest,
-        *,
-        gate: Gate | None = None,
-        ahead: StartsAhead | None = None,
-    ) -> Runtime:
+    def executor_or_default(self) -> Executor:
+        """The executor this context's plugins run with (a ``ProcessExecutor`` in the node's
+        root when none was given)."""
+        return self.executor if self.executor is not None else self._default_executor
+
+    @cached_property
+    def _default_executor(self) -> ProcessExecutor:
+        return ProcessExecutor(root=self.root)
+
+    def runtime(self, request: CniRequest, *, plan: ExecutionPlan | None = None) -> Runtime:
         """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
         engine's own locks (``locks()``: the container's stripe for ADD, DEL and CHECK, the GC
         lock for GC, held for the whole operation), so it takes no lock file of its own; and
         without a result cache: the attachment record holds every result and the engine hands
-        it back as ``prev_result`` to DEL and CHECK. ``gate``: called before every plugin
-        execution until it returns once (an ADD's durable plan); while it raises, nothing is
-        executed. ``ahead``: the request's expected executions, each plugin started during the
-        one before (``StartsAhead``; the caller fills and closes it)."""
+        it back as ``prev_result`` to DEL and CHECK. ``plan``: the request's executions (an
+        ADD's hook before the first stdin byte and the plugins it expects; the caller fills
+        and closes it); by default one that only reports each execution's time to the phase
+        observer (``braid.engine.phases``)."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
-        executor = self.executor
-        if gate is not None or ahead is not None:
-            executor = RequestExecutor(executor or ProcessExecutor(), gate, ahead)
         return Runtime(
             unique,
             cache_dir=self.config.cni_dir,
-            executor=executor,
+            executor=self.executor_or_default(),
             timeout=self.config.plugin_timeout,
             result_cache=False,
             own_locks=False,
             root=self.root,
+            plan=ExecutionPlan(observer=delegate_observer()) if plan is None else plan,
         )
-
-
-Gate = Callable[[], None]
-
-
-class RequestExecutor:
-    """One request's executor: passes ``gate`` before the first plugin execution gets its
-    stdin (an ADD's plan written durably, ``docs/adr/0002``; no delegate reads a byte of its
-    configuration before it is on disk) and starts plugins ``ahead``. An executor that can
-    start the plugin first (``StdinGatedExecutor``, the real one) does both, so the write
-    overlaps the plugin's start-up; with any other, the gate is passed before the execution
-    and nothing is started ahead. A gate that raised raises again at every execution, so
-    nothing runs after it failed (a plugin started meanwhile is killed before it read
-    anything)."""
-
-    def __init__(self, inner: Executor, gate: Gate | None, ahead: StartsAhead | None) -> None:
-        self.inner = inner
-        self.gate = gate
-        self.ahead = ahead
-        self.failed = False
-
-    def execute(
-        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
-    ) -> ExecOutput:
-        if self.failed:  # raises again, before any plugin starts
-            self._pass()
-        if getattr(self.inner, "gates_stdin", False):
-            gated = cast("StdinGatedExecutor", self.inner)
-            return gated.execute(
-                path,
-                env=env,
-                stdin=stdin,
-                timeout=timeout,
-                before_stdin=self._pass if self.gate is not None else None,
-                ahead=self.ahead,
-            )
-        self._pass()
-        return self.inner.execute(path, env=env, stdin=stdin, timeout=timeout)
-
-    def execute_sequence(
-        self, steps: Sequence[Step], *, timeout: float | None
-    ) -> list[StepOutcome]:
-        """A sequence (DELs) goes to the executor whole once nothing has to pass before a
-        plugin's stdin; while a gate is pending, one execution after the other. It is none of
-        the executions ``ahead`` expects (an ADD's rollback): a plugin held for them is killed
-        unread first."""
-        if self.ahead is not None:
-            self.ahead.close()
-        if self.gate is None and isinstance(self.inner, SequenceExecutor):
-            return self.inner.execute_sequence(steps, timeout=timeout)
-        return execute_each(self, steps, timeout=timeout)
-
-    def _pass(self) -> None:
-        if self.gate is not None:
-            try:
-                self.gate()
-            except BaseException:
-                self.failed = True
-                raise
-            self.gate = None
 
 
 def pod_of(request: CniRequest) -> PodRef:

@@ -1,4 +1,4 @@
-"""The first delegate of an ADD started early (``StartsAhead.start_early``), before braid has
+"""The first delegate of an ADD started early (``Executor.start_early``), before braid has
 worked out what the request will run.
 
 An ADD's first delegate is the cluster default network's first plugin: it depends on braid's
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from braid import _native
 
 if TYPE_CHECKING:
-    from braid.cni.exec import StartsAhead
+    from braid.cni.exec import ExecutionPlan
     from braid.engine.context import EngineContext
     from braid.engine.request import CniRequest
 
@@ -46,12 +46,10 @@ class FirstDelegates:
     def _key(request: CniRequest) -> Key:
         return (request.command, request.config, tuple(request.plugin_dirs))
 
-    def start_early(self, ctx: EngineContext, request: CniRequest, ahead: StartsAhead) -> None:
-        """Starts the remembered first delegate for ``request`` (nothing when none is known or
-        the executor cannot start plugins early: a test's fake, a namespace to enter)."""
-        executor = ctx.executor
-        if executor is not None and not getattr(executor, "starts_early", False):
-            return
+    def start_early(self, ctx: EngineContext, request: CniRequest, plan: ExecutionPlan) -> None:
+        """Starts the remembered first delegate for ``request`` in ``plan`` (nothing when none
+        is known; the executor decides whether it can: a test's fake or a namespace to enter
+        cannot)."""
         seen = self._seen.get(self._key(request))
         if seen is None or not seen[2]:
             return
@@ -62,7 +60,7 @@ class FirstDelegates:
             CNI_NETNS=request.netns,
             CNI_ARGS=_native.build_cni_args(pairs=list(request.cni_args)),
         )
-        ahead.start_early(path, env, getattr(executor, "root_fd", None))
+        ctx.executor_or_default().start_early(plan, path, env)
 
     def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
         """Remembers ``request``'s first execution."""

@@ -1,8 +1,10 @@
 """Timing hooks for the engine's phases, for whoever embeds it (the daemon's metrics).
 
 The engine marks a phase with ``with phase("store_lookup"):``; when an observer is installed
-in the current context (``observe_phases``) it receives the phase's name and duration in
-seconds. Without one a phase costs a context-variable read. Context variables follow
+in the current context (``observe_phases``) it receives the phase's name, its duration in
+seconds and a plugin type ('' but for ``delegate``: each plugin execution, reported by the
+runtime's ``ExecutionPlan`` through ``delegate_observer``). Without one a phase costs a
+context-variable read. Context variables follow
 ``asyncio.to_thread``, so an observer set by a request's task sees its worker thread's phases.
 """
 
@@ -13,7 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-PhaseObserver = Callable[[str, float], None]
+# (phase, seconds, plugin type)
+PhaseObserver = Callable[[str, float, str], None]
 
 _observer: contextvars.ContextVar[PhaseObserver | None] = contextvars.ContextVar(
     "braid_phase_observer", default=None
@@ -36,4 +39,13 @@ def phase(name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        observer(name, time.perf_counter() - start)
+        observer(name, time.perf_counter() - start, "")
+
+
+def delegate_observer() -> Callable[[str, float], None] | None:
+    """What reports each plugin execution (plugin type, seconds) as a ``delegate`` phase to
+    the current context's observer, or None without one."""
+    observer = _observer.get()
+    if observer is None:
+        return None
+    return lambda plugin, seconds: observer("delegate", seconds, plugin)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from braid.cni import exec as plugin_exec
-from braid.cni.exec import ExecOutput
+from braid.cni.exec import ExecOutput, OneAtATime
 from braid.cni.invoke import PluginExitError, PluginInvoker, checked_stdout
 from braid.errors import CniError, PluginError
 
@@ -29,7 +29,7 @@ def _output(case: Mapping[str, Any]) -> ExecOutput:
     )
 
 
-class _Answers:
+class _Answers(OneAtATime):
     """An executor that answers every execution with one case's output."""
 
     def __init__(self, out: ExecOutput) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from braid import _native
 from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
-from braid.cni.exec import StartsAhead
+from braid.cni.exec import ExecutionPlan
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -220,7 +220,9 @@ def _wait_for(path: Path) -> None:
         time.sleep(0.005)
 
 
-def test_before_stdin_runs_while_the_plugin_waits_for_its_configuration(tmp_path):
+def test_the_hook_before_the_first_stdin_byte_runs_while_the_plugin_waits_for_its_configuration(
+    tmp_path,
+):
     plugin, started, read = _gated_plugin(tmp_path)
     seen: list[bool] = []
 
@@ -230,14 +232,18 @@ def test_before_stdin_runs_while_the_plugin_waits_for_its_configuration(tmp_path
         seen.append(read.exists() and read.read_bytes() != b"")  # ...has not got its stdin
 
     out = ProcessExecutor().execute(
-        str(plugin), env={}, stdin=b'{"conf": 1}', timeout=10, before_stdin=gate
+        str(plugin),
+        env={},
+        stdin=b'{"conf": 1}',
+        timeout=10,
+        plan=ExecutionPlan(before_first_stdin=gate),
     )
     assert seen == [False]
     assert (out.returncode, out.stdout) == (0, b"{}\n")
     assert read.read_bytes() == b'{"conf": 1}'
 
 
-def test_a_failing_before_stdin_kills_the_plugin_unread(tmp_path):
+def test_a_failing_hook_before_the_first_stdin_byte_kills_the_plugin_unread(tmp_path):
     plugin, started, read = _gated_plugin(tmp_path)
 
     def gate() -> None:
@@ -246,7 +252,11 @@ def test_a_failing_before_stdin_kills_the_plugin_unread(tmp_path):
 
     with pytest.raises(CniError, match="not on disk"):
         ProcessExecutor().execute(
-            str(plugin), env={}, stdin=b'{"conf": 1}', timeout=10, before_stdin=gate
+            str(plugin),
+            env={},
+            stdin=b'{"conf": 1}',
+            timeout=10,
+            plan=ExecutionPlan(before_first_stdin=gate),
         )
     assert _gone(int(started.read_text()))
     assert not read.exists() or read.read_bytes() == b"", "it never read its configuration"
@@ -269,7 +279,7 @@ def test_the_plugin_inherits_only_its_three_pipes(tmp_path):
     assert len(fds) <= 4, fds  # ls's own directory descriptor
 
 
-# --- StartsAhead: each plugin started while the one before it runs ---------------------------
+# --- ExecutionPlan: each plugin started while the one before it runs ---------------------------
 
 
 def _witness(tmp_path: Path, name: str = "w") -> Path:
@@ -295,8 +305,8 @@ def _log(tmp_path: Path) -> list[tuple[int, str, str]]:
     return [(int(pid), event, tag) for pid, event, tag in (line.split() for line in lines)]
 
 
-def _run_ahead(plugin: Path, env: dict[str, str], ahead: StartsAhead) -> bytes:
-    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, ahead=ahead)
+def _run_ahead(plugin: Path, env: dict[str, str], ahead: ExecutionPlan) -> bytes:
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, plan=ahead)
     assert out.returncode == 0, out
     return out.stdout
 
@@ -304,7 +314,7 @@ def _run_ahead(plugin: Path, env: dict[str, str], ahead: StartsAhead) -> bytes:
 def test_the_next_plugin_is_started_while_one_runs_and_read_only_in_its_turn(tmp_path):
     plugin = _witness(tmp_path)
     first, second = {"TAG": "first", "HOLD": "0.5"}, {"TAG": "second"}
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.expect([(str(plugin), first), (str(plugin), second)])
 
     _run_ahead(plugin, first, ahead)
@@ -324,7 +334,7 @@ def test_the_next_plugin_is_started_while_one_runs_and_read_only_in_its_turn(tmp
 
 def test_an_unexpected_execution_kills_the_plugin_started_ahead_unread(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
     _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
     held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
@@ -343,7 +353,7 @@ def test_an_unexpected_execution_kills_the_plugin_started_ahead_unread(tmp_path)
 
 def test_same_binary_other_environment_is_not_the_expected_execution(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.expect([(str(plugin), {"TAG": "x", "HOLD": "0.3"}), (str(plugin), {"TAG": "y"})])
     _run_ahead(plugin, {"TAG": "x", "HOLD": "0.3"}, ahead)
 
@@ -357,7 +367,7 @@ def test_same_binary_other_environment_is_not_the_expected_execution(tmp_path):
 
 def test_close_kills_the_plugin_held_ahead(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
     _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
     held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
@@ -372,7 +382,7 @@ def test_close_kills_the_plugin_held_ahead(tmp_path):
 def test_a_plugin_that_cannot_be_started_ahead_fails_in_its_own_turn(tmp_path):
     plugin = _witness(tmp_path)
     missing = tmp_path / "gone"
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.expect([(str(plugin), {"TAG": "a"}), (str(missing), {"TAG": "b"})])
 
     _run_ahead(plugin, {"TAG": "a"}, ahead)  # starting the missing one ahead fails quietly
@@ -394,7 +404,7 @@ def _wait_log(tmp_path: Path, event: tuple[str, str]) -> int:
 
 def test_a_plugin_started_early_is_the_one_its_execution_uses(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.start_early(str(plugin), {"TAG": "first"})
     early = _wait_log(tmp_path, ("started", "first"))  # running before anything is expected
     assert ("read", "first") not in [(e, t) for _, e, t in _log(tmp_path)]
@@ -407,7 +417,7 @@ def test_a_plugin_started_early_is_the_one_its_execution_uses(tmp_path):
 
 def test_a_plugin_started_early_for_another_execution_is_killed_unread(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.start_early(str(plugin), {"TAG": "guess"})
     early = _wait_log(tmp_path, ("started", "guess"))
 
@@ -422,7 +432,7 @@ def test_a_plugin_started_early_for_another_execution_is_killed_unread(tmp_path)
 
 def test_a_plugin_started_early_that_cannot_start_is_started_in_its_turn(tmp_path):
     plugin = tmp_path / "late"
-    ahead = StartsAhead()
+    ahead = ExecutionPlan()
     ahead.start_early(str(plugin), {"TAG": "x"})  # not there yet: the early start fails
     time.sleep(0.05)
     _witness(tmp_path, "late")
@@ -456,7 +466,11 @@ def test_a_plugin_started_in_its_turn_starts_with_its_whole_stdin(tmp_path, monk
     given.clear()
     gate: list[str] = []
     out = ProcessExecutor().execute(
-        str(plugin), env=env, stdin=b'{"n":2}', timeout=10, before_stdin=lambda: gate.append("x")
+        str(plugin),
+        env=env,
+        stdin=b'{"n":2}',
+        timeout=10,
+        plan=ExecutionPlan(before_first_stdin=lambda: gate.append("x")),
     )
     assert (out.returncode, out.stdout, gate) == (0, b'{"n":2}', ["x"])
     assert given == [(None, 0)]

@@ -1,5 +1,5 @@
-"""Several plugin executions as one sequence (``execute_steps``): the native runner of
-``ProcessExecutor`` and the one-by-one fallback of any other executor agree on every outcome,
+"""Several plugin executions as one sequence (``Executor.run``): the native runner of
+``ProcessExecutor`` and ``OneAtATime``'s one-by-one runner agree on every outcome,
 and ``Runtime.delete_lists`` stops a list at its first failure while the next lists run."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from braid.cni import ProcessExecutor, Runtime
-from braid.cni.exec import ExecOutput, Step, StepOutcome, execute_steps
+from braid.cni.exec import ExecOutput, ExecutionPlan, OneAtATime, Step, StepOutcome
 from braid.errors import PLUGIN_NOT_FOUND, PLUGIN_TIMEOUT, CniError, PluginError
 
 
-class OneByOne:
-    """``ProcessExecutor`` without its ``execute_sequence``: the fallback runs each step."""
+class OneByOne(OneAtATime):
+    """``ProcessExecutor`` one execution at a time: ``OneAtATime`` runs each step."""
 
     def __init__(self) -> None:
         self.inner = ProcessExecutor()
@@ -64,7 +64,9 @@ def test_both_runners_give_the_outcomes_execute_gives(tmp_path: Path, executor: 
         (stuck, env, b"d", 2),
         (echo, env, b"e", 3),
     ]
-    found = summary(execute_steps(executor, steps, timeout=0.5))
+    timed: list[tuple[str, float]] = []
+    plan = ExecutionPlan(observer=lambda plugin, seconds: timed.append((plugin, seconds)))
+    found = summary(executor.run(steps, timeout=0.5, plan=plan))
     assert found[0] == ("exited", 0, b"a", b"note\n")
     assert found[1][:2] == ("exited", 3)
     assert found[2] is None
@@ -73,6 +75,9 @@ def test_both_runners_give_the_outcomes_execute_gives(tmp_path: Path, executor: 
     assert found[5][:2] == ("PluginError", PLUGIN_TIMEOUT)
     assert "did not finish within 0.5 s" in found[5][2]
     assert found[6] == ("exited", 0, b"e", b"note\n")
+    # The observer is told every execution that ran, under its plugin type.
+    assert [plugin for plugin, _ in timed] == ["echo", "fails", "missing", "stuck", "echo"]
+    assert all(seconds >= 0 for _, seconds in timed)
 
 
 def test_delete_lists_stops_a_list_at_its_first_failure_and_runs_the_next(

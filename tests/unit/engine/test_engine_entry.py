@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from braid import _native
-from braid.cni.exec import ExecOutput
+from braid.cni.exec import ExecOutput, OneAtATime
 from braid.engine import run_cni
 
 BRAID_THIN = Path(sys.executable).parent / "braid-thin"
@@ -37,7 +37,7 @@ def test_version_document() -> None:
     assert doc["supportedVersions"] == list(_native.CNI_VERSIONS)
 
 
-class ExplodingExecutor:
+class ExplodingExecutor(OneAtATime):
     """An executor that fails the way a bug would: with a non-CNI exception."""
 
     def execute(
