@@ -23,6 +23,7 @@ from kernel_attachment import CNI_BIN_DIR
 from pyroute2 import IPRoute
 
 NETWORK = "benchk"
+BRIDGE = "bkbr0"
 VERBS = {"VERSION", "ADD", "CHECK", "DEL"}
 # A delegate chained after bridge that passes its result on and, on CHECK, either fails (a run
 # that fails half-way) or says so in a file and takes a second (a run interrupted while its pods
@@ -45,8 +46,16 @@ elif command == "CHECK":
 
 
 def root_links() -> set[str]:
+    """The links of this (the test's) namespace that the run's delegates would leave if they
+    ran here: the bridge and its ports (other tests' links may come and go meanwhile)."""
     with IPRoute() as ipr:
-        return {str(link.get_attr("IFLA_IFNAME")) for link in ipr.get_links()}
+        links = list(ipr.get_links())
+    names = {link["index"]: str(link.get_attr("IFLA_IFNAME")) for link in links}
+    return {
+        names[link["index"]]
+        for link in links
+        if BRIDGE in (names[link["index"]], names.get(link.get_attr("IFLA_MASTER") or 0))
+    }
 
 
 def run_id_of(stderr: str) -> str:
@@ -84,7 +93,7 @@ def assert_nothing_left(run_id: str, links_before: set[str], ipam: Path) -> None
 def conflist(ipam: Path, *extra_plugins: dict[str, Any], version: str = "1.0.0") -> dict[str, Any]:
     bridge = {
         "type": "bridge",
-        "bridge": "bkbr0",
+        "bridge": BRIDGE,
         "isGateway": True,
         "ipam": {
             "type": "host-local",
@@ -115,7 +124,7 @@ def ipam(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def before() -> set[str]:
-    """This namespace's links before the run."""
+    """The run's bridge and ports in this namespace before the run (none)."""
     return root_links()
 
 
