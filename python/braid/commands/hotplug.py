@@ -17,6 +17,7 @@ import binascii
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,11 @@ def running_verb(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_running_options(parser: argparse.ArgumentParser) -> None:
-    """The options of a running pod's attach or detach."""
+def add_running_options(
+    parser: argparse.ArgumentParser, file_verb: Callable[[argparse.Namespace], int]
+) -> None:
+    """``--running NAMESPACE/NAME NETWORK`` on ``attach`` or ``detach``, whose ``--pod`` and
+    ``--netns`` (the pod-file form, run by ``file_verb``) are then required only without it."""
     parser.add_argument(
         "--running",
         metavar="NAMESPACE/NAME",
@@ -207,3 +211,17 @@ def add_running_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--socket-dir", default=DEFAULT_SOCKET_DIR, help="with --running: the daemon's socket dir"
     )
+
+    def handler(args: argparse.Namespace) -> int:
+        if args.running is not None:
+            if args.pod is not None or args.netns is not None:
+                parser.error("--running takes neither --pod nor --netns")
+            return running_verb(args)
+        if args.network is not None:
+            parser.error(f"unrecognized arguments: {args.network} (NETWORK needs --running)")
+        missing = [o for o, v in (("--pod", args.pod), ("--netns", args.netns)) if v is None]
+        if missing:
+            parser.error(f"the following arguments are required: {', '.join(missing)}")
+        return file_verb(args)
+
+    parser.set_defaults(handler=handler)

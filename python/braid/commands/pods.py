@@ -253,9 +253,9 @@ def _with_config(args: argparse.Namespace) -> bool:
     return True
 
 
-def _pod_option(parser: argparse.ArgumentParser) -> None:
+def _pod_option(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     parser.add_argument(
-        "--pod", required=True, type=existing_file("--pod"), help="pod manifest (YAML or JSON)"
+        "--pod", required=required, type=existing_file("--pod"), help="pod manifest (YAML or JSON)"
     )
 
 
@@ -267,14 +267,20 @@ def add_parsers(subparsers: Any) -> None:
         ("check", "CHECK", "check every attachment of a pod (engine CHECK)"),
     ):
         parser = subparsers.add_parser(name, help=text)
-        _pod_option(parser)
-        parser.add_argument("--netns", required=True, help="the pod's network namespace path")
+        # attach and detach also take a running pod by name (``--running``), without these.
+        file_only = verb == "CHECK"
+        _pod_option(parser, required=file_only)
+        parser.add_argument("--netns", required=file_only, help="the pod's network namespace path")
         parser.add_argument("--container-id", help="default: derived from the pod's name")
         parser.add_argument(
             "--ifname", default=DEFAULT_IFNAME, help="the default network's interface (CNI_IFNAME)"
         )
         _config_option(parser)
         parser.set_defaults(handler=_pod_verb, verb=verb)
+        if not file_only:
+            from braid.commands.hotplug import add_running_options  # noqa: PLC0415
+
+            add_running_options(parser, _pod_verb)
     parser = subparsers.add_parser("explain", help="print a pod's attachment plan")
     _pod_option(parser)
     _config_option(parser)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
 import threading
 from pathlib import Path
 
 import pytest
 
+from braid.commands.braidctl import build_parser
 from braid.commands.hotplug import ask_daemon, edit
 from braid.daemon.protocol import encode_frame
 from braid.errors import CniError
@@ -58,3 +60,41 @@ def test_a_garbled_answer_is_a_cni_error(tmp_path: Path) -> None:
             ask_daemon(str(tmp_path), "ns1", "web", timeout=5)
         thread.join()
     assert caught.value.code == 999
+
+
+def run_braidctl(*argv: str) -> int:
+    parser = build_parser(argv[0])
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["attach", "--running", "ns1/web"], "--running takes NAMESPACE/NAME, and a NETWORK"),
+        (["attach", "--running", "ns1/", "blue"], "--running takes NAMESPACE/NAME, and a NETWORK"),
+        (["detach", "--running", "ns1/web", "blue", "--netns", "/x"], "neither --pod nor --netns"),
+        (["detach", "blue", "--netns", "/x"], "NETWORK needs --running"),
+        (["attach", "--netns", "/x"], "the following arguments are required: --pod"),
+        (["detach"], "the following arguments are required: --pod, --netns"),
+    ],
+)
+def test_a_bad_command_line_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = run_braidctl(*argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_pages_commands_parse() -> None:
+    page = (Path(__file__).parents[3] / "docs" / "hotplug.md").read_text()
+    block = page.split("```sh\n", 1)[1].split("```", 1)[0]
+    for line in block.splitlines():
+        words = shlex.split(line)
+        assert words[0] == "braidctl"
+        args = build_parser(words[1]).parse_args(words[1:])
+        assert (args.running, args.network) == (words[3], words[4])
