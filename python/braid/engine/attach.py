@@ -33,6 +33,12 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
+from braid.engine.devices import (
+    device_infos,
+    plan_devices,
+    remove_device_info,
+    write_device_info,
+)
 from braid.engine.early import FirstDelegates
 from braid.engine.phases import delegate_observer, phase
 from braid.engine.readiness import wait_ready
@@ -47,6 +53,7 @@ from braid.nad.status import network_status
 from braid.nad.store import pod_annotations
 
 EarlyAnswer = Callable[[bytes], None]
+DeviceInfos = dict[int, dict[str, Any]]
 
 
 class AddOutcome(msgspec.Struct, frozen=True):
@@ -106,11 +113,19 @@ def _add(
             firsts.start_early(ctx, request, executions)
         with phase("store_lookup"):
             plan = plan_for(ctx, request, capability_args)
+        devices = plan_devices(ctx, pod_of(request), request.container_id, plan)
+        plan = devices.plan
         record = new_record(ctx, request, plan, capability_args)
         with ctx.locks().container(request.container_id):
-            default, status = _add_locked(
-                ctx, request, plan, record, executions=executions, answer=answer, firsts=firsts
-            )
+            try:
+                write_device_info(ctx, request, devices)
+                default, status = _add_locked(
+                    ctx, request, plan, record, executions=executions, answer=answer, firsts=firsts
+                )
+            except BaseException:
+                if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
+                    remove_device_info(ctx, request.container_id)
+                raise
     finally:
         executions.close()  # nothing it started outlives the ADD
     return AddOutcome(result=default, network_status=status, plan=plan)
@@ -165,9 +180,10 @@ def _finish(
     the answer and rolls the ADD back: no failure leaves an attachment behind. Returns the
     default network's result and the status."""
     keys = ctx.config.network_status_keys
+    infos = device_infos(ctx, record)
     try:
         default = _default_result(ctx, record)
-        status = _before_answer(ctx, record, keys, thin=answer is None)
+        status = _before_answer(ctx, record, keys, infos, thin=answer is None)
     except CniError as exc:
         _roll_back(ctx, runtime, record, request, exc)
         raise
@@ -176,19 +192,21 @@ def _finish(
         return default, status
     answer(default)
     if ctx.publisher is None:
-        status = _status_after_answer(record, keys)
+        status = _status_after_answer(record, keys, infos)
     _rewrite_after_answer(ctx, record)
     return default, status
 
 
-def _before_answer(ctx: EngineContext, record: AttachmentRecord, keys: str, *, thin: bool) -> bytes:
+def _before_answer(
+    ctx: EngineContext, record: AttachmentRecord, keys: str, infos: DeviceInfos, *, thin: bool
+) -> bytes:
     """The network-status (``keys``: ``networkStatusKeys``) when it is needed before the
     answer: by a publisher (its refusal fails the ADD) or by braid-thin, which also rewrites
     the record before it prints. Otherwise ``b""``: only the rewrite after the answer needs
     it, made then from results already validated (``_status_after_answer``)."""
     if not thin and ctx.publisher is None:
         return b""
-    status = _set_status(record, keys)
+    status = _set_status(record, keys, infos)
     if thin:
         with phase("record_write"):
             ctx.records().write(record, durable=False)
@@ -234,22 +252,23 @@ class FirstStdinGate:
         self.write.settle()
 
 
-def _set_status(record: AttachmentRecord, keys: str) -> bytes:
+def _set_status(record: AttachmentRecord, keys: str, infos: DeviceInfos) -> bytes:
     """The network-status of every attachment, also kept in the record (``keys``:
-    ``networkStatusKeys``)."""
+    ``networkStatusKeys``; ``infos``: the attachments' device-information by position)."""
     status = network_status(
         ((entry.attachment(), entry.result_bytes()) for entry in record.attachments),
         keys=keys,
+        device_info=infos,
     )
     record.network_status = msgspec.Raw(status)
     return status
 
 
-def _status_after_answer(record: AttachmentRecord, keys: str) -> bytes:
+def _status_after_answer(record: AttachmentRecord, keys: str, infos: DeviceInfos) -> bytes:
     """``_set_status`` once the ADD has been answered: every result was validated when its
     plugin returned, so this cannot fail; if it ever did, the record keeps no status."""
     try:
-        return _set_status(record, keys)
+        return _set_status(record, keys, infos)
     except CniError as exc:
         log.error(
             "container %s: no network-status for the attachment record: %s",

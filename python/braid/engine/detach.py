@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from braid.engine.context import EngineContext
+from braid.engine.devices import remove_device_info
 from braid.engine.readiness import wait_ready
 from braid.engine.request import CniRequest
 from braid.engine.teardown import delete
@@ -23,6 +24,8 @@ def detach(
     capability_args: dict[str, Any],
     answer: Callable[[bytes], None] | None = None,
 ) -> None:
-    """Waits for the readiness indicator, then tears down every attachment (``delete``)."""
+    """Waits for the readiness indicator, then tears down every attachment (``delete``);
+    once all are down, the device-information files braid wrote for them go too."""
     wait_ready(ctx.config.readinessindicatorfile, operation="detaching")
     delete(ctx, request, capability_args, answer)
+    remove_device_info(ctx, request.container_id)

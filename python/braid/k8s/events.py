@@ -1,5 +1,6 @@
 """Events on the pod, as Multus emits them: ``AddedInterface`` (Normal) for each attachment
-and ``NoNetworkFound`` (Warning) for a selected NAD that does not exist. Best effort: a failed
+and ``NoNetworkFound`` (Warning) for a selected NAD that does not exist; and ``NoDeviceFound``
+(Warning) for a pod refused for its devices (``braid.nad.devices``). Best effort: a failed
 event is logged and never fails the ADD.
 """
 
@@ -17,6 +18,7 @@ from braid.errors import CniError
 from braid.k8s.background import RetryScheduler
 from braid.k8s.client import KubeClient
 from braid.k8s.objects import segment
+from braid.nad.devices import DeviceRefused
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
@@ -138,7 +140,10 @@ class MissRecordingStore:
 
     def report(self, recorder: EventRecorder, pod: PodRef, error: CniError) -> None:
         """``NoNetworkFound`` for each miss that ``error`` names (a miss that a fallback
-        covered, such as a ``clusterNetwork`` from confDir, is no failure)."""
+        covered, such as a ``clusterNetwork`` from confDir, is no failure); a pod refused for
+        its devices, a Warning with the refusal (``NoDeviceFound``)."""
+        if isinstance(error, DeviceRefused):
+            recorder.emit(pod, "Warning", error.reason, error.msg)
         text = str(error)
         for namespace, name in dict.fromkeys(self.missing):
             if f"{namespace}/{name}" in text:

@@ -6,17 +6,18 @@ as plain IPs), though the spec's example shows prefixes.
 
 Spec section 5.3 reserves every key without a period to the specification. ``keys`` says which
 maps braid writes (braid configuration key ``networkStatusKeys``): ``"multus"``, v1's keys plus
-``mtu`` and ``gateway`` as Multus writes them (no NPWG version defines those two); ``"v1"``,
-v1's keys alone. Under ``"v1"`` the two are left out, not renamed to dotted keys of braid's own:
-their only readers know them by Multus's names, a copy under another name would be a format
-nobody reads, and both come from the attachment's CNI result, which the attachment record keeps.
+``mtu`` and ``gateway`` as Multus writes them (no NPWG version defines those two) and
+``device-info`` (NAD spec v1.2, for attachments with a device); ``"v1"``, v1's keys alone.
+Under ``"v1"`` the two are left out, not renamed to dotted keys of braid's own: their only
+readers know them by Multus's names, a copy under another name would be a format nobody reads,
+and both come from the attachment's CNI result, which the attachment record keeps.
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -109,15 +110,21 @@ def _gateways(result: ResultView, sandbox: int | None) -> list[str]:
 
 
 def status_entry(
-    attachment: Attachment, result: bytes | None, *, keys: str = MULTUS_KEYS
+    attachment: Attachment,
+    result: bytes | None,
+    *,
+    keys: str = MULTUS_KEYS,
+    device_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One network-status map: name, interface, ips, mac, mtu, default, dns, gateway (empty
     ones left out; ``mtu`` and ``gateway`` as Multus reports them: the sandbox interface's
     ``mtu`` and the gateways of the result's default routes, a route without ``gw`` through
-    its family's IP gateway; neither with ``keys`` ``"v1"``). A missing or null result gives
+    its family's IP gateway; neither with ``keys`` ``"v1"``), and ``device-info``, the
+    attachment's device-information (NAD spec v1.2, section 5.3.7; not with ``"v1"``) when it
+    has one. A missing or null result gives
     the minimal map with the interface braid asked for; a 0.1.0/0.2.0 result, which names no
     interface, gives that interface too."""
-    later = keys != V1_KEYS  # the keys no NPWG version defines: mtu, gateway
+    later = keys != V1_KEYS  # the keys beyond v1: mtu, gateway, device-info
     view = read_result(result, what=attachment.label) if result is not None else None
     entry: dict[str, Any] = {"name": attachment.status_name}
     ips: list[str] = []
@@ -147,14 +154,23 @@ def status_entry(
     dns = _dns(view) if view is not None else {}
     if dns:
         entry["dns"] = dns
+    if device_info and later:
+        entry["device-info"] = dict(device_info)
     if gateways:
         entry["gateway"] = gateways
     return entry
 
 
 def network_status(
-    results: Iterable[tuple[Attachment, bytes | None]], *, keys: str = MULTUS_KEYS
+    results: Iterable[tuple[Attachment, bytes | None]],
+    *,
+    keys: str = MULTUS_KEYS,
+    device_info: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> bytes:
     """The annotation's JSON value for (attachment, result) pairs in plan order; ``keys``:
-    ``"multus"`` or ``"v1"`` (``status_entry``)."""
-    return msgspec.json.encode([status_entry(a, r, keys=keys) for a, r in results])
+    ``"multus"`` or ``"v1"``; ``device_info``: per attachment position, its
+    device-information (``status_entry``)."""
+    infos = device_info or {}
+    return msgspec.json.encode(
+        [status_entry(a, r, keys=keys, device_info=infos.get(a.position)) for a, r in results]
+    )

@@ -1,0 +1,145 @@
+"""The engine's part in devices (``braid.nad.devices``): kubelet asked, devices assigned, the
+device-information files written before the delegates run, read back after them, and removed
+when the container's attachments are torn down.
+
+kubelet's PodResources client (grpcio, protobuf) is imported only by a plan that has a NAD
+with a resourceName: no other call pays for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from braid.engine.context import EngineContext, log
+from braid.engine.record import AttachmentRecord
+from braid.engine.request import CniRequest
+from braid.errors import IO_FAILURE, CniError
+from braid.nad.devices import (
+    DEVICE_INFO_FILE,
+    DevicePlan,
+    DeviceRefused,
+    assign_devices,
+    check_requests,
+    cni_info_dir,
+    cni_info_path,
+    needs_devices,
+    read_device_info,
+)
+from braid.nad.plan import AttachmentPlan
+from braid.nad.resolve import PodRef
+
+
+def plan_devices(
+    ctx: EngineContext, pod: PodRef, container_id: str, plan: AttachmentPlan
+) -> DevicePlan:
+    """``plan`` with a device for each attachment of a NAD with a resourceName (unchanged when
+    there is none): kubelet is asked once, over ``podResourcesSocket``."""
+    if not needs_devices(plan):
+        return DevicePlan(plan=plan)
+    config = ctx.config
+    check_requests(plan, allow=config.allow_device_id_requests)
+    if not pod.name:
+        raise DeviceRefused(
+            "the pod selects a NAD with a resourceName but the runtime names no pod "
+            "(K8S_POD_NAME), so kubelet cannot say which devices it got"
+        )
+    from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
+
+    socket = config.pod_resources_socket
+    found = pod_devices(
+        socket,
+        pod.namespace,
+        pod.name,
+        timeout=config.pod_resources_timeout,
+        local=ctx.local(socket),
+    )
+    return assign_devices(
+        plan,
+        found.devices,
+        info_path=lambda a: cni_info_path(config.device_info_dir, container_id, a.ifname),
+        dp_dir=config.device_info_dir,
+        socket=socket,
+        elsewhere=found.other_pods,
+    )
+
+
+def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePlan) -> None:
+    """Copies each assigned device's device-plugin file to the path its delegate gets (no
+    file: none is written; the delegate may still write one). A device-plugin file that is
+    not a regular file, too large or not a JSON object fails the ADD before anything ran."""
+    if not devices.assignments:
+        return
+    directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, request.container_id))
+    by_position = {a.position: a for a in devices.plan.attachments}
+    try:
+        Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        for assigned in devices.assignments:
+            what = f"the device plugin's device-information file for device {assigned.device}"
+            info = read_device_info(ctx.local(assigned.dp_file), what=what)
+            target = by_position[assigned.position].capability_args[DEVICE_INFO_FILE]
+            _write_new(ctx.local(target), info)
+    except OSError as exc:
+        raise CniError(
+            IO_FAILURE, f"device-information files cannot be written in {directory}", str(exc)
+        ) from None
+
+
+def _write_new(path: str, info: dict[str, Any] | None) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        Path(path).unlink()  # one a failed ADD of the same container left
+    if info is None:
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(msgspec.json.encode(info))
+
+
+def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict[str, Any]]:
+    """Per attachment position, the device-information its delegate left in the file braid
+    gave it (the device plugin's, or the delegate's own). A file that cannot be read is
+    logged and left out of the status: the attachment itself succeeded."""
+    own = cni_info_dir(ctx.config.device_info_dir, record.container_id) + "/"
+    found: dict[int, dict[str, Any]] = {}
+    for entry in record.attachments:
+        path = entry.capability_args.get(DEVICE_INFO_FILE)
+        if not isinstance(path, str) or not path.startswith(own):
+            continue
+        try:
+            info = read_device_info(ctx.local(path), what="device-information file")
+        except CniError as exc:
+            log.warning("container %s: %s: %s", record.container_id, entry.label, exc)
+            continue
+        if info is not None:
+            found[entry.position] = info
+    return found
+
+
+def remove_device_info(ctx: EngineContext, container_id: str) -> None:
+    """Removes the device-information files braid wrote for the container (none: nothing to
+    do). Failures are logged: they cannot undo a teardown that succeeded."""
+    if not container_id or "/" in container_id or container_id in {".", ".."}:
+        return
+    directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, container_id))
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # no directory (the usual case), or not one braid made
+    try:
+        for name in os.listdir(fd):  # noqa: PTH208 (by descriptor: no link followed)
+            os.unlink(name, dir_fd=fd)
+        Path(directory).rmdir()
+    except OSError as exc:
+        log.warning(
+            "container %s: device-information files in %s not removed: %s",
+            container_id,
+            directory,
+            exc,
+        )
+    finally:
+        os.close(fd)
