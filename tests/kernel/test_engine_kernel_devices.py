@@ -5,13 +5,15 @@ with a plugin that records the `deviceID` and device-information file it got.
 Each attachment gets its own device, in selection order; the device plugin's file reaches the
 delegate and the delegate's own device-information reaches network-status; DEL removes the
 files braid wrote. A pod without the resource, a kubelet that is missing, slow or garbled, a
-device-plugin file that is not JSON: the ADD fails before anything is attached.
+device-plugin file that is not JSON: the ADD fails before anything is attached. The same
+through a real `braidctl daemon` process.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import kernel_netns
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
+from kernel_daemon import Daemon, call
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
 
@@ -202,3 +205,36 @@ def test_a_device_plugin_file_that_is_not_json_or_huge_fails_the_add(
     assert (code, error["code"]) == (1, 6)
     assert str(devices.dp_file(DEVICES[1])) in error["msg"]
     devices.assert_nothing_attached()
+
+
+@pytest.fixture
+def daemon(devices: Devices, tmp_path: Path) -> Iterator[Daemon]:
+    running = Daemon(devices.engine.host, tmp_path / "run", tmp_path / "daemon.log").start()
+    yield running
+    running.stop()
+    assert running.wait() == 0
+
+
+def test_the_daemon_attaches_devices_and_refuses_a_pod_without_them(
+    devices: Devices, daemon: Daemon
+) -> None:
+    engine = devices.engine
+    stdin = engine.braid_conf({NETWORKS: "sriov-a, sriov-b"}, **devices.conf())
+    with FakeKubelet(devices.socket, {}):
+        error, code = call(daemon, engine, "ADD", stdin)
+    assert (code, error["code"]) == (1, 7)
+    devices.assert_nothing_attached()
+
+    with FakeKubelet(devices.socket, pods(*DEVICES)):
+        result, code = call(daemon, engine, "ADD", stdin)
+    assert code == 0, result
+    added = devices.recorded("ADD")
+    assert [(e["ifname"], e["deviceID"]) for e in added] == [
+        ("net1", "0000:03:00.1"),
+        ("net2", "0000:03:00.2"),
+    ]
+    assert engine.record()["networkStatus"][2]["device-info"] == OWN_INFO
+
+    assert call(daemon, engine, "DEL", stdin) == (None, 0)
+    assert devices.braid_files() == []
+    engine.assert_nothing_left()
