@@ -1,0 +1,87 @@
+"""Devices when braid sees the node's root elsewhere (the daemon in its container): kubelet's
+socket and the device-information files are opened through the root, and the delegate is
+given the node's paths."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "fixtures" / "podresources"))
+
+from fake_kubelet import FakeKubelet
+
+from braid.cni.hostroot import HostRoot
+from braid.engine.context import EngineContext
+from braid.engine.devices import plan_devices, remove_device_info, write_device_info
+from braid.engine.request import CniRequest, read_request
+from braid.nad.config import BraidConfig
+from braid.nad.devices import DEVICE_ID, DEVICE_INFO_FILE, RESOURCE_NAME_ANNOTATION
+from braid.nad.plan import Attachment, AttachmentPlan
+from braid.nad.resolve import PodRef
+
+NIC = "vendor.example/nic"
+SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+DEVINFO = "/var/run/k8s.cni.cncf.io/devinfo"
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    # Short: the socket's whole path must fit a unix socket address (108 bytes).
+    path = Path(tempfile.mkdtemp(prefix="hr", dir="/tmp"))
+    (path / "var" / "lib" / "kubelet" / "pod-resources").mkdir(parents=True)
+    (path / "run" / "k8s.cni.cncf.io" / "devinfo" / "dp").mkdir(parents=True)
+    (path / "var" / "run").symlink_to("/run")  # as on Debian: absolute, inside the root
+    yield path
+    shutil.rmtree(path)
+
+
+def test_socket_and_files_are_reached_through_the_nodes_root(root: Path) -> None:
+    info = {"type": "pci", "version": "1.1.0"}
+    dp = root / "run" / "k8s.cni.cncf.io" / "devinfo" / "dp" / "vendor.example-nic-d1-device.json"
+    dp.write_text(json.dumps(info))
+    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)))
+    attachment = Attachment(
+        position=1,
+        ifname="net1",
+        status_name="default/sriov",
+        network_name="sriov",
+        config=b"{}",
+        is_list=False,
+        source="test",
+        label="entry 0 (default/sriov)",
+        nad_annotations={RESOURCE_NAME_ANNOTATION: NIC},
+    )
+    plan = AttachmentPlan("default", "web-0", "", (attachment,))
+    pods = {("default", "web-0"): [[(NIC, ["d1"])]]}
+    with FakeKubelet(str(root / SOCKET.lstrip("/")), pods):
+        devices = plan_devices(ctx, PodRef("default", "web-0"), "ctr1", plan)
+    caps = devices.plan.attachments[0].capability_args
+    node_path = f"{DEVINFO}/cni/ctr1/net1-device.json"
+    assert caps == {DEVICE_ID: "d1", DEVICE_INFO_FILE: node_path}
+
+    write_device_info(ctx, _request("ctr1"), devices)
+    written = root / "run" / "k8s.cni.cncf.io" / "devinfo" / "cni" / "ctr1" / "net1-device.json"
+    assert json.loads(written.read_text()) == info
+    assert not (root / "var" / "run" / "k8s.cni.cncf.io").is_symlink()
+
+    remove_device_info(ctx, "ctr1")
+    assert not written.parent.exists()
+    assert dp.exists()
+
+
+def _request(container_id: str) -> CniRequest:
+    env = {
+        "CNI_COMMAND": "ADD",
+        "CNI_CONTAINERID": container_id,
+        "CNI_NETNS": "/var/run/netns/x",
+        "CNI_IFNAME": "eth0",
+        "CNI_PATH": "",
+    }
+    return read_request(env, b"{}")
