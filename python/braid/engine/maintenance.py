@@ -16,6 +16,7 @@ from braid import _native
 from braid.cni import Runtime
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
+from braid.engine.devices import remove_device_info
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
@@ -118,6 +119,7 @@ def gc(ctx: EngineContext, request: CniRequest) -> None:
                 ctx.records().write(record, durable=True)
             else:
                 ctx.records().remove(record.container_id)
+                remove_device_info(ctx, record.container_id)
         errors.extend(_gc_networks(runtime, kept))
     if errors:
         raise TeardownError(errors)

@@ -171,3 +171,18 @@ def test_a_failed_del_keeps_them_for_its_retry(devices: Any) -> None:
     out, code = run_cni(devices.env("DEL"), stdin(devices, "plain"))
     assert code == 1, out
     assert (own / "net1-device.json").exists()
+
+
+def test_gc_removes_the_device_info_files_of_containers_it_deletes(devices: Any) -> None:
+    records = devices.cni_dir / "records"
+    records.mkdir(parents=True)
+    for cid in ("gone", "alive"):
+        (devices.root / "devinfo" / "cni" / cid).mkdir(parents=True)
+        (devices.root / "devinfo" / "cni" / cid / "net1-device.json").write_text("{}")
+        record = {"containerId": cid, "netns": "", "kind": "braidAttachmentRecord", "version": 1}
+        (records / f"{cid}.json").write_text(json.dumps(record))
+    valid = [{"containerID": "alive", "ifname": "eth0"}]
+    gc = stdin(devices, "plain", cniVersion="1.1.0", **{"cni.dev/valid-attachments": valid})
+    assert run_cni(devices.env("GC"), gc) == (b"", 0)
+    assert not (devices.root / "devinfo" / "cni" / "gone").exists()
+    assert (devices.root / "devinfo" / "cni" / "alive" / "net1-device.json").exists()
