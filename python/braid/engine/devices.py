@@ -18,7 +18,7 @@ import msgspec
 from braid.engine.context import EngineContext, log
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
-from braid.errors import IO_FAILURE, CniError
+from braid.errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
 from braid.nad.devices import (
     DEVICE_INFO_FILE,
     DevicePlan,
@@ -51,12 +51,14 @@ def plan_devices(
     from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
 
     socket = config.pod_resources_socket
+    try:
+        local = ctx.local(socket)
+    except OSError as exc:  # the node's links to it loop
+        raise CniError(
+            TRY_AGAIN_LATER, f"kubelet's PodResources API at {socket} cannot be reached", str(exc)
+        ) from None
     found = pod_devices(
-        socket,
-        pod.namespace,
-        pod.name,
-        timeout=config.pod_resources_timeout,
-        local=ctx.local(socket),
+        socket, pod.namespace, pod.name, timeout=config.pod_resources_timeout, local=local
     )
     return assign_devices(
         plan,
@@ -74,10 +76,10 @@ def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePl
     not a regular file, too large or not a JSON object fails the ADD before anything ran."""
     if not devices.assignments:
         return
-    directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, request.container_id))
+    directory = cni_info_dir(ctx.config.device_info_dir, request.container_id)
     by_position = {a.position: a for a in devices.plan.attachments}
     try:
-        Path(directory).mkdir(mode=0o700, parents=True, exist_ok=True)
+        Path(ctx.local(directory)).mkdir(mode=0o700, parents=True, exist_ok=True)
         for assigned in devices.assignments:
             what = f"the device plugin's device-information file for device {assigned.device}"
             info = read_device_info(ctx.local(assigned.dp_file), what=what)
@@ -112,7 +114,7 @@ def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict
             continue
         try:
             info = read_device_info(ctx.local(path), what="device-information file")
-        except CniError as exc:
+        except (CniError, OSError) as exc:  # OSError: the node's links loop
             log.warning("container %s: %s: %s", record.container_id, entry.label, exc)
             continue
         if info is not None:
@@ -125,8 +127,8 @@ def remove_device_info(ctx: EngineContext, container_id: str) -> None:
     do). Failures are logged: they cannot undo a teardown that succeeded."""
     if not container_id or "/" in container_id or container_id in {".", ".."}:
         return
-    directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, container_id))
     try:
+        directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, container_id))
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return  # no directory (the usual case), or not one braid made

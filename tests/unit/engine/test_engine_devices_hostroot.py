@@ -21,6 +21,7 @@ from braid.cni.hostroot import HostRoot
 from braid.engine.context import EngineContext
 from braid.engine.devices import plan_devices, remove_device_info, write_device_info
 from braid.engine.request import CniRequest, read_request
+from braid.errors import TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
 from braid.nad.devices import DEVICE_ID, DEVICE_INFO_FILE, RESOURCE_NAME_ANNOTATION
 from braid.nad.plan import Attachment, AttachmentPlan
@@ -29,6 +30,22 @@ from braid.nad.resolve import PodRef
 NIC = "vendor.example/nic"
 SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 DEVINFO = "/var/run/k8s.cni.cncf.io/devinfo"
+
+
+def device_plan() -> AttachmentPlan:
+    """A pod's plan with one attachment of a NAD that has a resourceName."""
+    attachment = Attachment(
+        position=1,
+        ifname="net1",
+        status_name="default/sriov",
+        network_name="sriov",
+        config=b"{}",
+        is_list=False,
+        source="test",
+        label="entry 0 (default/sriov)",
+        nad_annotations={RESOURCE_NAME_ANNOTATION: NIC},
+    )
+    return AttachmentPlan("default", "web-0", "", (attachment,))
 
 
 @pytest.fixture
@@ -47,18 +64,7 @@ def test_socket_and_files_are_reached_through_the_nodes_root(root: Path) -> None
     dp = root / "run" / "k8s.cni.cncf.io" / "devinfo" / "dp" / "vendor.example-nic-d1-device.json"
     dp.write_text(json.dumps(info))
     ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)))
-    attachment = Attachment(
-        position=1,
-        ifname="net1",
-        status_name="default/sriov",
-        network_name="sriov",
-        config=b"{}",
-        is_list=False,
-        source="test",
-        label="entry 0 (default/sriov)",
-        nad_annotations={RESOURCE_NAME_ANNOTATION: NIC},
-    )
-    plan = AttachmentPlan("default", "web-0", "", (attachment,))
+    plan = device_plan()
     pods = {("default", "web-0"): [[(NIC, ["d1"])]]}
     with FakeKubelet(str(root / SOCKET.lstrip("/")), pods):
         devices = plan_devices(ctx, PodRef("default", "web-0"), "ctr1", plan)
@@ -85,3 +91,13 @@ def _request(container_id: str) -> CniRequest:
         "CNI_PATH": "",
     }
     return read_request(env, b"{}")
+
+
+def test_a_looping_link_to_the_socket_is_error_11(root: Path) -> None:
+    shutil.rmtree(root / "var" / "lib")
+    (root / "var" / "lib").symlink_to("/var/lib")  # resolves to itself inside the root
+    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)))
+    plan = device_plan()
+    with pytest.raises(CniError) as caught:
+        plan_devices(ctx, PodRef("default", "web-0"), "ctr1", plan)
+    assert caught.value.code == TRY_AGAIN_LATER
