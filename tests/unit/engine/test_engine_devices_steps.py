@@ -1,6 +1,6 @@
-"""Devices when braid sees the node's root elsewhere (the daemon in its container): kubelet's
-socket and the device-information files are opened through the root, and the delegate is
-given the node's paths."""
+"""The engine's device steps one by one: through the node's root (the daemon in its
+container: kubelet's socket and the device-information files opened through the root, the
+delegate given the node's paths), and the device-information read back after the delegates."""
 
 from __future__ import annotations
 
@@ -19,7 +19,13 @@ from fake_kubelet import FakeKubelet
 
 from braid.cni.hostroot import HostRoot
 from braid.engine.context import EngineContext
-from braid.engine.devices import plan_devices, remove_device_info, write_device_info
+from braid.engine.devices import (
+    device_infos,
+    plan_devices,
+    remove_device_info,
+    write_device_info,
+)
+from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import TRY_AGAIN_LATER, CniError
 from braid.nad.config import BraidConfig
@@ -101,3 +107,34 @@ def test_a_looping_link_to_the_socket_is_error_11(root: Path) -> None:
     with pytest.raises(CniError) as caught:
         plan_devices(ctx, PodRef("default", "web-0"), "ctr1", plan)
     assert caught.value.code == TRY_AGAIN_LATER
+
+
+def test_device_info_is_read_only_from_braids_own_files(tmp_path: Path) -> None:
+    """What a delegate left that is not JSON or is huge is left out (logged); a path braid did
+    not make (a runtime's own `CNIDeviceInfoFile`) is never read."""
+    devinfo = tmp_path / "devinfo"
+    own = devinfo / "cni" / "ctr1"
+    own.mkdir(parents=True)
+    (own / "net1-device.json").write_text('{"type": "pci"}')
+    (own / "net2-device.json").write_text("{" * 70000)
+    (own / "net3-device.json").write_text("not json")
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"token": "x"}')
+    files = {1: own / "net1-device.json", 2: own / "net2-device.json",
+             3: own / "net3-device.json", 4: secret}  # fmt: skip
+    entries = [
+        AttachmentEntry(
+            name=f"default/n{p}",
+            network_name=f"n{p}",
+            ifname=f"net{p}",
+            config="{}",
+            position=p,
+            capability_args={DEVICE_INFO_FILE: str(path)},
+        )
+        for p, path in files.items()
+    ]
+    record = AttachmentRecord(
+        container_id="ctr1", netns="", kind="k", version=1, attachments=entries
+    )
+    ctx = EngineContext(config=BraidConfig(device_info_dir=str(devinfo)))
+    assert device_infos(ctx, record) == {1: {"type": "pci"}}
