@@ -152,9 +152,9 @@ def test_starting_braid_writes_no_bytecode(
     present = {str(p.relative_to(rootfs)) for p in rootfs.rglob("*.pyc")}
     assert present == shipped, f"written at start-up: {sorted(present - shipped)[:10]}"
     for name in (
-        "opt/braid/lib/python3.11/site-packages/braid/__pycache__/cli.cpython-311.pyc",
+        "opt/braid/lib/python3.11/site-packages/braid/commands/__pycache__/braidctl.cpython-311.pyc",
         "usr/lib/python3.11/__pycache__/os.cpython-311.pyc",
     ):
         flags = int.from_bytes((rootfs / name).read_bytes()[4:8], "little")
         assert flags == 0b01, f"{name}: not unchecked-hash (flags {flags:#b})"
-    assert f"{SITE}/braid/__pycache__/cli.cpython-311.pyc" in shipped
+    assert f"{SITE}/braid/commands/__pycache__/braidctl.cpython-311.pyc" in shipped
