@@ -6,7 +6,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap
+APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap zsh
+# One line per step of `make install` and the demos, so a long step is never silent.
+step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -19,14 +21,16 @@ install: system venv build ## set up everything: apt packages, virtualenv, Rust 
 
 system: $(STAMPS)/system ## install the Debian packages the tests and demo need (root)
 $(STAMPS)/system:
+	$(call step,[1/4] Debian packages: $(APT_PACKAGES))
 	@mkdir -p $(STAMPS)
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES); \
-	fi
+	else echo '    all installed'; fi
 	@touch $@
 
 venv: $(STAMPS)/venv ## create the virtualenv with the development tools
 $(STAMPS)/venv: pyproject.toml
+	$(call step,[2/4] virtualenv $(VENV) with maturin)
 	@mkdir -p $(STAMPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -36,10 +40,11 @@ $(STAMPS)/venv: pyproject.toml
 build: shim native ## build the shim and the extension (release)
 
 shim: ## build the compiled shim at target/release/: `braid` (the front) and `braid-full`
+	$(call step,[3/4] the compiled shim (cargo build --release; minutes the first time): target/release/braid and braid-full)
 	packaging/build-shim.sh
 
 native: venv ## build braid._native into the virtualenv
-	mkdir -p target/wheel-data/scripts
+	$(call step,[4/4] braid._native (Rust, release) and braid with its dev tools into $(VENV))
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
 
 wheel-stage: shim ## stage this machine's shim (braid, braid-full) where `maturin build` takes it
@@ -60,9 +65,11 @@ test-image: native image ## image tier: the built archive (contents, reproducibi
 	$(PY) -m pytest tests/image -q
 
 demo: install ## the main job: a pod gets the example networks (engine + real plugins), then detaches
+	$(call step,demo: a pod in its own network namespace gets the example networks then detaches)
 	$(VENV)/bin/braidctl demo --cni-path $(CNI_BIN_DIR)
 
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
+	$(call step,demo-cni: the runtime library runs the example network list in a fresh namespace)
 	$(VENV)/bin/braidctl demo-cni --cni-path $(CNI_BIN_DIR)
 
 test: install lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime test-cluster test-image test-node test-bench-smoke test-wheel ## every test tier plus lint (what CI runs)
