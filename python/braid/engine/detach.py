@@ -25,7 +25,16 @@ def detach(
     answer: Callable[[bytes], None] | None = None,
 ) -> None:
     """Waits for the readiness indicator, then tears down every attachment (``delete``);
-    once all are down, the device-information files braid wrote for them go too."""
+    once all are down, the device-information files braid wrote for them go too, before the
+    runtime hears of the success (an early ``answer`` included)."""
     wait_ready(ctx.config.readinessindicatorfile, operation="detaching")
-    delete(ctx, request, capability_args, answer)
-    remove_device_info(ctx, request.container_id)
+    early = None
+    if answer is not None:
+        told = answer
+
+        def early(out: bytes) -> None:
+            remove_device_info(ctx, request.container_id)
+            told(out)
+
+    delete(ctx, request, capability_args, early)
+    remove_device_info(ctx, request.container_id)  # without an early answer
