@@ -52,7 +52,9 @@ from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.status import network_status
 from braid.nad.store import pod_annotations
 
-EarlyAnswer = Callable[[bytes], None]
+# Sends the runtime its answer (a result, or a DEL's empty output) before the work that follows
+# it under the same locks (the record's final write).
+SendAnswer = Callable[[bytes], None]
 DeviceInfos = dict[int, dict[str, Any]]
 
 
@@ -86,7 +88,7 @@ def add(
     ctx: EngineContext,
     request: CniRequest,
     capability_args: dict[str, Any],
-    answer: EarlyAnswer | None = None,
+    answer: SendAnswer | None = None,
 ) -> AddOutcome:
     """Attaches every network of the plan; returns the default network's result (given to
     ``answer`` first, before the record's final write, when there is one)."""
@@ -101,7 +103,7 @@ def _add(
     ctx: EngineContext,
     request: CniRequest,
     capability_args: dict[str, Any],
-    answer: EarlyAnswer | None,
+    answer: SendAnswer | None,
 ) -> AddOutcome:
     # Before anything runs: the default network's result is converted to it at the end.
     require_answerable(ctx.config.cni_version, "braid's configuration")
@@ -138,7 +140,7 @@ def _add_locked(
     record: AttachmentRecord,
     *,
     executions: ExecutionPlan,
-    answer: EarlyAnswer | None,
+    answer: SendAnswer | None,
     firsts: FirstDelegates | None,
 ) -> tuple[bytes, bytes]:
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
@@ -172,7 +174,7 @@ def _finish(
     runtime: Runtime,
     record: AttachmentRecord,
     request: CniRequest,
-    answer: EarlyAnswer | None,
+    answer: SendAnswer | None,
 ) -> tuple[bytes, bytes]:
     """After the last attachment: the default network's result, the network-status, its
     publication, the answer and the record's one rewrite (every result and the status; atomic,

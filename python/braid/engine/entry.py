@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
-from braid.engine.attach import EarlyAnswer, add
+from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.detach import detach
 from braid.engine.logfile import log_file_handler
@@ -75,7 +75,7 @@ def _without_configuration(request: CniRequest) -> bytes | None:
 
 
 def _dispatch(
-    ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: EarlyAnswer | None
+    ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: SendAnswer | None
 ) -> bytes:
     if request.command == "ADD":
         return add(ctx, request, caps, answer).result
@@ -97,7 +97,7 @@ def _run_with_own_store(
     executor: Executor | None,
     file_stores: FileStores | None,
     *,
-    answer: EarlyAnswer | None,
+    answer: SendAnswer | None,
     spares: SpareFiles | None,
     root: HostRoot | None,
     memory: EngineMemory | None,
@@ -136,7 +136,7 @@ def _run_in_session(
     request: CniRequest,
     executor: Executor | None,
     session: ClusterSession,
-    answer: EarlyAnswer | None,
+    answer: SendAnswer | None,
     *,
     spares: SpareFiles | None,
     root: HostRoot | None,
@@ -167,7 +167,7 @@ def run_cni(
     executor: Executor | None = None,
     file_stores: FileStores | None = None,
     cluster: ClusterSessions | None = None,
-    answer: EarlyAnswer | None = None,
+    answer: SendAnswer | None = None,
     spares: SparePools | None = None,
     policy: Callable[[BraidConfig], BraidConfig] | None = None,
     root: HostRoot | None = None,
