@@ -18,7 +18,7 @@ import msgspec
 from braid.engine.context import EngineContext, log
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
-from braid.errors import IO_FAILURE, TRY_AGAIN_LATER, CniError
+from braid.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
 from braid.nad.devices import (
     DEVICE_INFO_FILE,
     DevicePlan,
@@ -48,7 +48,15 @@ def plan_devices(
             "the pod selects a NAD with a resourceName but the runtime names no pod "
             "(K8S_POD_NAME), so kubelet cannot say which devices it got"
         )
-    from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
+    try:
+        from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
+    except ImportError as exc:  # grpcio and protobuf are the `devices` extra
+        raise CniError(
+            INVALID_CONFIG,
+            "the pod selects a NAD with a resourceName, and asking kubelet for its devices "
+            "needs gRPC: install braid-cni[devices] (grpcio, protobuf)",
+            str(exc),
+        ) from None
 
     socket = config.pod_resources_socket
     try:

@@ -186,3 +186,37 @@ def test_gc_removes_the_device_info_files_of_containers_it_deletes(devices: Any)
     assert run_cni(devices.env("GC"), gc) == (b"", 0)
     assert not (devices.root / "devinfo" / "cni" / "gone").exists()
     assert (devices.root / "devinfo" / "cni" / "alive" / "net1-device.json").exists()
+
+
+NO_GRPC = """
+import json, sys
+
+class NoGrpc:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("grpc", "google"):
+            raise ImportError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, NoGrpc())
+from braid.engine import run_cni
+out, code = run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read())
+sys.stdout.buffer.write(out)
+"""
+
+
+def test_without_grpc_a_resource_nad_is_refused_naming_the_extra(devices: Any) -> None:
+    """grpcio and protobuf are the `devices` extra: without them a NAD with a resourceName is
+    a clear configuration error, not a traceback, and nothing is attached."""
+    with FakeKubelet(str(devices.root / "kubelet.sock"), PODS):
+        proc = subprocess.run(
+            [sys.executable, "-c", NO_GRPC, json.dumps(devices.env("ADD", CNI_NETNS=NO_NETNS))],
+            input=stdin(devices, "sriov"),
+            capture_output=True,
+            check=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "FAKE_CNI_STATE": str(devices.state)},
+        )
+    error = json.loads(proc.stdout)
+    assert error["code"] == 7, error
+    assert "braid-cni[devices]" in error["msg"], error
+    assert braid_files(devices) == []
