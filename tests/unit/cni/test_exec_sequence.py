@@ -107,3 +107,55 @@ def test_a_list_that_cannot_be_planned_fails_alone(
     assert errors[0].code == PLUGIN_NOT_FOUND
     assert errors[1] is None
     assert fake_plugins.order("DEL") == ["other"]
+
+
+class Counting(OneAtATime):
+    """Counts its executions; each exits 0."""
+
+    def __init__(self) -> None:
+        self.executed: list[str] = []
+
+    def execute(
+        self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
+    ) -> ExecOutput:
+        self.executed.append(path)
+        return ExecOutput(returncode=0, stdout=b"", stderr=b"")
+
+
+@pytest.mark.parametrize("executor", [ProcessExecutor(), Counting()], ids=["native", "each"])
+def test_a_failed_hook_is_raised_again_and_nothing_runs_after_it(
+    tmp_path: Path, executor: Any
+) -> None:
+    """The hook before the first stdin byte runs once; when it fails, no later execution of
+    the plan runs, whichever executor."""
+    marker = tmp_path / "ran"
+    plugin = script(tmp_path, "p", f"cat >/dev/null; echo x >> {marker}")
+    env = {"PATH": "/usr/bin:/bin"}
+    calls: list[str] = []
+
+    def hook() -> None:
+        calls.append("hook")
+        raise CniError(5, "the plan is not on disk")
+
+    plan = ExecutionPlan(before_first_stdin=hook)
+    for steps in ([(plugin, env, b"{}", 0)], [(plugin, env, b"{}", 0), (plugin, env, b"{}", 1)]):
+        outcomes = executor.run(steps, timeout=5, plan=plan)
+        assert [getattr(o, "msg", None) for o, _ in outcomes] == ["the plan is not on disk"] * len(
+            steps
+        )
+    assert calls == ["hook"], "called once, its failure raised again after"
+    assert not marker.exists()
+    if isinstance(executor, Counting):
+        assert executor.executed == []
+
+
+def test_the_hook_passes_once_then_every_execution_runs() -> None:
+    executor = Counting()
+    calls: list[str] = []
+    plan = ExecutionPlan(before_first_stdin=lambda: calls.append("hook"))
+    steps: list[Step] = [("/a", {}, b"", 0), ("/b", {}, b"", 0)]
+    executor.run(steps, timeout=1, plan=plan)
+    executor.run(steps[:1], timeout=1, plan=plan)
+    assert (calls, executor.executed) == (["hook"], ["/a", "/b", "/a"])
+    with pytest.raises(ValueError, match="already set"):
+        ExecutionPlan(before_first_stdin=lambda: None).gate_first_stdin(lambda: None)
