@@ -201,3 +201,19 @@ def test_corrupt_record_is_reported_and_torn_down(
     engine.assert_nothing_left()
     assert_leases_released(engine, "net-a", "net-b")
     engine.delete()
+
+
+def test_del_after_an_add_refused_for_a_missing_default_network_nad(engine: EngineSetup) -> None:
+    """`defaultNetworks` names a NAD that does not exist: the ADD is refused with nothing
+    attached, and kubelet's DEL of that sandbox must still succeed (one that failed would
+    leave the pod terminating for ever); it tears down the cluster network, which it can
+    still resolve."""
+    result, code = engine.run("ADD", {NETWORKS: "net-a"}, defaultNetworks=["sidecar"])
+    assert (code, result["code"]) == (1, 7), result
+    assert "kube-system/sidecar" in result["msg"], result
+    engine.assert_nothing_left()
+
+    engine.delete("net-a", defaultNetworks=["sidecar"])
+
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")

@@ -38,7 +38,7 @@ def test_the_daemonset_installs_the_shim_and_wraps_the_default_network(braid: Br
     assert "namespaceIsolation" not in plugin, "the policy stays in the ConfigMap"
     for name in ("braid", "braid-full"):
         assert Path(f"/opt/cni/bin/{name}").stat().st_mode & 0o111
-    code, found = braid.commands.doctor()
+    code, found = braid.doctor()
     assert code == 0, json.dumps(found, indent=2)
     assert all(f["ok"] for f in found.values())
 
@@ -261,7 +261,7 @@ def test_doctor_names_a_broken_node(braid: Braid, namespace: str) -> None:
     nb.nad(node, namespace, "no-plugin", {"cniVersion": "1.0.0", "type": "not-installed"})
     full.unlink()
     try:
-        code, found = braid.commands.doctor()
+        code, found = braid.doctor()
     finally:
         full.write_bytes(saved)
         full.chmod(0o755)
@@ -274,7 +274,7 @@ def test_doctor_names_a_broken_node(braid: Braid, namespace: str) -> None:
     )
     assert found["clusterNetwork"]["ok"]
     node.kubectl("delete", "net-attach-def", "-n", namespace, "no-plugin")
-    code, found = braid.commands.doctor()
+    code, found = braid.doctor()
     assert code == 0, json.dumps(found, indent=2)
 
 

@@ -2,9 +2,9 @@
 
 The attachment record drives it. Without a record (never written, or removed by a DEL that
 already succeeded) braid resolves what it can: the pod's plan when the store or the runtime's
-pod annotations still know it, else the cluster default network alone, which is always known
-from the configuration. DEL is idempotent, so tearing down something never attached is harmless;
-silently skipping a delegate is not (Multus's IP leaks).
+pod annotations still know it, else the default networks, else the cluster network alone,
+which is always known from the configuration. DEL is idempotent, so tearing down something
+never attached is harmless; silently skipping a delegate is not (Multus's IP leaks).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from braid.cni import NetworkList, Runtime
 from braid.engine.context import (
@@ -100,15 +102,37 @@ def _fallback_record(
             request.container_id,
             exc,
         )
-        plan = resolve_plan(
-            ctx.config,
-            store,
-            pod,
-            annotations={},
-            ifname=request.ifname,
-            capability_args=capability_args,
-            lookups=lookups,
-        )
+        try:
+            plan = resolve_plan(
+                ctx.config,
+                store,
+                pod,
+                annotations={},
+                ifname=request.ifname,
+                capability_args=capability_args,
+                lookups=lookups,
+            )
+        except CniError as again:
+            # A NAD of `defaultNetworks` (or the auxiliary chain) is gone: an ADD needing it
+            # was refused with nothing attached, and its sandbox's DEL must not fail for ever.
+            log.warning(
+                "container %s: nor do the default networks resolve (%s); DEL of the cluster "
+                "network alone",
+                request.container_id,
+                again,
+            )
+            cluster_only = msgspec.structs.replace(
+                ctx.config, default_networks=[], auxiliary_cni_chain_name=""
+            )
+            plan = resolve_plan(
+                cluster_only,
+                store,
+                pod,
+                annotations={},
+                ifname=request.ifname,
+                capability_args=capability_args,
+                lookups=lookups,
+            )
         return new_record(ctx, request, plan, capability_args), exc
     return new_record(ctx, request, plan, capability_args), None
 
