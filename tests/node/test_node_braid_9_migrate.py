@@ -7,7 +7,8 @@ namespace) and are refused what it forbids (`namespaceIsolation`).
 
 No Multus executable runs here: no pod starts while 00-multus.conf is the node's first
 configuration (the debugging pod of `kubectl debug node` uses the node's network, no CNI). Runs
-after the uninstall scenario, which removed braid: this one deploys it again.
+after the uninstall scenario, which removed braid: this one deploys it again, and removes it
+as documented when it ends.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pytest
 import yaml
 from node_braid import Braid
 from node_cluster import Node
-from test_node_braid_3_uninstall import on_the_node
+from test_node_braid_8_uninstall import on_the_node, remove_braid
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -194,4 +195,12 @@ def test_from_multus_as_documented(node: Node, namespace: str, macvlan_parent: N
         nb.quiescent(node, before, timeout=120)
     finally:
         MULTUS_CONF.unlink(missing_ok=True)
+        # The node as the scenarios after this one expect it: no pod braid attached, then no
+        # braid (removed as documented), no migration label, no NAD of this test's.
+        node.kubectl("delete", "pod", "-n", namespace, "--all", "--wait=false", check=False)
+        nb.wait_until(
+            lambda: not node.kubectl_json("get", "pods", "-n", namespace)["items"], timeout=120
+        )
         node.kubectl("delete", "net-attach-def", "sidecar", "-n", "kube-system", check=False)
+        remove_braid(node)
+        node.kubectl("label", "node", node.node_name, f"{LABEL}-", check=False)

@@ -43,6 +43,21 @@ def on_the_node(node: Node, command: list[str]) -> None:
     node.wait_deleted("pod", name, namespace)
 
 
+def remove_braid(node: Node) -> None:
+    """braid removed as docs/operations.md ("Uninstall") says, from a node where no pod it
+    attached is left: its objects, then its configuration and shim off the node."""
+    node.kubectl("delete", "daemonset", "braid", "-n", nb.NAMESPACE, "--ignore-not-found")
+    node.kubectl("delete", "configmap,serviceaccount", "-n", nb.NAMESPACE, "--all", check=False)
+    node.kubectl("delete", "clusterrolebinding,clusterrole", "braid", "--ignore-not-found")
+    node.kubectl(
+        "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
+        "braid-network-status-only", "--ignore-not-found",
+    )  # fmt: skip
+    node.kubectl("delete", "namespace", nb.NAMESPACE, "--ignore-not-found")
+    for command in documented_commands():
+        on_the_node(node, command)
+
+
 def test_uninstall_as_documented_leaves_every_pod_deletable(
     braid: Braid, namespace: str, macvlan_parent: None
 ) -> None:
