@@ -24,6 +24,7 @@ from braid.engine.record import AttachmentEntry, AttachmentRecord, plan_entries
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
 from braid.nad.config import BraidConfig
+from braid.nad.devices import resource_of
 from braid.nad.plan import Attachment
 from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.store import Store
@@ -134,6 +135,13 @@ def diff(
             new.append((selection, attachment))
         else:
             unmatched.remove(match)
+    for _, attachment in new:
+        if resource_of(attachment) is not None:
+            raise CniError(
+                INVALID_CONFIG,
+                f"hot-plug: {attachment.label} is a NAD with a resourceName: kubelet gives its "
+                "device when the pod starts, so it cannot be added to a running pod",
+            )
     return _named(record, new, unmatched, set(links))
 
 

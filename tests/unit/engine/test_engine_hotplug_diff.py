@@ -12,19 +12,24 @@ from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.errors import CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION
 from braid.nad.config import BraidConfig
+from braid.nad.devices import RESOURCE_NAME_ANNOTATION
 from braid.nad.manifests import NetworkAttachmentDefinition
 
 DEFAULT_CONF = json.dumps({"cniVersion": "1.0.0", "name": "k", "plugins": [{"type": "bridge"}]})
 
 
 class Nads:
-    """NADs a, b, c (and d, e) of namespace default."""
+    """NADs a, b, c (and d, e, v) of namespace default."""
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
-        if namespace != "default" or name not in "abcde":
+        if namespace != "default" or name not in "abcdev":
             return None
         config = json.dumps({"cniVersion": "1.0.0", "type": "bridge", "bridge": f"br-{name}"})
-        return NetworkAttachmentDefinition(namespace=namespace, name=name, config=config)
+        # v: a NAD whose device kubelet gives (a resourceName)
+        annotations = {RESOURCE_NAME_ANNOTATION: "vendor.example/nic"} if name == "v" else {}
+        return NetworkAttachmentDefinition(
+            namespace=namespace, name=name, config=config, annotations=annotations
+        )
 
     def get_pod(self, namespace: str, name: str, uid: str) -> None:
         return None
@@ -116,3 +121,11 @@ def test_entries_not_made_by_the_selection_annotation_stay() -> None:
 def test_a_missing_nad_fails_the_whole_change() -> None:
     with pytest.raises(CniError, match="default/x not found"):
         change_of(record(entry("a", "net1", 1)), "a, b, x")
+
+
+def test_a_nad_with_a_resource_name_is_not_hot_plugged() -> None:
+    """Its device comes from kubelet at the pod's ADD: a running pod is refused it (code 7)
+    before anything runs, not given the delegate without a deviceID."""
+    with pytest.raises(CniError, match="resourceName") as refused:
+        change_of(record(entry("a", "net1", 1)), "a, v")
+    assert refused.value.code == 7
