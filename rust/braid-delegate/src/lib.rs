@@ -10,16 +10,20 @@
 //!   `cniCacheV1`);
 //! - [`lock`]: the container's lock stripes;
 //! - [`delegates`]: plugins run as processes (`braid-exec`) with the CNI variables;
-//! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`.
+//! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`;
+//! - [`devinfo`]: the device-information files braid wrote for a container, removed once its
+//!   attachments are torn down.
 //!
 //! The pure rules take bytes and give bytes or a [`CniError`](braid_cni::CniError); the
-//! process and file work is kept to [`delegates`], [`lock`] and the readers of [`cache`].
+//! process and file work is kept to [`delegates`], [`lock`], [`devinfo`] and the readers of
+//! [`cache`].
 #![forbid(unsafe_code)]
 
 use std::time::Duration;
 
 pub mod cache;
 pub mod delegates;
+pub mod devinfo;
 pub mod judge;
 pub mod lock;
 pub mod lookup;

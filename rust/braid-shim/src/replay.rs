@@ -1,8 +1,9 @@
 //! DEL without the daemon: the container's attachment record (`docs/attachment-record.md`)
 //! replayed as the runtime `braid.cni` would run it. Every attachment in reverse plan order;
 //! within one, its plugins in reverse (stopping at the first failure, as libcni does), then
-//! on to the next attachment. Success removes the result cache entries and the record; any
-//! failure keeps the record and reports every failure in one error.
+//! on to the next attachment. Success removes the result cache entries, the record and the
+//! device-information files braid wrote for the container (`docs/devices.md`); any failure
+//! keeps the record and reports every failure in one error.
 
 use std::fs;
 use std::io;
@@ -15,6 +16,7 @@ use braid_cni::wire::CniEnv;
 use braid_cni::{codes, CniError};
 use braid_delegate::cache;
 use braid_delegate::delegates::Delegates;
+use braid_delegate::devinfo;
 use braid_delegate::lock::{self, Held};
 use braid_delegate::teardown::Teardown;
 use braid_wire::answer::answer_wait;
@@ -82,9 +84,24 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
             .with_details(err.to_string())
         })?;
     }
+    remove_device_info(&entries, &env.container_id);
     damaged.map_or(Ok(()), |damaged| {
         Err(torn_down_anyway(damaged.error, entries.len()))
     })
+}
+
+/// Removes the container's device-information directory the torn-down `entries` name. A
+/// failure is logged: it cannot undo a teardown that succeeded.
+fn remove_device_info(entries: &[record::Entry], container_id: &str) {
+    for dir in devinfo::directories(entries, container_id) {
+        if let Err(err) = devinfo::remove_directory(&dir) {
+            eprintln!(
+                "braid: container {container_id}: device-information files in {} not removed: \
+                 {err}",
+                dir.display()
+            );
+        }
+    }
 }
 
 /// The container's lock (`lock`), waited for up to `wait`: code 11 when another braid process
