@@ -43,7 +43,6 @@ from prometheus_client import (
 )
 from prometheus_client.metrics import MetricWrapperBase
 
-from braid.cni.exec import Executor
 from braid.daemon.scheduler import Scheduler
 from braid.version import package_version
 
@@ -145,10 +144,3 @@ class DaemonMetrics:
     def exposition(self) -> bytes:
         """The text exposition format of every instrument."""
         return generate_latest(self.registry)
-
-
-def TimedExecutor(inner: Executor, metrics: DaemonMetrics) -> Executor:
-    """The executor itself: each delegate's time reaches ``metrics`` as an engine phase
-    (``observe_phase``), with no wrapper. Kept until the service stops calling it."""
-    del metrics
-    return inner

@@ -29,7 +29,7 @@ from braid.cni.hostroot import HostRoot
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
-from braid.daemon.metrics import DaemonMetrics, TimedExecutor
+from braid.daemon.metrics import DaemonMetrics
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.protocol import (
     CniResponse,
@@ -42,6 +42,7 @@ from braid.daemon.protocol import (
 )
 from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
 from braid.engine.entry import run_cni
+from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
 from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
@@ -229,7 +230,7 @@ class DaemonService:
         self.scheduler = Scheduler(concurrency=concurrency, queue_size=queue_size)
         self.metrics = DaemonMetrics(self.scheduler)
         self.root = root
-        self.executor = TimedExecutor(executor or ProcessExecutor(root=root), self.metrics)
+        self.executor = executor or ProcessExecutor(root=root)  # timed by the phase observer
         # The operator's configuration, the policy of every call (None: each call's stdin).
         self.operator = operator
         if operator is not None:
@@ -242,6 +243,9 @@ class DaemonService:
         self.file_stores = FileStores()
         # Spare record files, so an ADD's durable plan costs an fdatasync, not a journal commit.
         self.spares = SparePools(logger=log)
+        # What the engine keeps from one call to the next (the first delegates it starts early,
+        # its confDir lookups): this daemon's own.
+        self.memory = EngineMemory()
         self.engine = engine
         self.cluster = cluster
         # Follows running pods' selection annotations (with the Kubernetes store).
@@ -440,6 +444,7 @@ class DaemonService:
             executor=self.executor,
             file_stores=self.file_stores,
             spares=self.spares,
+            memory=self.memory,
             cluster=self._session if self.cluster is not None else None,
             answer=early,
             policy=None if self.operator is None else self.operator.apply,

@@ -184,8 +184,8 @@ def run_cni(
     is removed; what follows runs under the same locks. The daemon sends it to the shim at
     once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
     the durable plan cheaper. ``memory``: what the engine keeps from one call to the next
-    (``braid.engine.memory``), made and kept by the caller; without it the one ``spares``
-    carries (``SparePools.memory``), and without either nothing is kept. ``policy``: makes the
+    (``braid.engine.memory``), made and kept by the caller (the daemon's own); without it
+    nothing is kept. ``policy``: makes the
     call's configuration from the one on stdin (the daemon's: the operator's configuration
     over it, ``braid.nad.policy``); ``root``: the node's root filesystem when braid sees it
     elsewhere (``EngineContext.root``). The return value is the same output."""
@@ -206,8 +206,6 @@ def run_cni(
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
         pool = None if spares is None else spares.get(config.cni_dir)
-        if memory is None and spares is not None:
-            memory = spares.memory
         if store is not None:
             ctx = EngineContext(
                 config=config,

@@ -9,9 +9,9 @@ from braid.nad.netconf import ConfDirLookups
 
 
 class EngineMemory:
-    """Made and kept by a caller (``run_cni(memory=...)``; the daemon's spare pools carry
-    one): the first delegate of its recent ADDs (``FirstDelegates``, started early for the next)
-    and its ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
+    """Made and kept by a caller (``run_cni(memory=...)``; the daemon keeps its own): the
+    first delegate of its recent ADDs (``FirstDelegates``, started early for the next) and its
+    ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
     unchanged files). A call without one remembers nothing; braid-thin makes one call per
     process, so it would have nothing to gain."""
 

@@ -34,7 +34,6 @@ from braid import _native
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
 from braid.cni.request import container_id_problem
-from braid.engine.memory import EngineMemory
 from braid.errors import CniError
 
 log = logging.getLogger("braid.engine")
@@ -246,13 +245,11 @@ class SpareFiles:
 
 class SparePools:
     """The daemon's spares, one ``SpareFiles`` per cniDir, recovered when first asked for.
-    ``logger``: where recoveries and failures are reported (the daemon's own log).
-    ``memory``: what the engine keeps between the calls these spares serve (``run_cni``)."""
+    ``logger``: where recoveries and failures are reported (the daemon's own log)."""
 
     def __init__(self, *, keep: int = KEEP, logger: logging.Logger = log) -> None:
         self.keep = keep
         self.logger = logger
-        self.memory = EngineMemory()
         self._pools: dict[str, SpareFiles] = {}
         self._lock = threading.Lock()
 

@@ -31,12 +31,14 @@ class FakeEngine:
 
     def __init__(self) -> None:
         self.calls: list[tuple[dict[str, str], bytes, Any]] = []
+        self.memories: list[Any] = []
         self.gate = threading.Event()
         self.gate.set()
         self.entered = threading.Event()
 
     def __call__(self, env: Mapping[str, str], stdin: bytes, **kw: Any) -> tuple[bytes, int]:
         self.calls.append((dict(env), stdin, kw.get("executor")))
+        self.memories.append(kw.get("memory"))
         self.entered.set()
         logging.getLogger("braid.engine").warning("engine ran")
         self.gate.wait(10)

@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 from daemon_fakes import ENV, STDIN, FakeEngine, http_get, running, sock
 
+from braid.cni.exec import ProcessExecutor
 from braid.daemon import server as server_module
 from braid.daemon.client import call_cni, exchange, is_ready
 from braid.daemon.protocol import frame_of
 from braid.daemon.server import DaemonAlreadyRunning, prepare_socket_dir
 from braid.engine.entry import run_cni
+from braid.engine.memory import EngineMemory
 
 
 def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path) -> None:
@@ -31,12 +33,17 @@ def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path
         async with running(tmp_path, engine) as daemon:
             out, code = await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
             assert (out, code) == (b'{"cniVersion":"1.0.0"}\n', 0)
+            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
 
     asyncio.run(go())
     env, stdin, executor = engine.calls[0]
     assert env == ENV
     assert stdin == STDIN
-    assert executor is not None, "delegates must go through the timing executor"
+    assert isinstance(executor, ProcessExecutor), "the daemon's delegates run as processes"
+    # The engine's memory is the daemon's own, the same for every call.
+    first, second = engine.memories
+    assert isinstance(first, EngineMemory)
+    assert second is first
 
 
 def test_socket_and_directory_are_private_and_removed_at_exit(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """What the engine keeps from one call to the next belongs to the caller (braid.engine.memory):
-an ``EngineMemory`` it hands to ``run_cni`` (or the one its ``SparePools`` carry, the daemon's).
+an ``EngineMemory`` it hands to ``run_cni`` (the daemon hands its own).
 Without one a call keeps nothing, and two callers in one process never share what they keep."""
 
 from __future__ import annotations
@@ -79,19 +79,17 @@ def test_the_first_delegate_is_learnt_in_the_callers_memory_only(
     assert learnt == {"mine": ["c0", "c1"], "yours": []}
 
 
-def test_the_daemons_spare_pools_carry_its_memory(dirs: Any, reads: list[str]) -> None:
+def test_spare_pools_carry_no_memory(dirs: Any, reads: list[str]) -> None:
+    """Spare record files are the durable write's; what the engine remembers is the memory
+    its caller hands it, and nothing else."""
     pools = SparePools(keep=1)
     try:
         add(dirs, "c0", spares=pools)
         add(dirs, "c1", spares=pools)
-        assert reads == [CLUSTER]
-        add(dirs, "c2", spares=pools, memory=EngineMemory())
-        assert reads == [CLUSTER, CLUSTER], "a memory given is the one used"
-    finally:
-        pools.close()
-    others = SparePools(keep=1)  # a later daemon's, over the same cniDir
-    try:
-        add(dirs, "c3", spares=others)
+        assert reads == [CLUSTER, CLUSTER], "spares alone keep nothing"
+        memory = EngineMemory()
+        add(dirs, "c2", spares=pools, memory=memory)
+        add(dirs, "c3", spares=pools, memory=memory)
         assert reads == [CLUSTER] * 3
     finally:
-        others.close()
+        pools.close()
