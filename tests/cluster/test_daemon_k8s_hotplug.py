@@ -120,7 +120,7 @@ def test_a_missing_nad_changes_nothing_and_says_why(
     )
     assert node.calls("ADD") == [("fakenet", "eth0"), ("fakesec", "net1")]
     assert status_of(kube_admin, ns, "web") == before
-    assert "was not applied; the pod keeps its networks" in k8s_daemon.log_text()
+    assert "was not applied, the pod keeps its networks" in k8s_daemon.log_text()
 
 
 @pytest.mark.parametrize("allowance", ["off", "annotated-without-annotation", "other-namespace"])

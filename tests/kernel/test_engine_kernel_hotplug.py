@@ -25,7 +25,7 @@ from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, default_routes, m
 
 from braid.cni import ProcessExecutor
 from braid.engine.context import EngineContext
-from braid.engine.hotplug import NotRunning, Outcome, find_container, hotplug
+from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
 from braid.errors import CniError
 from braid.nad.config import load_braid_config
 from braid.nad.resolve import PodRef
@@ -397,5 +397,52 @@ def test_a_hot_plugged_default_route_becomes_the_pods_only_one(engine: EngineSet
     )
 
     assert default_routes(engine.pod.name, "-4") == [("10.231.62.1", "net2")]
+    engine.delete()
+    engine.assert_nothing_left()
+
+
+# A chained plugin whose DEL fails while its marker file exists.
+_DEL_FAILS = """#!{python}
+import json, os, sys
+if os.environ.get("CNI_COMMAND") == "VERSION":
+    print(json.dumps({{"cniVersion": "1.0.0", "supportedVersions": ["1.0.0"]}}))
+    sys.exit(0)
+conf = json.load(sys.stdin)
+if os.environ.get("CNI_COMMAND") == "DEL" and os.path.exists({marker!r}):
+    print(json.dumps({{"cniVersion": "1.0.0", "code": 11, "msg": "not now"}}))
+    sys.exit(1)
+print(json.dumps(conf.get("prevResult", {{"cniVersion": "1.0.0"}})))
+"""
+
+
+def test_a_removal_that_fails_after_the_attach_reports_what_changed(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """net-x is replaced by net-b: net-b attaches, net-x's DEL fails. The error carries what did
+    change (net-b added, its network-status), net-x stays recorded and marked for the next try
+    or the pod's DEL, which then removes everything."""
+    marker = tmp_path / "del-fails"
+    plugin = engine.plugin_dir / "khpdelfail"
+    plugin.write_text(_DEL_FAILS.format(python=sys.executable, marker=str(marker)))
+    plugin.chmod(0o755)
+    bridge = dict(bridge_nad(engine, "khp8", "10.231.68.0/24"))
+    del bridge["cniVersion"]
+    engine.nad("net-x", {"cniVersion": "1.0.0", "plugins": [bridge, {"type": "khpdelfail"}]})
+    engine.add("net-x")
+    marker.touch()
+
+    with pytest.raises(PartlyApplied) as partly:
+        plug(engine, "net-b")
+
+    outcome = partly.value.outcome
+    assert [(e.name, e.ifname) for e in outcome.added] == [("default/net-b", "net2")]
+    assert outcome.removed == ()
+    shown = [s["interface"] for s in json.loads(outcome.network_status)]
+    assert shown == ["eth0", "net1", "net2"]
+    assert in_subnet(engine, "net2", "net-b")
+    recorded = {e["ifname"]: e.get("error") or "" for e in engine.record()["attachments"]}
+    assert recorded["net2"] == ""
+    assert recorded["net1"].startswith("hot-plug: detaching"), recorded
+    marker.unlink()
     engine.delete()
     engine.assert_nothing_left()

@@ -30,7 +30,7 @@ from braid.daemon.cluster import DaemonCluster
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.metrics import BUCKETS, DaemonMetrics
 from braid.engine.context import EngineContext
-from braid.engine.hotplug import NotRunning, Outcome, find_container, hotplug
+from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
 from braid.engine.record import AttachmentEntry
 from braid.engine.spares import SparePools
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
@@ -211,6 +211,11 @@ class HotPlugger:
                 log.debug("pod %s/%s not hot-plugged: %s", pod.namespace, pod.name, why)
                 self._again(pod, why)
                 return None
+            except PartlyApplied as exc:
+                self._applied[(pod.namespace, pod.name)] = (pod.uid, value)
+                self._changed(pod, exc.outcome, time.perf_counter() - start)
+                self._failed(pod, store, exc, partly=True)
+                raise
             except CniError as exc:
                 self._applied[(pod.namespace, pod.name)] = (pod.uid, value)
                 self._failed(pod, store, exc)
@@ -293,23 +298,27 @@ class HotPlugger:
             _summary(outcome),
         )
 
-    def _failed(self, pod: PodRef, store: MissRecordingStore, exc: CniError) -> None:
+    def _failed(
+        self, pod: PodRef, store: MissRecordingStore, exc: CniError, *, partly: bool = False
+    ) -> None:
         self.metrics.changes.labels(outcome="failed").inc()
-        log.error(
-            "pod %s/%s: the change of %s was not applied; the pod keeps its networks: %s",
-            pod.namespace,
-            pod.name,
-            NETWORKS_ANNOTATION,
-            exc,
+        what = (
+            "was applied in part (its new networks are attached, a network to remove is tried "
+            "again at the next change or the pod's DEL)"
+            if partly
+            else "was not applied, the pod keeps its networks"
         )
+        log.error(
+            "pod %s/%s: the change of %s %s: %s", pod.namespace, pod.name, NETWORKS_ANNOTATION,
+            what, exc,
+        )  # fmt: skip
         events = self.cluster.events
         store.report(events, pod, exc)
         events.emit(
             pod,
             "Warning",
             "HotPlugFailed",
-            f"the change of {NETWORKS_ANNOTATION} was not applied, the pod keeps its "
-            f"networks: {exc}"[:1000],
+            f"the change of {NETWORKS_ANNOTATION} {what}: {exc}"[:1000],
         )
 
 

@@ -75,6 +75,20 @@ class NotRunning(Exception):
         self.under_way = under_way
 
 
+class PartlyApplied(CniError):
+    """The new attachments are in place but a removed one's DEL failed: it stays in the record,
+    marked, for the next hot-plug or the pod's DEL. ``outcome``: what did change (its
+    network-status written)."""
+
+    def __init__(self, cause: CniError, outcome: Outcome) -> None:
+        super().__init__(
+            cause.code,
+            f"the new networks are attached but a removal failed: {cause.msg}",
+            cause.details,
+        )
+        self.outcome = outcome
+
+
 def find_container(records: RecordStore, pod: PodRef) -> str | None:
     """The container whose record is ``pod``'s (its UID when given), the newest when several
     are (a sandbox recreated before the old one's DEL), or None."""
@@ -112,8 +126,9 @@ def hotplug(
     ctx: EngineContext, container_id: str, annotations: Mapping[str, str], *, pod: PodRef
 ) -> Outcome:
     """Brings the container's attachments to what ``annotations`` select. Raises
-    ``NotRunning`` when there is nothing to hot-plug, ``CniError`` when the change failed (the
-    pod then has what it had; an interrupted hot-plug finished first is written)."""
+    ``NotRunning`` when there is nothing to hot-plug, ``PartlyApplied`` when the new networks
+    are attached but a removal failed, ``CniError`` when the change failed (the pod then has
+    what it had; an interrupted hot-plug finished first is written)."""
     with ctx.locks().container(container_id):
         record = _running(ctx, container_id, pod)
         netns = ctx.local(record.netns)
@@ -129,7 +144,20 @@ def hotplug(
         if change.empty:
             status = _write_outcome(ctx, record) if recovered else b""
             return Outcome(container_id, recovered=tuple(recovered), network_status=status)
-        _apply(ctx, runtime, record, change, netns)
+        try:
+            _apply(ctx, runtime, record, change, netns)
+        except _RemovalFailed as exc:
+            kept = {id(e) for e in record.attachments}
+            raise PartlyApplied(
+                exc.cause,
+                Outcome(
+                    container_id,
+                    added=tuple(e for e, _ in change.added),
+                    removed=tuple(e for e in change.removed if id(e) not in kept),
+                    recovered=tuple(recovered),
+                    network_status=_write_outcome(ctx, record),
+                ),
+            ) from None
         return Outcome(
             container_id,
             added=tuple(e for e, _ in change.added),
@@ -229,7 +257,18 @@ def _apply(
     for entry, _ in change.added:
         entry.error = None
     rest = [e for e in change.removed if not any(e is f for f in change.first)]
-    _detach(ctx, runtime, record, rest)
+    try:
+        _detach(ctx, runtime, record, rest)
+    except CniError as exc:
+        raise _RemovalFailed(exc) from None
+
+
+class _RemovalFailed(Exception):
+    """``_apply``'s last step failed: the attach is done, a removal is not."""
+
+    def __init__(self, cause: CniError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _detach(
