@@ -144,27 +144,18 @@ def hotplug(
         if change.empty:
             status = _write_outcome(ctx, record) if recovered else b""
             return Outcome(container_id, recovered=tuple(recovered), network_status=status)
-        try:
-            _apply(ctx, runtime, record, change, netns)
-        except _RemovalFailed as exc:
-            kept = {id(e) for e in record.attachments}
-            raise PartlyApplied(
-                exc.cause,
-                Outcome(
-                    container_id,
-                    added=tuple(e for e, _ in change.added),
-                    removed=tuple(e for e in change.removed if id(e) not in kept),
-                    recovered=tuple(recovered),
-                    network_status=_write_outcome(ctx, record),
-                ),
-            ) from None
-        return Outcome(
+        removal_failed = _apply(ctx, runtime, record, change, netns)
+        kept = {id(e) for e in record.attachments}
+        outcome = Outcome(
             container_id,
             added=tuple(e for e, _ in change.added),
-            removed=tuple(change.removed),
+            removed=tuple(e for e in change.removed if id(e) not in kept),
             recovered=tuple(recovered),
             network_status=_write_outcome(ctx, record),
         )
+        if removal_failed is not None:
+            raise PartlyApplied(removal_failed, outcome)
+        return outcome
 
 
 def _running(ctx: EngineContext, container_id: str, pod: PodRef) -> AttachmentRecord:
@@ -230,8 +221,9 @@ def _drop(record: AttachmentRecord, entries: list[AttachmentEntry]) -> None:
 
 def _apply(
     ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, change: Change, netns: str
-) -> None:
-    """Steps 3 and 4 of the module's description."""
+) -> CniError | None:
+    """Steps 3 and 4 of the module's description. Raises when the attach failed (rolled back);
+    returns the error of a removal that failed after it (its entry kept, marked), else None."""
     prepared = [
         runtime.prepare_add(plan.network_list(), runtime_request(record, entry))
         for entry, plan in change.added
@@ -260,15 +252,8 @@ def _apply(
     try:
         _detach(ctx, runtime, record, rest)
     except CniError as exc:
-        raise _RemovalFailed(exc) from None
-
-
-class _RemovalFailed(Exception):
-    """``_apply``'s last step failed: the attach is done, a removal is not."""
-
-    def __init__(self, cause: CniError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+        return exc
+    return None
 
 
 def _detach(
