@@ -13,6 +13,7 @@ SUPPORTED = '["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0"]'
 FAIL_TYPE = "kfail"
 HANG_TYPE = "khang"
 WITNESS_TYPE = "kwitness"
+SLOW_CHECK_TYPE = "kslowcheck"
 
 _PROLOGUE = f"""#!/bin/sh
 if [ "$CNI_COMMAND" = VERSION ]; then
@@ -37,6 +38,33 @@ if [ "$CNI_COMMAND" = VERSION ]; then
 fi
 cat >/dev/null
 echo "$$ read $CNI_COMMAND" >> {{log}}
+"""
+
+# A chained plugin: ADD prints its prevResult; CHECK logs "<pid> started <ns>" before reading
+# its stdin, takes `delay` seconds, then logs "<pid> done <ns>" (CLOCK_MONOTONIC nanoseconds),
+# and fails (code 999) while a file named like the log plus ".fail" exists.
+_SLOW_CHECK = f"""#!/bin/sh
+now() {{{{ /usr/bin/python3 -IS -c 'import time; print(time.monotonic_ns())'; }}}}
+if [ "$CNI_COMMAND" = VERSION ]; then
+  echo '{{{{"cniVersion":"1.0.0","supportedVersions":{SUPPORTED}}}}}'
+  exit 0
+fi
+if [ "$CNI_COMMAND" = ADD ]; then
+  exec /usr/bin/python3 -IS -c \
+    'import json, sys; print(json.dumps(json.load(sys.stdin)["prevResult"]))'
+fi
+if [ "$CNI_COMMAND" = CHECK ]; then
+  echo "$$ started $(now)" >> {{log}}
+  cat >/dev/null
+  sleep {{delay}}
+  echo "$$ done $(now)" >> {{log}}
+  if [ -e {{log}}.fail ]; then
+    echo '{{{{"code":999,"msg":"kslowcheck: CHECK refused on purpose"}}}}'
+    exit 1
+  fi
+  exit 0
+fi
+cat >/dev/null
 """
 
 # The plugin records its own PID and its child's, then waits on the child: the child keeps
@@ -65,6 +93,19 @@ def install_witness(directory: Path, log: Path) -> str:
     to come after a failure); returns its `type`."""
     _write(directory, WITNESS_TYPE, _WITNESS.format(log=log))
     return WITNESS_TYPE
+
+
+def install_slow_check(directory: Path, log: Path, delay: float) -> str:
+    """Writes the chained plugin whose CHECK takes `delay` seconds and logs when it started and
+    when it was done (see `_SLOW_CHECK`); returns its `type`."""
+    _write(directory, SLOW_CHECK_TYPE, _SLOW_CHECK.format(log=log, delay=delay))
+    return SLOW_CHECK_TYPE
+
+
+def slow_check_events(log: Path) -> list[tuple[int, str, int]]:
+    """(pid, "started" or "done", monotonic ns) of each line the slow CHECK logged."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(int(pid), event, int(ns)) for pid, event, ns in (line.split() for line in lines)]
 
 
 def install_hanging(directory: Path, pid_file: Path) -> str:

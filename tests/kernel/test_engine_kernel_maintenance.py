@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import kernel_fake_plugins as fakes
 import kernel_netns
 import kernel_oracle as kernel
 import pytest
@@ -42,6 +43,62 @@ def test_check_passes_after_add(engine: EngineSetup) -> None:
     engine.add("net-a,net-b")
     assert engine.run("CHECK", {NETWORKS: "net-a,net-b"}) == (None, 0)
     engine.delete("net-a,net-b")
+    engine.assert_nothing_left()
+
+
+def test_check_starts_each_delegate_while_the_one_before_runs(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """A CHECK's stdins are all known before its first delegate runs (each is the record's
+    result), so, as in an ADD, each plugin is started while the one before it runs and reads
+    its configuration only in its turn: of two slow CHECKs in a row, the second has started
+    before the first is done, and each ran once."""
+    log = tmp_path / "check.log"
+    slow = fakes.install_slow_check(engine.plugin_dir, log, delay=0.4)
+    bridge = bridge_nad(engine, "kbr3", "10.231.53.0/24")
+    del bridge["cniVersion"]
+    engine.nad(
+        "net-c", {"cniVersion": "1.0.0", "plugins": [bridge, {"type": slow}, {"type": slow}]}
+    )
+    engine.add("net-a,net-c")
+
+    assert engine.run("CHECK", {NETWORKS: "net-a,net-c"}) == (None, 0)
+
+    events = fakes.slow_check_events(log)
+    runs = [{e: ns for p, e, ns in events if p == pid} for pid in {p for p, _, _ in events}]
+    assert len(runs) == 2, f"each slow CHECK ran once: {events}"
+    assert all(set(run) == {"started", "done"} for run in runs), events
+    first, second = sorted(runs, key=lambda run: run["done"])
+    assert second["started"] < first["done"], f"the second was not started ahead: {events}"
+    engine.delete("net-a,net-c")
+    engine.assert_nothing_left()
+
+
+def test_the_check_started_ahead_of_a_failed_check_is_killed_unread(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """When a delegate's CHECK fails, the plugin started ahead for the next one is killed
+    before it read a byte: it did nothing, and nothing of it is left running."""
+    log = tmp_path / "check.log"
+    slow = fakes.install_slow_check(engine.plugin_dir, log, delay=0.2)
+    bridge = bridge_nad(engine, "kbr3", "10.231.53.0/24")
+    del bridge["cniVersion"]
+    engine.nad(
+        "net-c", {"cniVersion": "1.0.0", "plugins": [bridge, {"type": slow}, {"type": slow}]}
+    )
+    engine.add("net-c")
+    (tmp_path / "check.log.fail").touch()
+
+    error, code = engine.run("CHECK", {NETWORKS: "net-c"})
+
+    assert (code, error["code"]) == (1, 999)
+    assert "(default/net-c)" in error["msg"]
+    events = fakes.slow_check_events(log)
+    runs = {pid: [e for p, e, _ in events if p == pid] for pid, _, _ in events}
+    assert sorted(runs.values()) == [["started"], ["started", "done"]], events
+    ahead = next(pid for pid, seen in runs.items() if seen == ["started"])
+    assert not Path(f"/proc/{ahead}").exists(), "it was killed and reaped"
+    engine.delete("net-c")
     engine.assert_nothing_left()
 
 

@@ -14,9 +14,13 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
+from braid.cni.exec import ExecutionPlan, Run
+from braid.cni.invoke import plugin_env
+from braid.cni.plan import make_plan
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.devices import remove_device_info
+from braid.engine.phases import delegate_observer
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
@@ -32,7 +36,11 @@ STATUS_NOT_AVAILABLE = 50
 
 
 def check(ctx: EngineContext, request: CniRequest) -> None:
-    """CHECKs every attachment of the container's record and that its interface exists."""
+    """CHECKs every attachment of the container's record and that its interface exists.
+
+    Every delegate's CHECK is known before the first runs (its stdin is the record's result,
+    not the output of the plugin before it), so, as for an ADD, each plugin is started while
+    the one before it runs and waits, unread, for its turn (``ExecutionPlan.expect``)."""
     # Held throughout: a CHECK must not interleave with an ADD or DEL of the container.
     with ctx.locks().container(request.container_id):
         record = ctx.records().read(request.container_id)
@@ -42,17 +50,51 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
                 f"braid holds no attachment record for container {request.container_id}",
                 "CHECK is only valid after a successful ADD",
             )
-        runtime = ctx.runtime(request)
-        netns = request.netns
-        present = set(_native.list_links(netns=ctx.local(netns))) if netns else None
-        for entry in record.attachments:
-            # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
-            if present is not None and not entry.auxiliary_chain and entry.ifname not in present:
-                raise CniError(
-                    UNKNOWN_CONTAINER,
-                    f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
-                )
-            _check_entry(runtime, record, entry)
+        executions = ExecutionPlan(observer=delegate_observer())
+        try:
+            runtime = ctx.runtime(request, plan=executions)
+            executions.expect(_check_runs(runtime, record))
+            _check_all(ctx, runtime, record, request.netns)
+        finally:
+            executions.close()  # a plugin started ahead of a failure is killed unread
+
+
+def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, netns: str) -> None:
+    present = set(_native.list_links(netns=ctx.local(netns))) if netns else None
+    for entry in record.attachments:
+        # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
+        if present is not None and not entry.auxiliary_chain and entry.ifname not in present:
+            raise CniError(
+                UNKNOWN_CONTAINER,
+                f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
+            )
+        _check_entry(runtime, record, entry)
+
+
+def _check_runs(runtime: Runtime, record: AttachmentRecord) -> list[Run]:
+    """The plugin executions of the record's CHECKs if each passes, in order, as
+    ``Runtime.check`` makes them (lists without CHECK make none). Planning may execute a
+    plugin's VERSION, so it all happens before anything is expected. A list that cannot be
+    planned ends the list: its own CHECK fails in its turn and reports why. Expecting an
+    execution that does not come costs only the plugin started for it, killed unread."""
+    runs: list[Run] = []
+    for entry in record.attachments:
+        try:
+            net = entry.attachment().network_list()
+            summary = net.summary
+            if not at_least(summary.effective_version, CHECK_SINCE) or summary.disable_check:
+                continue
+            plan = make_plan(
+                net, runtime.plugin_dirs, runtime.versions, runtime.invoker, runtime.root
+            )
+        except CniError:
+            break
+        if not at_least(plan.version, CHECK_SINCE):
+            break
+        call = runtime_request(record, entry).call("CHECK")
+        env = plugin_env(call, runtime.plugin_dirs, runtime.invoker.environ)
+        runs.extend((path, env) for path in plan.paths)
+    return runs
 
 
 def _check_entry(runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry) -> None:
