@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -109,7 +109,10 @@ kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reuse
 test-cluster: native kube-bins ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
 
-test-node: native image kube-bins ## node tier: braid deployed as shipped on a real kubelet + containerd
+dra-driver: ## build the node tier's test DRA driver (reused while pinned)
+	hack/node/dra-driver.sh
+
+test-node: native image kube-bins dra-driver ## node tier: braid deployed as shipped on a real kubelet + containerd
 	hack/node/tier.sh
 
 test-bench-smoke: native shim ## run every benchmark once, untimed, so they cannot rot (root)
