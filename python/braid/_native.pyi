@@ -18,6 +18,7 @@ __all__ = [
     "RECORD_VERSION",
     "VERSION_STDIN",
     "DurableWrite",
+    "HeldLock",
     "PluginProcess",
     "StartingPlugin",
     "append_plugins",
@@ -37,6 +38,8 @@ __all__ = [
     "link_info",
     "list_links",
     "list_routes",
+    "lock_container",
+    "lock_gc",
     "merge_capability_args",
     "namespace_id",
     "negotiate_version",
@@ -134,6 +137,13 @@ def del_stdins(
     prev_result: bytes | None = None,
 ) -> tuple[list[bytes], str | None]: ...
 def stripe_name(*, container_id: str) -> str: ...
+
+@final
+class HeldLock:
+    def release(self) -> None: ...
+
+def lock_container(*, dir: str, container_id: str, wait: float | None = None) -> HeldLock: ...
+def lock_gc(*, dir: str, wait: float | None = None) -> HeldLock: ...
 def version_at_least(*, version: str, minimum: str) -> bool: ...
 def container_id_problem(*, value: str) -> str | None: ...
 def check_container_id(*, command: str, value: str) -> None: ...

@@ -4,8 +4,12 @@
 //! modulo 64, so that no lock file names a container (golden names in
 //! `tests/fixtures/locks/stripes.json`, which `braid.cni.locks` reads too). The runtime takes
 //! them under `<cache dir>/locks`, braid's engine and the shim's DEL replay under
-//! `<cniDir>/engine/locks`. `flock(2)` through std, waited for up to a bound here: a process
-//! stopped or frozen while holding a lock never holds the shim.
+//! `<cniDir>/engine/locks`; both through this module (`braid.cni.locks` through
+//! `braid._native`). `flock(2)` through std, one open file description per taking, so threads
+//! of one process exclude each other too. Directories made here are 0700, lock files 0600, and
+//! a lock file that is a symbolic link is refused. The wait is the caller's: until the lock is
+//! free, or up to a bound (a process stopped or frozen while holding a lock never holds the
+//! shim).
 
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
@@ -14,7 +18,8 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The pause between two attempts to take a lock another process holds.
+/// The pause between two attempts to take a lock another process holds, when the wait is
+/// bounded.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
 
 /// How many stripe files share the containers.
@@ -32,67 +37,111 @@ pub fn stripe_name(container_id: &str) -> String {
     format!("stripe-{:02}.lock", hash % STRIPES)
 }
 
-/// Both locks, released when dropped (closing the files releases `flock`).
+/// The locks taken, released when dropped (closing the files releases `flock`).
 #[derive(Debug)]
 pub struct Held {
     _gc: File,
-    _stripe: File,
+    _stripe: Option<File>,
 }
 
+/// Opens (or creates) the lock file `name` under `dir`, making `dir` and its missing parents
+/// (0700) only when the file cannot be opened for their lack.
 fn open(dir: &Path, name: &str) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        // A lock file that is a symbolic link is refused (as `braid.cni.locks` refuses it):
-        // the lock directory is root's, and a link there points somewhere it should not.
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(name))
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            // A lock file that is a symbolic link is refused: the lock directory is root's,
+            // and a link there points somewhere it should not.
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir.join(name))
+    };
+    match open() {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            open()
+        }
+        opened => opened,
+    }
 }
 
-/// Takes the container's lock under the lock directory `dir` (made 0700 when missing),
-/// waiting up to `wait` for it (then `TimedOut`).
-pub fn container(dir: &Path, container_id: &str, wait: Duration) -> io::Result<Held> {
-    let deadline = Instant::now().checked_add(wait);
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+/// Takes the container's lock under the lock directory `dir` for an ADD, DEL or CHECK: the GC
+/// lock shared, then the container's stripe exclusively. `wait`: `None` waits until they are
+/// free, `Some` up to that long in all (then `TimedOut`).
+pub fn container(dir: &Path, container_id: &str, wait: Option<Duration>) -> io::Result<Held> {
+    let deadline = wait.and_then(|wait| Instant::now().checked_add(wait));
     let gc = open(dir, GC_LOCK_NAME)?;
-    take(&gc, deadline, File::try_lock_shared)?;
+    take(&gc, Kind::Shared, deadline)?;
     let stripe = open(dir, &stripe_name(container_id))?;
-    take(&stripe, deadline, File::try_lock)?;
+    take(&stripe, Kind::Exclusive, deadline)?;
     Ok(Held {
         _gc: gc,
-        _stripe: stripe,
+        _stripe: Some(stripe),
     })
 }
 
-/// Takes a lock with `attempt`, retrying while another process holds it, until `deadline`.
-fn take(
-    file: &File,
-    deadline: Option<Instant>,
-    attempt: fn(&File) -> Result<(), TryLockError>,
-) -> io::Result<()> {
+/// Takes the GC lock under `dir` exclusively: it waits for every ADD, DEL and CHECK under way
+/// and holds off new ones until dropped. `wait` as for [`container`].
+pub fn gc(dir: &Path, wait: Option<Duration>) -> io::Result<Held> {
+    let deadline = wait.and_then(|wait| Instant::now().checked_add(wait));
+    let gc = open(dir, GC_LOCK_NAME)?;
+    take(&gc, Kind::Exclusive, deadline)?;
+    Ok(Held {
+        _gc: gc,
+        _stripe: None,
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Shared,
+    Exclusive,
+}
+
+/// Takes a lock: retrying while another process holds it until `deadline`, or blocking in
+/// `flock(2)` without one (no wait bound, or one too far to reckon).
+fn take(file: &File, kind: Kind, deadline: Option<Instant>) -> io::Result<()> {
+    let Some(deadline) = deadline else {
+        loop {
+            let taken = match kind {
+                Kind::Shared => file.lock_shared(),
+                Kind::Exclusive => file.lock(),
+            };
+            // A signal handled meanwhile (the Python runtime has some) is not a failure.
+            match taken {
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                done => return done,
+            }
+        }
+    };
     loop {
-        match attempt(file) {
+        let attempt = match kind {
+            Kind::Shared => file.try_lock_shared(),
+            Kind::Exclusive => file.try_lock(),
+        };
+        match attempt {
             Ok(()) => return Ok(()),
             Err(TryLockError::Error(err)) => return Err(err),
             Err(TryLockError::WouldBlock) => {}
         }
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        if left.is_some_and(|left| left.is_zero()) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Err(io::ErrorKind::TimedOut.into());
         }
-        thread::sleep(left.map_or(RETRY_PAUSE, |left| left.min(RETRY_PAUSE)));
+        thread::sleep(left.min(RETRY_PAUSE));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn stripe_names_match_the_golden_names() {
@@ -118,7 +167,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("braid-lock-link-{}", std::process::id()));
         fs::create_dir_all(&dir).expect("dir");
         std::os::unix::fs::symlink(dir.join("elsewhere"), dir.join(GC_LOCK_NAME)).expect("link");
-        assert!(container(&dir, "ctr1", Duration::ZERO).is_err());
+        assert!(container(&dir, "ctr1", Some(Duration::ZERO)).is_err());
         assert!(
             !dir.join("elsewhere").exists(),
             "nothing made through the link"
@@ -129,7 +178,7 @@ mod tests {
     #[test]
     fn lock_excludes_a_second_holder() {
         let dir = std::env::temp_dir().join(format!("braid-lock-test-{}", std::process::id()));
-        let held = container(&dir, "ctr1", Duration::ZERO).expect("lock");
+        let held = container(&dir, "ctr1", Some(Duration::ZERO)).expect("lock");
         let stripe = open(&dir, &stripe_name("ctr1")).expect("open");
         assert!(stripe.try_lock().is_err(), "the stripe must be held");
         drop(held);
@@ -140,9 +189,9 @@ mod tests {
     #[test]
     fn a_lock_held_elsewhere_is_waited_for_up_to_the_bound() {
         let dir = std::env::temp_dir().join(format!("braid-lock-wait-{}", std::process::id()));
-        let held = container(&dir, "ctr1", Duration::ZERO).expect("lock");
+        let held = container(&dir, "ctr1", Some(Duration::ZERO)).expect("lock");
         let start = Instant::now();
-        let err = container(&dir, "ctr1", Duration::from_millis(300)).unwrap_err();
+        let err = container(&dir, "ctr1", Some(Duration::from_millis(300))).unwrap_err();
         let waited = start.elapsed();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
@@ -152,8 +201,38 @@ mod tests {
             thread::sleep(Duration::from_millis(100));
             drop(held);
         });
-        assert!(container(&dir, "ctr1", Duration::from_secs(10)).is_ok());
+        assert!(container(&dir, "ctr1", None).is_ok());
         releaser.join().expect("releaser");
         fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn gc_excludes_every_container_and_is_excluded_by_one() {
+        let dir = std::env::temp_dir().join(format!("braid-lock-gc-{}", std::process::id()));
+        let held = container(&dir, "ctr1", None).expect("lock");
+        let short = Some(Duration::from_millis(50));
+        assert_eq!(gc(&dir, short).unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert!(
+            container(&dir, "other", short).is_ok(),
+            "another stripe is free"
+        );
+        drop(held);
+        let collecting = gc(&dir, short).expect("gc");
+        let err = container(&dir, "other", short).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        drop(collecting);
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn a_missing_lock_directory_is_made_private() {
+        let top = std::env::temp_dir().join(format!("braid-lock-mkdir-{}", std::process::id()));
+        let dir = top.join("a").join("locks");
+        drop(container(&dir, "ctr1", None).expect("lock"));
+        for made in [top.join("a"), dir.clone()] {
+            let mode = fs::metadata(&made).expect("made").permissions().mode() & 0o777;
+            assert_eq!(mode & 0o077, 0, "{} is {mode:o}", made.display());
+        }
+        fs::remove_dir_all(&top).expect("cleanup");
     }
 }

@@ -1,9 +1,10 @@
 //! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, exit judging and the
-//! VERSION answer, the result cache's paths and format, the lock stripes, a list's DEL stdins,
-//! version ordering.
+//! VERSION answer, the result cache's paths and format, the container's lock and its stripes, a
+//! list's DEL stdins, version ordering.
 
 use std::io;
 use std::path::Path;
+use std::time::Duration;
 
 use braid_cni::version;
 use braid_cni::wait_duration;
@@ -151,6 +152,53 @@ fn stripe_name(container_id: &str) -> String {
     lock::stripe_name(container_id)
 }
 
+/// Locks taken under a lock directory (`lock_container`, `lock_gc`), held until `release`
+/// (or until collected).
+#[pyclass(module = "braid._native")]
+#[derive(Debug)]
+pub struct HeldLock {
+    held: Option<lock::Held>,
+}
+
+#[pymethods]
+impl HeldLock {
+    /// Releases the locks (closing their files); again does nothing.
+    fn release(&mut self) {
+        self.held = None;
+    }
+}
+
+/// `wait` seconds as the lock's bound: `None` waits until the lock is free.
+fn lock_wait(wait: Option<f64>) -> Option<Duration> {
+    wait.map(wait_duration)
+}
+
+/// The container's lock under the lock directory `dir` (GC shared, its stripe exclusive),
+/// waited for without the GIL: until free, or up to `wait` seconds (then `TimeoutError`).
+/// `OSError` when the directory or a lock file cannot be made or opened (a link is refused).
+#[pyfunction]
+#[pyo3(signature = (*, dir, container_id, wait=None))]
+fn lock_container(
+    py: Python<'_>,
+    dir: &str,
+    container_id: &str,
+    wait: Option<f64>,
+) -> PyResult<HeldLock> {
+    let wait = lock_wait(wait);
+    let held = py.detach(|| lock::container(Path::new(dir), container_id, wait))?;
+    Ok(HeldLock { held: Some(held) })
+}
+
+/// The GC lock under the lock directory `dir`, exclusive; `wait` and errors as for
+/// `lock_container`.
+#[pyfunction]
+#[pyo3(signature = (*, dir, wait=None))]
+fn lock_gc(py: Python<'_>, dir: &str, wait: Option<f64>) -> PyResult<HeldLock> {
+    let wait = lock_wait(wait);
+    let held = py.detach(|| lock::gc(Path::new(dir), wait))?;
+    Ok(HeldLock { held: Some(held) })
+}
+
 /// Whether `version` (`""` is 0.1.0) parses and is at least `minimum`.
 #[pyfunction]
 #[pyo3(signature = (*, version, minimum))]
@@ -167,6 +215,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cached_result, m)?)?;
     m.add_function(wrap_pyfunction!(del_stdins, m)?)?;
     m.add_function(wrap_pyfunction!(stripe_name, m)?)?;
+    m.add_function(wrap_pyfunction!(lock_container, m)?)?;
+    m.add_function(wrap_pyfunction!(lock_gc, m)?)?;
+    m.add_class::<HeldLock>()?;
     m.add_function(wrap_pyfunction!(version_at_least, m)?)?;
     m.add("MAX_STDOUT_BYTES", MAX_STDOUT_BYTES)?;
     m.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;

@@ -108,7 +108,7 @@ fn remove_device_info(entries: &[record::Entry], container_id: &str) {
 /// (the daemon, stopped or frozen, `braid-thin`, another DEL) holds it longer.
 fn lock_container(cni_dir: &Path, container_id: &str, wait: Duration) -> Result<Held, CniError> {
     let lock_dir = cni_dir.join("engine").join("locks");
-    lock::container(&lock_dir, container_id, wait).map_err(|err| {
+    lock::container(&lock_dir, container_id, Some(wait)).map_err(|err| {
         if err.kind() == io::ErrorKind::TimedOut {
             return CniError::new(
                 codes::TRY_AGAIN_LATER,
