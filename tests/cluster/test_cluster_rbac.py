@@ -14,12 +14,15 @@ from kubernetes.client.exceptions import ApiException
 
 NAD = ("k8s.cni.cncf.io", "network-attachment-definitions")
 POD, POD_STATUS, EVENT = ("", "pods"), ("", "pods/status"), ("", "events")
+CLAIM, SLICE = ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceslices")
 
 ALLOWED = [
     (*NAD, "get"), (*NAD, "list"), (*NAD, "watch"),
     (*POD, "get"), (*POD, "list"), (*POD, "watch"),
     (*POD_STATUS, "patch"),
     (*EVENT, "create"), ("events.k8s.io", "events", "create"),
+    (*CLAIM, "get"), (*CLAIM, "list"), (*CLAIM, "watch"),
+    (*SLICE, "get"), (*SLICE, "list"), (*SLICE, "watch"),
 ]  # fmt: skip
 DENIED = [
     (*NAD, "create"), (*NAD, "update"), (*NAD, "patch"), (*NAD, "delete"),
@@ -29,6 +32,8 @@ DENIED = [
     ("", "nodes", "get"), ("", "serviceaccounts/token", "create"),
     (*EVENT, "patch"), (*EVENT, "delete"), (*EVENT, "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"),
+    (*CLAIM, "create"), (*CLAIM, "update"), (*CLAIM, "delete"),
+    ("resource.k8s.io", "resourceclaims/status", "patch"), (*SLICE, "create"), (*SLICE, "delete"),
 ]  # fmt: skip
 
 
@@ -151,6 +156,10 @@ def test_braid_does_its_job_with_real_requests(
     assert core.create_namespaced_event(kube_namespace, event).reason == "AddedInterface"
     nads = kubernetes.client.CustomObjectsApi(braid_client)
     assert nads.list_namespaced_custom_object(*NAD[:1], "v1", kube_namespace, NAD[1])["items"] == []
+    resource = kubernetes.client.ResourceV1Api(braid_client)
+    assert resource.list_namespaced_resource_claim(kube_namespace).items == []
+    slices = resource.list_resource_slice(field_selector="spec.nodeName=node-a")
+    assert isinstance(slices.items, list)
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,12 @@ class DaemonCluster:
         self.node_name = node_name
         self.client = client
         self.metrics = metrics
-        self.caches = ClusterCaches(client, node_name=node_name, watch_timeout=watch_seconds)
+        self.caches = ClusterCaches(
+            client,
+            node_name=node_name,
+            watch_timeout=watch_seconds,
+            claims=config.resource_claims,
+        )
         self.scheduler = RetryScheduler()
         self.events = EventRecorder(client, host=node_name, scheduler=self.scheduler)
         metrics.watch_background(lambda: self.scheduler.pending)

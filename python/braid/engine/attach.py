@@ -55,7 +55,9 @@ from braid.nad.store import pod_annotations
 # Sends the runtime its answer (a result, or a DEL's empty output) before the work that follows
 # it under the same locks (the record's final write).
 SendAnswer = Callable[[bytes], None]
-DeviceInfos = dict[int, dict[str, Any]]
+# Per attachment position: its device-information, and the network data a DRA driver
+# published for its device (``DevicePlan.network``).
+DeviceInfos = tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]
 
 
 class AddOutcome(msgspec.Struct, frozen=True):
@@ -122,7 +124,14 @@ def _add(
             try:
                 write_device_info(ctx, request, devices)
                 default, status = _add_locked(
-                    ctx, request, plan, record, executions=executions, answer=answer, firsts=firsts
+                    ctx,
+                    request,
+                    plan,
+                    record,
+                    executions=executions,
+                    answer=answer,
+                    firsts=firsts,
+                    network=devices.network,
                 )
             except BaseException:
                 if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
@@ -142,6 +151,7 @@ def _add_locked(
     executions: ExecutionPlan,
     answer: SendAnswer | None,
     firsts: FirstDelegates | None,
+    network: dict[int, dict[str, Any]],
 ) -> tuple[bytes, bytes]:
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
     thread; the interface names are checked and the write awaited by ``FirstStdinGate``, once
@@ -166,7 +176,7 @@ def _add_locked(
         raise
     finally:
         gate.settle()  # no write of this container's record outlives its lock
-    return _finish(ctx, runtime, record, request, answer)
+    return _finish(ctx, runtime, record, request, answer, network=network)
 
 
 def _finish(
@@ -175,6 +185,8 @@ def _finish(
     record: AttachmentRecord,
     request: CniRequest,
     answer: SendAnswer | None,
+    *,
+    network: dict[int, dict[str, Any]],
 ) -> tuple[bytes, bytes]:
     """After the last attachment: the default network's result, the network-status, its
     publication, the answer and the record's one rewrite (every result and the status; atomic,
@@ -182,7 +194,7 @@ def _finish(
     the answer and rolls the ADD back: no failure leaves an attachment behind. Returns the
     default network's result and the status."""
     keys = ctx.config.network_status_keys
-    infos = device_infos(ctx, record)
+    infos = (device_infos(ctx, record), network)
     try:
         default = _default_result(ctx, record)
         status = _before_answer(ctx, record, keys, infos, thin=answer is None)
@@ -260,7 +272,8 @@ def _set_status(record: AttachmentRecord, keys: str, infos: DeviceInfos) -> byte
     status = network_status(
         ((entry.attachment(), entry.result_bytes()) for entry in record.attachments),
         keys=keys,
-        device_info=infos,
+        device_info=infos[0],
+        network_data=infos[1],
     )
     record.network_status = msgspec.Raw(status)
     return status

@@ -4,6 +4,13 @@ when the container's attachments are torn down.
 
 kubelet's PodResources client (grpcio, protobuf) is imported only by a plan that has a NAD
 with a resourceName: no other call pays for it.
+
+A resourceName's devices are those of its device plugin (kubelet's ``devices``) and those of
+the pod's DRA claims (with ``resourceClaims``): the devices of its allocated ResourceClaims
+whose ResourceSlice attribute ``k8s.cni.cncf.io/resourceName`` names it (``braid.k8s.dra``,
+through the store), or, when no claim's device carries that attribute, the devices kubelet
+reports for the pod's claim of that name (``dynamic_resources``). One ID from two sources is
+one device.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from braid.engine.request import CniRequest
 from braid.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
 from braid.nad.devices import (
     DEVICE_INFO_FILE,
+    ClaimedDevice,
+    ClaimSource,
     DevicePlan,
     DeviceRefused,
     assign_devices,
@@ -68,14 +77,48 @@ def plan_devices(
     found = pod_devices(
         socket, pod.namespace, pod.name, timeout=config.pod_resources_timeout, local=local
     )
-    return assign_devices(
+    claimed: list[ClaimedDevice] = []
+    by_claim: dict[str, list[str]] = {}
+    if config.resource_claims:
+        if isinstance(ctx.store, ClaimSource):
+            claimed = ctx.store.claimed_devices(pod.namespace, pod.name, pod.uid)
+        by_claim = found.claims
+    devices = combined(found.devices, by_claim, claimed)
+    held = {(c.resource, c.device): c for c in claimed}
+
+    def elsewhere(resource: str, device: str) -> list[str]:
+        claim = held.get((resource, device))
+        return found.other_pods(resource, device) + list(claim.others if claim else ())
+
+    planned = assign_devices(
         plan,
-        found.devices,
+        devices,
         info_path=lambda a: cni_info_path(config.device_info_dir, container_id, a.ifname),
         dp_dir=config.device_info_dir,
         socket=socket,
-        elsewhere=found.other_pods,
+        elsewhere=elsewhere,
     )
+    network = {}
+    for assigned in planned.assignments:
+        claim = held.get((assigned.resource, assigned.device))
+        if claim is not None and claim.network:
+            network[assigned.position] = claim.network
+    return msgspec.structs.replace(planned, network=network)
+
+
+def combined(
+    plugins: dict[str, list[str]], by_claim: dict[str, list[str]], claimed: list[ClaimedDevice]
+) -> dict[str, list[str]]:
+    """Per resourceName, the device plugin's devices and the pod's DRA devices: those whose
+    slice attribute names the resource, else those of the pod's claim of that name."""
+    devices = {r: list(ids) for r, ids in plugins.items()}
+    attributed: dict[str, list[str]] = {}
+    for claim in claimed:
+        attributed.setdefault(claim.resource, []).append(claim.device)
+    for resource in by_claim.keys() | attributed.keys():
+        ids = attributed.get(resource) or by_claim.get(resource, [])
+        devices.setdefault(resource, []).extend(ids)
+    return devices
 
 
 def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePlan) -> None:

@@ -18,7 +18,7 @@ from braid.errors import CniError
 from braid.k8s.background import RetryScheduler
 from braid.k8s.client import KubeClient
 from braid.k8s.objects import segment
-from braid.nad.devices import DeviceRefused
+from braid.nad.devices import ClaimedDevice, ClaimSource, DeviceRefused
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
@@ -137,6 +137,13 @@ class MissRecordingStore:
 
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
         return self.inner.get_pod(namespace, name, uid)
+
+    def claimed_devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:
+        """The inner store's (``ClaimSource``); none when it reads no ResourceClaims."""
+        inner = self.inner
+        if isinstance(inner, ClaimSource):
+            return inner.claimed_devices(namespace, name, uid)
+        return []
 
     def report(self, recorder: EventRecorder, pod: PodRef, error: CniError) -> None:
         """``NoNetworkFound`` for each miss that ``error`` names (a miss that a fallback

@@ -76,6 +76,11 @@ class Reflector:
         with self._lock:
             return self.items.get((namespace, name))
 
+    def values(self) -> list[dict[str, Any]]:
+        """Every cached object (a snapshot)."""
+        with self._lock:
+            return list(self.items.values())
+
     def run(self) -> None:
         """The thread's body: until ``stop``."""
         failures = 0

@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from braid.k8s.client import KubeClient
+from braid.k8s.dra import ClaimReader
 from braid.k8s.errors import ApiError
 from braid.k8s.objects import PodInfo, check_uid, nad_definition, nad_path, pod_info, pod_path
 from braid.k8s.retry import RetryPolicy, call_with_retries
+from braid.nad.devices import ClaimedDevice
 from braid.nad.manifests import NetworkAttachmentDefinition
 
 
@@ -46,6 +48,10 @@ class KubeStore:
             return None
         check_uid(pod, uid)
         return pod.annotations
+
+    def claimed_devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:
+        """The devices the pod's ResourceClaims allocated, read live (``braid.k8s.dra``)."""
+        return ClaimReader(self.client, retry=self.retry).devices(namespace, name, uid)
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         what = f"GET NetworkAttachmentDefinition {namespace}/{name}"

@@ -95,6 +95,9 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
     pod_resources_timeout: float = 5.0
     device_info_dir: str = "/var/run/k8s.cni.cncf.io/devinfo"
     allow_device_id_requests: bool = msgspec.field(default=False, name="allowDeviceIDRequests")
+    # Dynamic Resource Allocation (docs/devices.md): whether the devices of a pod's
+    # ResourceClaims (resource.k8s.io/v1) serve its NADs with a resourceName.
+    resource_claims: bool = True
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the

@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -107,11 +107,36 @@ class Assignment(msgspec.Struct, frozen=True):
 
 
 class DevicePlan(msgspec.Struct, frozen=True):
-    """The plan with each device attachment's capability arguments set, and what was
-    assigned (``assignments``, in plan order)."""
+    """The plan with each device attachment's capability arguments set, what was assigned
+    (``assignments``, in plan order), and per attachment position the network data a DRA
+    driver published for its device (``ClaimedDevice.network``)."""
 
     plan: AttachmentPlan
     assignments: tuple[Assignment, ...] = ()
+    network: dict[int, dict[str, Any]] = msgspec.field(default_factory=dict)
+
+
+class ClaimedDevice(msgspec.Struct, frozen=True):
+    """A device a pod's allocated ResourceClaim gave it (Dynamic Resource Allocation), for
+    the NADs whose resourceName is ``resource``: ``device``, the ID the delegate gets;
+    ``claim``, namespace/name; ``network``, what the driver published in the claim's
+    status (network-status keys: ``ips``, ``mac``); ``others``, the other pods the claim or
+    another claim of the same device is reserved for."""
+
+    resource: str
+    device: str
+    claim: str
+    network: dict[str, Any] = msgspec.field(default_factory=dict)
+    others: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class ClaimSource(Protocol):
+    """A store that can say which devices a pod's ResourceClaims allocated."""
+
+    def claimed_devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:
+        """The pod's claimed devices that carry a resourceName (none: an empty list)."""
+        ...
 
 
 def check_requests(plan: AttachmentPlan, *, allow: bool) -> None:
@@ -198,7 +223,9 @@ def _next_device(
         raise DeviceRefused(
             f"{attachment.label}: the NAD needs a device of resource {resource} and kubelet "
             f"({socket}) reports none for the pod; request it in the pod's containers "
-            f"(resources.limits: {{{resource}: 1}}, one per selection of the NAD)"
+            f"(resources.limits: {{{resource}: 1}}, one per selection of the NAD), or claim "
+            f"it (a ResourceClaim whose device's attribute k8s.cni.cncf.io/resourceName is "
+            f"{resource})"
         )
     raise DeviceRefused(
         f"{attachment.label}: the pod selects more networks of resource {resource} than the "

@@ -115,13 +115,15 @@ def status_entry(
     *,
     keys: str = MULTUS_KEYS,
     device_info: Mapping[str, Any] | None = None,
+    network_data: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One network-status map: name, interface, ips, mac, mtu, default, dns, gateway (empty
     ones left out; ``mtu`` and ``gateway`` as Multus reports them: the sandbox interface's
     ``mtu`` and the gateways of the result's default routes, a route without ``gw`` through
     its family's IP gateway; neither with ``keys`` ``"v1"``), and ``device-info``, the
     attachment's device-information (NAD spec v1.2, section 5.3.7; not with ``"v1"``) when it
-    has one. A missing or null result gives
+    has one. ``network_data``: the ``ips`` and ``mac`` a DRA driver published for the
+    attachment's device, each used when the result has none. A missing or null result gives
     the minimal map with the interface braid asked for; a 0.1.0/0.2.0 result, which names no
     interface, gives that interface too."""
     later = keys != V1_KEYS  # the keys beyond v1: mtu, gateway, device-info
@@ -144,6 +146,9 @@ def status_entry(
             mtu = iface.mtu if later else 0
         ips = _ips(view, index)
         gateways = _gateways(view, index) if later else []
+    if network_data:
+        ips = ips or list(network_data.get("ips") or [])
+        mac = mac or str(network_data.get("mac") or "")
     if ips:
         entry["ips"] = ips
     if mac:
@@ -166,11 +171,23 @@ def network_status(
     *,
     keys: str = MULTUS_KEYS,
     device_info: Mapping[int, Mapping[str, Any]] | None = None,
+    network_data: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> bytes:
     """The annotation's JSON value for (attachment, result) pairs in plan order; ``keys``:
     ``"multus"`` or ``"v1"``; ``device_info``: per attachment position, its
-    device-information (``status_entry``)."""
+    device-information (``status_entry``); ``network_data``: per attachment position, what a
+    DRA driver published for its device (``status_entry``)."""
     infos = device_info or {}
+    data = network_data or {}
     return msgspec.json.encode(
-        [status_entry(a, r, keys=keys, device_info=infos.get(a.position)) for a, r in results]
+        [
+            status_entry(
+                a,
+                r,
+                keys=keys,
+                device_info=infos.get(a.position),
+                network_data=data.get(a.position),
+            )
+            for a, r in results
+        ]
     )

@@ -24,27 +24,53 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _FALLBACK = frozenset({grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.UNKNOWN})
 
 
+def plugin_devices(container: Any) -> list[tuple[str, list[str]]]:
+    """(resource name, device IDs) of each device plugin resource of a container."""
+    return [(str(g.resource_name), [str(d) for d in g.device_ids]) for g in container.devices]
+
+
+def claim_devices(container: Any) -> list[tuple[str, list[str]]]:
+    """(claim name, device IDs) of each DRA claim of a container (``dynamic_resources``,
+    kubelet 1.31 and later), each device's ID the device part of its CDI name
+    (``vendor.example/class=ID``), as Multus v4.1-v4.3 read them; a CDI name that is not of
+    that form is left out."""
+    found = []
+    for claim in container.dynamic_resources:
+        ids = []
+        for resource in claim.claim_resources:
+            for cdi in resource.cdi_devices:
+                parts = str(cdi.name).split("=")
+                if len(parts) == 2 and parts[0] and parts[1]:
+                    ids.append(parts[1])
+        found.append((str(claim.claim_name), ids))
+    return found
+
+
 class PodDevices:
-    """Per resource name, the device IDs of a pod's containers in kubelet's order, and per
-    device ID the other pods of the node kubelet reports it for (``List`` only)."""
+    """Per resource name, the device IDs of a pod's containers in kubelet's order
+    (``devices``: device plugins'; ``claims``: DRA claims', by claim name), and per device ID
+    the other pods of the node kubelet reports it for (``List`` only)."""
 
     def __init__(self) -> None:
         self.devices: dict[str, list[str]] = {}
+        self.claims: dict[str, list[str]] = {}
         self.elsewhere: dict[str, list[str]] = {}
         self.method = ""
 
     def take(self, pod: Any) -> None:
         for container in pod.containers:
-            for group in container.devices:
-                found = self.devices.setdefault(str(group.resource_name), [])
-                found.extend(str(d) for d in group.device_ids)
+            for resource, ids in plugin_devices(container):
+                self.devices.setdefault(resource, []).extend(ids)
+            for claim, ids in claim_devices(container):
+                self.claims.setdefault(claim, []).extend(ids)
 
     def note_other(self, pod: Any) -> None:
         for container in pod.containers:
-            for group in container.devices:
-                for device in group.device_ids:
-                    key = f"{group.resource_name}\0{device}"
-                    self.elsewhere.setdefault(key, []).append(f"{pod.namespace}/{pod.name}")
+            for resource, ids in plugin_devices(container) + claim_devices(container):
+                for device in ids:
+                    pods = self.elsewhere.setdefault(f"{resource}\0{device}", [])
+                    if f"{pod.namespace}/{pod.name}" not in pods:
+                        pods.append(f"{pod.namespace}/{pod.name}")
 
     def other_pods(self, resource: str, device: str) -> list[str]:
         return self.elsewhere.get(f"{resource}\0{device}", [])
