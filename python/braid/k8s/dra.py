@@ -26,6 +26,7 @@ from urllib.parse import quote
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError
+from braid.k8s.objects import check_uid, pod_info
 from braid.k8s.retry import RetryPolicy, call_with_retries
 from braid.nad.devices import ClaimedDevice
 
@@ -339,6 +340,7 @@ class ClaimReader:
         pod = self.get_object(path, f"GET pod {namespace}/{name}")
         if pod is None:
             return None, None
+        check_uid(pod_info(pod, namespace, name), uid)  # a pod recreated: not this sandbox's
         names = claim_names(pod, what)
         if names is None:
             raise CniError(
