@@ -16,6 +16,8 @@ __all__ = [
     "READINESS_TIMEOUT_SECONDS",
     "RECORD_KIND",
     "RECORD_VERSION",
+    "SPARE_SIZE",
+    "SPARE_SUFFIX",
     "VERSION_STDIN",
     "DurableWrite",
     "HeldLock",
@@ -31,6 +33,7 @@ __all__ = [
     "convert_result",
     "decode_record",
     "del_stdins",
+    "discover_spares",
     "error_json",
     "find_plugin",
     "interface_name_problem",
@@ -56,6 +59,7 @@ __all__ = [
     "run_sequence",
     "select_list_version",
     "set_default_route",
+    "spare_held",
     "spawn_plugin",
     "split_capability_args",
     "start_durable_write",
@@ -80,6 +84,8 @@ LOCK_STRIPES: int
 MAX_CACHE_ENTRY_BYTES: int
 MAX_STDOUT_BYTES: int
 VERSION_STDIN: bytes
+SPARE_SIZE: int
+SPARE_SUFFIX: str
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...
@@ -144,6 +150,8 @@ class HeldLock:
 
 def lock_container(*, dir: str, container_id: str, wait: float | None = None) -> HeldLock: ...
 def lock_gc(*, dir: str, wait: float | None = None) -> HeldLock: ...
+def spare_held(*, data: bytes) -> tuple[str, int | str]: ...
+def discover_spares(*, dir: str) -> list[tuple[str, str, str, int | str]]: ...
 def version_at_least(*, version: str, minimum: str) -> bool: ...
 def container_id_problem(*, value: str) -> str | None: ...
 def check_container_id(*, command: str, value: str) -> None: ...

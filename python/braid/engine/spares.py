@@ -15,7 +15,9 @@ final rewrite, its removal by DEL) was lost with it: the spare holds the newest 
 
 ``SpareFiles.recover`` (run before a daemon serves anything under a cniDir) renames every spare
 that holds a record to its record's name, durably; the compiled shim, replaying a DEL while the
-daemon is away, looks in ``spares/`` the same way. A blank spare left by an earlier daemon is
+daemon is away, looks in ``spares/`` the same way (both find and read the files with
+``braid_delegate::spares``: regular files only, never through a link, the first
+``SPARE_SIZE`` + 1 bytes). A blank spare left by an earlier daemon is
 taken over; anything else there (a torn write, which no delegate ever followed) is removed.
 ``docs/attachment-record.md`` describes the layout; ``docs/adr/0002`` the decision.
 """
@@ -33,13 +35,12 @@ from pathlib import Path
 from braid import _native
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
-from braid.cni.request import container_id_problem
 from braid.errors import CniError
 
 log = logging.getLogger("braid.engine")
 
-SPARE_SIZE = 16 * 1024
-SPARE_SUFFIX = ".spare"
+SPARE_SIZE = _native.SPARE_SIZE
+SPARE_SUFFIX = _native.SPARE_SUFFIX
 FILL = b" " * SPARE_SIZE
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # A pool refills itself in the background once it is down to LOW_WATER spares, as soon as no
@@ -52,17 +53,16 @@ CRITICAL = 2
 
 
 def spare_record(data: bytes) -> str | None:
-    """The container id of the record a spare holds (read by braid's one record decoder,
-    ``braid_cni::record``, as the shim reads it); None for a blank spare. Raises ``ValueError``
-    for anything else (a torn write, a stranger's file)."""
-    if not data.strip(b" "):
+    """The container id of the record a spare holds; None for a blank spare. Raises
+    ``ValueError`` for anything else (a torn write, a stranger's file). The rule is
+    ``braid_delegate::spares``, the one the shim's DEL replay finds a spare with (golden cases
+    in ``tests/fixtures/spares/``)."""
+    kind, value = _native.spare_held(data=data)
+    if kind == "blank":
         return None
-    container_id = _native.record_container(data=data)
-    if container_id is None:
-        raise ValueError("not a record: no JSON object naming its container")
-    if container_id_problem(container_id):
-        raise ValueError(f"container id {container_id!r} cannot name a record")
-    return container_id
+    if kind == "record":
+        return str(value)
+    raise ValueError(value)
 
 
 class SpareFiles:
@@ -121,31 +121,23 @@ class SpareFiles:
     def recover(self) -> None:
         """Renames every spare holding a record to that record's name (durably, under the
         container's lock), takes blank spares over, removes anything else."""
-        try:
-            names = sorted(e.name for e in os.scandir(self.directory) if e.is_file())
-        except FileNotFoundError:
-            return
         recovered = False
         adopted: list[str] = []
-        for name in names:
-            path = os.path.join(self.directory, name)
-            try:
-                with open(path, "rb") as f:
-                    data = f.read(SPARE_SIZE + 1)
-                container_id = spare_record(data)
-            except ValueError as exc:
-                self.log.warning("removing spare record file %s: %s", path, exc)
+        for path, name, kind, value in _native.discover_spares(dir=self.directory):
+            if kind == "unreadable":
+                self.log.warning("cannot read spare record file %s: %s", path, value)
+                continue
+            if kind == "foreign":
+                self.log.warning("removing spare record file %s: %s", path, value)
                 _unlink(path)
                 continue
-            except OSError as exc:
-                self.log.warning("cannot read spare record file %s: %s", path, exc)
-                continue
-            if container_id is None:
-                if len(data) == SPARE_SIZE and name.endswith(SPARE_SUFFIX) and _synced(path):
+            if kind == "blank":
+                if value == SPARE_SIZE and name.endswith(SPARE_SUFFIX) and _synced(path):
                     adopted.append(path)
                 else:
                     _unlink(path)
                 continue
+            container_id = str(value)
             try:
                 with self.locks.container(container_id):
                     _synced(path)

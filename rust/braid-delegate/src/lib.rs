@@ -11,6 +11,7 @@
 //! - [`lock`]: the container's lock stripes;
 //! - [`delegates`]: plugins run as processes (`braid-exec`) with the CNI variables;
 //! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`;
+//! - [`spares`]: what a spare record file holds, and the spare holding a container's record;
 //! - [`devinfo`]: the device-information files braid wrote for a container, removed once its
 //!   attachments are torn down.
 //!
@@ -27,6 +28,7 @@ pub mod devinfo;
 pub mod judge;
 pub mod lock;
 pub mod lookup;
+pub mod spares;
 pub mod teardown;
 
 /// The most stdout accepted from a plugin; more kills it (code 100).

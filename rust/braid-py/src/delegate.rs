@@ -9,6 +9,7 @@ use std::time::Duration;
 use braid_cni::version;
 use braid_cni::wait_duration;
 use braid_delegate::judge::NoOutput;
+use braid_delegate::spares::{self, Held};
 use braid_delegate::{cache, judge, lock, lookup, teardown, EXIT_GRACE, MAX_STDOUT_BYTES};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -199,6 +200,52 @@ fn lock_gc(py: Python<'_>, dir: &str, wait: Option<f64>) -> PyResult<HeldLock> {
     Ok(HeldLock { held: Some(held) })
 }
 
+/// What a spare file's first bytes hold: `("blank", size)`, `("record", container id)` or
+/// `("foreign", why)`.
+fn held_pair(py: Python<'_>, held: Held) -> PyResult<(&'static str, Py<PyAny>)> {
+    Ok(match held {
+        Held::Blank { size } => ("blank", size.into_pyobject(py)?.into_any().unbind()),
+        Held::Record { container_id, .. } => (
+            "record",
+            container_id.into_pyobject(py)?.into_any().unbind(),
+        ),
+        Held::Foreign(why) => ("foreign", why.into_pyobject(py)?.into_any().unbind()),
+    })
+}
+
+/// A spare file found: `(path, name, kind, value)`.
+type FoundSpare = (String, String, &'static str, Py<PyAny>);
+
+/// What `data` (a spare file's first bytes) holds, as `held_pair`.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn spare_held(py: Python<'_>, data: &[u8]) -> PyResult<(&'static str, Py<PyAny>)> {
+    held_pair(py, spares::classify(data))
+}
+
+/// Every regular file under the spare directory `dir`, in name order: `(path, name, kind,
+/// value)`, `kind` and `value` as `spare_held`'s, or `("unreadable", why)`. Empty when `dir`
+/// is missing; `OSError` when it cannot be listed.
+#[pyfunction]
+#[pyo3(signature = (*, dir))]
+fn discover_spares(py: Python<'_>, dir: &str) -> PyResult<Vec<FoundSpare>> {
+    let found = py.detach(|| spares::discover(Path::new(dir)))?;
+    found
+        .into_iter()
+        .map(|found| {
+            let path = found.path.display().to_string();
+            let (kind, value) = match found.held {
+                Ok(held) => held_pair(py, held)?,
+                Err(err) => (
+                    "unreadable",
+                    err.to_string().into_pyobject(py)?.into_any().unbind(),
+                ),
+            };
+            Ok((path, found.name, kind, value))
+        })
+        .collect()
+}
+
 /// Whether `version` (`""` is 0.1.0) parses and is at least `minimum`.
 #[pyfunction]
 #[pyo3(signature = (*, version, minimum))]
@@ -218,6 +265,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lock_container, m)?)?;
     m.add_function(wrap_pyfunction!(lock_gc, m)?)?;
     m.add_class::<HeldLock>()?;
+    m.add_function(wrap_pyfunction!(spare_held, m)?)?;
+    m.add_function(wrap_pyfunction!(discover_spares, m)?)?;
+    m.add("SPARE_SIZE", spares::SPARE_SIZE)?;
+    m.add("SPARE_SUFFIX", spares::SPARE_SUFFIX)?;
     m.add_function(wrap_pyfunction!(version_at_least, m)?)?;
     m.add("MAX_STDOUT_BYTES", MAX_STDOUT_BYTES)?;
     m.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;

@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use braid_cni::names;
@@ -18,6 +18,7 @@ use braid_delegate::cache;
 use braid_delegate::delegates::Delegates;
 use braid_delegate::devinfo;
 use braid_delegate::lock::{self, Held};
+use braid_delegate::spares;
 use braid_delegate::teardown::Teardown;
 use braid_wire::answer::answer_wait;
 
@@ -37,7 +38,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     let _lock = lock_container(cni_dir, &env.container_id, answer_wait(settings))?;
     // A plan whose rename a power failure lost is still in a spare file, and newer than any
     // record under the container's name (`docs/attachment-record.md`, "Spare files").
-    let spare = find_spare(&cni_dir.join("spares"), &env.container_id);
+    let spare = spares::find(&cni_dir.join("spares"), &env.container_id);
     let data = match &spare {
         Some((_, data)) => data.clone(),
         None => match read_record(&path)? {
@@ -142,28 +143,6 @@ fn read_record(path: &Path) -> Result<Option<Vec<u8>>, CniError> {
         )
         .with_details(err.to_string())),
     }
-}
-
-/// The largest spare file read (the daemon makes them 16 KiB).
-const MAX_SPARE_BYTES: u64 = 1 << 20;
-
-/// The spare file under `spares` that holds the record of `container_id`, with its bytes.
-/// Blank spares, unreadable files and anything that is not a record are passed over (the
-/// daemon removes those when it starts).
-fn find_spare(spares: &Path, container_id: &str) -> Option<(PathBuf, Vec<u8>)> {
-    let entries = fs::read_dir(spares).ok()?;
-    entries.flatten().find_map(|entry| {
-        let path = entry.path();
-        if path.extension().is_none_or(|ext| ext != "spare") {
-            return None;
-        }
-        let meta = entry.metadata().ok()?;
-        if !meta.is_file() || meta.len() > MAX_SPARE_BYTES {
-            return None;
-        }
-        let data = fs::read(&path).ok()?;
-        (record::container_of(&data)? == container_id).then_some((path, data))
-    })
 }
 
 /// A damaged record is reported even when what it still describes was torn down.
