@@ -127,8 +127,9 @@ def trim_slice(obj: dict[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return {"metadata": {k: meta[k] for k in ("name", "resourceVersion") if k in meta}}
+    listed = spec.get("devices")
     devices = []
-    for device in (spec.get("devices") or [])[: MAX_SLICE_DEVICES + 1]:
+    for device in listed[: MAX_SLICE_DEVICES + 1] if isinstance(listed, list) else []:
         attributes = device.get("attributes") if isinstance(device, dict) else None
         if not isinstance(attributes, dict):
             attributes = {}

@@ -132,6 +132,18 @@ def test_the_caches_keep_only_what_braid_reads_cut_past_the_bounds() -> None:
     assert len(trimmed["status"]["allocation"]["devices"]["results"]) == 33
     assert len(trimmed["status"]["reservedFor"]) == 257
     assert "other" not in trimmed["status"]
+    for garbage in ({"x": 1}, "devices", 7):  # never a crash of the watch's thread
+        hostile = trim_slice({"spec": {"driver": "d", "devices": garbage}})
+        assert hostile["spec"]["devices"] == []
+        assert trim_claim({"status": {"allocation": garbage, "reservedFor": garbage}})[
+            "status"
+        ] in (
+            {},
+            {"allocation": {"devices": {"results": None}}},
+        )
+        assert trim_pod_claims({"spec": {"resourceClaims": garbage}, "status": garbage}) == {
+            "spec": {"nodeName": None}
+        }
     assert trim_pod_claims({"spec": {"containers": [], "nodeName": "n"}}) == {
         "spec": {"nodeName": "n"}
     }
