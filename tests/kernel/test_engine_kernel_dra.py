@@ -6,12 +6,14 @@ plugin that records the `deviceID` it got.
 
 A claim that several containers of the pod share is one claim; a CDI name of another form is
 no device; a device another pod holds is error 11; `resourceClaims: false` reads no claim.
+The same through a real `braidctl daemon` process.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import kernel_netns
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
+from kernel_daemon import Daemon, call
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
 
@@ -132,3 +135,22 @@ def test_device_plugin_and_claim_devices_of_one_name_are_one_pool(claims: Claims
     assert claims.recorded("ADD") == [("net1", "dra0"), ("net2", "dra1"), ("net3", "dra9")]
     claims.engine.delete("claimed, claimed, claimed", **claims.conf())
     claims.engine.assert_nothing_left()
+
+
+@pytest.fixture
+def daemon(claims: Claims, tmp_path: Path) -> Iterator[Daemon]:
+    running = Daemon(claims.engine.host, tmp_path / "run", tmp_path / "daemon.log").start()
+    yield running
+    running.stop()
+    assert running.wait() == 0
+
+
+def test_the_daemon_attaches_a_claims_devices(claims: Claims, daemon: Daemon) -> None:
+    engine = claims.engine
+    stdin = engine.braid_conf({NETWORKS: "claimed, claimed"}, **claims.conf())
+    with FakeKubelet(claims.socket, claims={POD: [[(CLAIM, CDI)]]}):
+        result, code = call(daemon, engine, "ADD", stdin)
+    assert code == 0, result
+    assert claims.recorded("ADD") == [("net1", "dra0"), ("net2", "dra1")]
+    assert call(daemon, engine, "DEL", stdin) == (None, 0)
+    engine.assert_nothing_left()
