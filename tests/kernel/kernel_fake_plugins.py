@@ -14,6 +14,7 @@ FAIL_TYPE = "kfail"
 HANG_TYPE = "khang"
 WITNESS_TYPE = "kwitness"
 SLOW_CHECK_TYPE = "kslowcheck"
+SLOW_DEL_TYPE = "kslowdel"
 
 _PROLOGUE = f"""#!/bin/sh
 if [ "$CNI_COMMAND" = VERSION ]; then
@@ -67,6 +68,22 @@ fi
 cat >/dev/null
 """
 
+# A chained plugin: ADD prints its prevResult; DEL reads its stdin and sleeps `delay` seconds
+# (a delegate waiting on the kernel, as bridge's DEL waits for RCU grace periods).
+_SLOW_DEL = f"""#!/bin/sh
+if [ "$CNI_COMMAND" = VERSION ]; then
+  echo '{{{{"cniVersion":"1.0.0","supportedVersions":{SUPPORTED}}}}}'
+  exit 0
+fi
+if [ "$CNI_COMMAND" = ADD ]; then
+  exec /usr/bin/python3 -IS -c \\
+    'import json, sys; print(json.dumps(json.load(sys.stdin)["prevResult"]))'
+fi
+cat >/dev/null
+if [ "$CNI_COMMAND" = DEL ]; then sleep {{delay}}; fi
+exit 0
+"""
+
 # The plugin records its own PID and its child's, then waits on the child: the child keeps
 # stdout open, so only killing the whole process group ends the runtime's read.
 _HANG_BODY = """sleep 300 &
@@ -106,6 +123,13 @@ def slow_check_events(log: Path) -> list[tuple[int, str, int]]:
     """(pid, "started" or "done", monotonic ns) of each line the slow CHECK logged."""
     lines = log.read_text().splitlines() if log.exists() else []
     return [(int(pid), event, int(ns)) for pid, event, ns in (line.split() for line in lines)]
+
+
+def install_slow_del(directory: Path, delay: float) -> str:
+    """Writes the chained plugin whose DEL waits `delay` seconds (see `_SLOW_DEL`); returns
+    its `type`."""
+    _write(directory, SLOW_DEL_TYPE, _SLOW_DEL.format(delay=delay))
+    return SLOW_DEL_TYPE
 
 
 def install_hanging(directory: Path, pid_file: Path) -> str:

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import kernel_fake_plugins as fakes
 import kernel_netns
 import kernel_oracle
 import pytest
@@ -24,6 +25,7 @@ from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_eng
 from kernel_daemon import Daemon, call, call_async, install_slow
 
 from braid.daemon.client import call_cni
+from braid.daemon.scheduler import LENDS_PER_SLOT
 from braid.engine.spares import SPARE_SIZE
 
 BURST = 200
@@ -157,9 +159,13 @@ class Sampler:
 
 
 def burst(
-    engine: EngineSetup, daemon: Daemon, pods: list[kernel_netns.Netns], verb: str
+    engine: EngineSetup,
+    daemon: Daemon,
+    pods: list[kernel_netns.Netns],
+    verb: str,
+    networks: str = "net-a,net-b",
 ) -> list[Any]:
-    stdin = engine.braid_conf({NETWORKS: "net-a,net-b"})
+    stdin = engine.braid_conf({NETWORKS: networks})
 
     def env(i: int, ns: kernel_netns.Netns) -> dict[str, str]:
         return {
@@ -210,9 +216,10 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
     assert list((engine.cni_dir / "records").glob("*")) == []
     assert list((engine.cni_dir / "results").glob("*")) == []
 
-    # Each request in a slot runs one delegate and may hold the next one started ahead,
-    # unread (braid.cni.exec.ExecutionPlan): never more than two delegates per slot.
-    bound = 2 * daemon.concurrency
+    # Each request that executes runs one delegate and may hold the next one started ahead,
+    # unread (braid.cni.exec.ExecutionPlan): never more than two delegates per request, and
+    # at most a slot's worth of requests per slot and per slot lent while delegates run.
+    bound = 2 * (1 + LENDS_PER_SLOT) * daemon.concurrency
     assert 0 < adds.peak_children <= bound, adds.peak_children
     assert dels.peak_children <= bound, dels.peak_children
     peak_mib = max(adds.peak_rss_kib, dels.peak_rss_kib) / 1024
@@ -221,6 +228,42 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
         f"peak {peak_mib:.1f} MiB, after {daemon.rss_kib() / 1024:.1f} MiB\n"
     )
     assert peak_mib < 80, f"resident memory reached {peak_mib:.1f} MiB during the burst"
+
+
+WAITING_PODS = 10
+DEL_WAIT_SECONDS = 1.0
+
+
+@pytest.mark.timeout(120)
+def test_dels_waiting_for_their_delegates_do_not_hold_the_slots(
+    engine: EngineSetup, tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    """A slot bounds braid's own work, not the waiting (braid.daemon.scheduler): with one slot,
+    ten DELs whose delegate waits a second each run side by side, up to a slot and the slots
+    it may lend, instead of one after the other (ten seconds)."""
+    wait = fakes.install_slow_del(engine.plugin_dir, DEL_WAIT_SECONDS)
+    bridge = bridge_nad(engine, "kbrw", "10.235.0.0/16")
+    del bridge["cniVersion"]
+    engine.nad("net-wait", {"cniVersion": "1.0.0", "plugins": [bridge, {"type": wait}]})
+    daemon = Daemon(engine.host, tmp_path / "run", tmp_path / "daemon.log", concurrency=1)
+    daemons.append(daemon.start())
+    pods = [kernel_netns.create("w", loopback_up=False) for _ in range(WAITING_PODS)]
+    try:
+        answers = burst(engine, daemon, pods, "ADD", "net-wait")
+        assert all(code == 0 for _, code in answers), answers[:3]
+        started = time.monotonic()
+        answers = burst(engine, daemon, pods, "DEL", "net-wait")
+        seconds = time.monotonic() - started
+        assert all(answer == (b"", 0) for answer in answers), answers[:3]
+    finally:
+        for ns in pods:
+            kernel_netns.delete(ns)
+    one_by_one = WAITING_PODS * DEL_WAIT_SECONDS
+    at_most_together = -(-WAITING_PODS // (1 + LENDS_PER_SLOT)) * DEL_WAIT_SECONDS
+    sys.stderr.write(f"\n{WAITING_PODS} waiting DELs on one slot: {seconds:.2f} s\n")
+    assert seconds < (one_by_one + at_most_together) / 2, f"{seconds:.2f} s: one at a time"
+    for network in (CLUSTER, "net-wait"):
+        assert engine.leases(network) == set(), network
 
 
 def test_a_plan_whose_rename_a_power_failure_lost_is_put_back_at_start(

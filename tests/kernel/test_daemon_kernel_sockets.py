@@ -25,6 +25,7 @@ from kernel_daemon import Daemon, RssPeak, call, install_slow
 
 from braid.daemon.client import call_cni, cni_request
 from braid.daemon.protocol import MAX_FRAME, encode_frame
+from braid.daemon.scheduler import LENDS_PER_SLOT
 
 pytestmark = pytest.mark.kernel
 
@@ -150,45 +151,68 @@ def other_pod() -> Iterator[kernel_netns.Netns]:
     kernel_netns.delete(ns)
 
 
+@pytest.fixture
+def filler_pods() -> Iterator[list[kernel_netns.Netns]]:
+    """Pods whose slow ADDs take what a slot may lend (``LENDS_PER_SLOT`` of them)."""
+    made: list[kernel_netns.Netns] = []
+    try:
+        for _ in range(LENDS_PER_SLOT):
+            made.append(kernel_netns.create("f", loopback_up=False))
+        yield made
+    finally:
+        for ns in made:
+            kernel_netns.delete(ns)
+
+
 def test_a_draining_daemon_never_runs_an_add_whose_client_left(
     engine: EngineSetup,
     other_pod: kernel_netns.Netns,
+    filler_pods: list[kernel_netns.Netns],
     tmp_path: Path,
     daemons: list[Daemon],
 ) -> None:
-    """One slot, a queue of one: pod A's slow ADD runs, pod B's ADD waits (the queue is full: a
-    third request is refused). SIGTERM; B's client gives up; B's DEL is replayed without the
-    daemon and succeeds. B's ADD must never run after that."""
+    """One slot, a queue of one: pod A's slow ADD runs, and the slow ADDs of more pods take the
+    slots it may lend while their delegates wait; pod B's ADD waits (the queue is full: a third
+    request is refused). SIGTERM; B's client gives up; B's DEL is replayed without the daemon
+    and succeeds. B's ADD must never run after that."""
     conf = engine.braid_conf({NETWORKS: "net-a,net-slow"})
     pod_b = dataclasses.replace(
         engine, pod=other_pod, container_id=f"braidb-{uuid.uuid4().hex[:8]}"
     )
+    fillers = [
+        dataclasses.replace(engine, pod=ns, container_id=f"braidf{i}-{uuid.uuid4().hex[:8]}")
+        for i, ns in enumerate(filler_pods)
+    ]
     daemon = start(engine, tmp_path, daemons, concurrency=1, extra_args=("--queue-size", "1"))
-    with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(call_cni, daemon.socket, engine.env("ADD"), conf)
-        pid_file = engine.plugin_dir / "kslow.pid"
-        deadline = time.monotonic() + 20
-        while not pid_file.exists():
-            assert time.monotonic() < deadline, "the slow delegate never started"
-            time.sleep(0.02)
+    pid_file = engine.plugin_dir / "kslow.pid"
+    with ThreadPoolExecutor(1 + len(fillers)) as pool:
+        pending = []
+        for pod in (engine, *fillers):  # one after the other: each reaches its slow delegate
+            pid_file.unlink(missing_ok=True)
+            pending.append(pool.submit(call_cni, daemon.socket, pod.env("ADD"), conf))
+            deadline = time.monotonic() + 20
+            while not pid_file.exists():
+                assert time.monotonic() < deadline, "the slow delegate never started"
+                time.sleep(0.02)
         client_b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client_b.connect(str(daemon.socket))
-        client_b.sendall(encode_frame(cni_request(pod_b.env("ADD"), conf)))
-        time.sleep(0.5)
-        third = dataclasses.replace(engine, container_id="braidc-third")
-        refused, code = call(daemon, third, "DEL", conf)
-        assert code == 1
-        assert refused["code"] == 11, "the queue was not full"
-        daemon.signal(15)
-        time.sleep(0.3)
-        client_b.close()
+        with contextlib.closing(client_b):
+            client_b.connect(str(daemon.socket))
+            client_b.sendall(encode_frame(cni_request(pod_b.env("ADD"), conf)))
+            time.sleep(0.5)
+            third = dataclasses.replace(engine, container_id="braidc-third")
+            refused, code = call(daemon, third, "DEL", conf)
+            assert code == 1
+            assert refused["code"] == 11, "the queue was not full"
+            daemon.signal(15)
+            time.sleep(0.3)
         assert pod_b.run("DEL", {NETWORKS: "net-a,net-slow"}) == (None, 0)
-        assert pending.result(30)[1] == 0
+        assert [future.result(30)[1] for future in pending] == [0] * len(pending)
     assert daemon.wait() == 0
     assert pod_b.files_naming_container() == [], "pod B's ADD ran after its DEL"
     assert set(kernel_oracle.links(other_pod.name)) == {"lo"}
     assert any(line["msg"].startswith("ADD dropped") for line in daemon.log_lines())
-    engine.delete("net-a,net-slow")
+    for pod in (engine, *fillers):
+        pod.delete("net-a,net-slow")
     engine.assert_nothing_left()
 
 

@@ -1,17 +1,26 @@
 """Which requests run when: bounded concurrency, a bounded queue, per-container order, GC.
 
-- At most ``concurrency`` requests execute; at most ``concurrency + queue_size`` are admitted
-  at once, so when every slot is busy at most ``queue_size`` wait. A request beyond that is
-  refused at once with ``Overloaded`` (the daemon answers CNI code 11): memory stays bounded.
+- At most ``concurrency`` requests hold a slot; at most ``concurrency + queue_size`` are
+  admitted at once besides those that lent theirs, so when every slot is busy at most
+  ``queue_size`` wait. A request beyond that is refused at once with ``Overloaded`` (the
+  daemon answers CNI code 11): memory stays bounded.
+- A slot bounds braid's own work, not the waiting: while a request's delegates run (plugin
+  processes, mostly waiting on the kernel), its slot is lent to the next request
+  (``slot_lent``), at most ``LENDS_PER_SLOT x concurrency`` at once. When they are done the
+  request takes a slot back without waiting, even beyond ``concurrency`` (``free`` goes below
+  zero, and the next releases bring it back before anyone else is given one). So a request
+  waiting for the kernel does not hold back the others, and at most ``most_executing``
+  requests execute at once.
 - ADD, DEL and CHECK of one container never overlap, and run in arrival order (one FIFO
   lock per container id, dropped when nobody holds or waits for it).
 - GC excludes ADD, DEL and CHECK (a writer-preferring readers-writer lock: a waiting GC
   holds back new readers, so GC cannot starve).
 
-Locks are taken in one order (container, GC exclusion, slot) and a slot holder never waits
-for a lock, so no request can deadlock another. A request nothing would hold back is admitted
-synchronously (``admit_now``, from any thread: the daemon's acceptor threads admit almost every
-request this way); ``run`` queues the others, on the event loop, in arrival order.
+Locks are taken in one order (container, GC exclusion, slot); neither a slot holder nor a
+request taking its slot back ever waits for a lock, so no request can deadlock another. A
+request nothing would hold back is admitted synchronously (``admit_now``, from any thread: the
+daemon's acceptor threads admit almost every request this way); ``run`` queues the others, on
+the event loop, in arrival order.
 
 Thread safety: one re-entrant lock guards every count and queue. Waiters are futures of the
 event loop and are only ever resolved there: a release made by another thread while someone
@@ -25,15 +34,18 @@ one node).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 CONTAINER_VERBS = frozenset({"ADD", "DEL", "CHECK"})
+# Slots that may be lent at once, per slot (``slot_lent``).
+LENDS_PER_SLOT = 4
 
 
 class Overloaded(Exception):
@@ -231,11 +243,15 @@ class ContainerLocks:
 
 class Slots:
     """``concurrency`` execution slots with FIFO waiters (an ``asyncio.Semaphore`` that can
-    also be taken without a coroutine, from any thread, when one is free)."""
+    also be taken without a coroutine, from any thread, when one is free), which a holder may
+    lend while it waits (``lend``, at most ``max_lent`` at once) and take back without waiting
+    (``reclaim``): ``free`` is then below zero until enough are released."""
 
-    def __init__(self, count: int, side: LoopSide | None = None) -> None:
+    def __init__(self, count: int, side: LoopSide | None = None, max_lent: int = 0) -> None:
         self._side = side or LoopSide()
         self.free = count
+        self.lent = 0
+        self.max_lent = max_lent
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def try_acquire(self) -> bool:
@@ -257,11 +273,27 @@ class Slots:
 
     def release(self) -> None:
         with self._side.lock:
-            if self._waiters and not self._side.on_loop():
+            if self._waiters and self.free >= 0 and not self._side.on_loop():
                 self._side.later(self.release)
                 return
-            if not self._side.hand_over(self._waiters):
+            if self.free < 0 or not self._side.hand_over(self._waiters):
                 self.free += 1
+
+    def lend(self) -> bool:
+        """Gives a held slot to the next request (``release``) until ``reclaim``; False, with
+        the slot still held, when ``max_lent`` are lent already."""
+        with self._side.lock:
+            if self.lent >= self.max_lent:
+                return False
+            self.lent += 1
+            self.release()
+            return True
+
+    def reclaim(self) -> None:
+        """Takes a lent slot back, at once, free or not."""
+        with self._side.lock:
+            self.lent -= 1
+            self.free -= 1
 
 
 @dataclass(frozen=True)
@@ -286,11 +318,38 @@ class Scheduler:
         self._lock = self._side.lock
         self.containers = ContainerLocks(self._side)
         self.gc_exclusion = GcExclusion(self._side)
-        self._slots = Slots(concurrency, self._side)
+        self._slots = Slots(concurrency, self._side, max_lent=LENDS_PER_SLOT * concurrency)
 
     @property
     def waiting(self) -> int:
         return self.admitted - self.running
+
+    @property
+    def most_executing(self) -> int:
+        """The most requests that execute at once: a slot each, and the slots they lent."""
+        return self.concurrency + self._slots.max_lent
+
+    @property
+    def lent(self) -> int:
+        """Slots lent now (``slot_lent``)."""
+        return self._slots.lent
+
+    def _full(self) -> bool:
+        """Whether ``concurrency + queue_size`` requests are admitted, lent slots aside."""
+        return self.admitted - self._slots.lent >= self.concurrency + self.queue_size
+
+    def lend_slot(self) -> bool:
+        """One held slot to the next request (``Slots.lend``); False when none may be lent."""
+        return self._slots.lend()
+
+    def reclaim_slot(self) -> None:
+        """A lent slot back, without waiting (``Slots.reclaim``)."""
+        self._slots.reclaim()
+
+    def holds_slot(self) -> None:
+        """Marks the current context as a request that holds one of this scheduler's slots
+        (called on its worker thread, in its own context): ``slot_lent`` may lend it."""
+        _slot_holder.set(self)
 
     async def run(self, verb: str, container_id: str, work: Callable[[], Awaitable[T]]) -> T:
         """Runs ``work`` once the rules allow; ``Overloaded`` at once when the queue is full.
@@ -299,7 +358,7 @@ class Scheduler:
         of the event loop that admitted it."""
         self._side.bind()
         with self._lock:
-            if self.admitted >= self.concurrency + self.queue_size:
+            if self._full():
                 raise Overloaded(self.running, self.waiting)
             self.admitted += 1
         try:
@@ -346,7 +405,7 @@ class Scheduler:
         if verb == "GC":
             return None
         with self._lock:
-            if self.admitted >= self.concurrency + self.queue_size:
+            if self._full():
                 return None
             contained = verb in CONTAINER_VERBS
             locked = contained and bool(container_id)
@@ -376,3 +435,26 @@ class Scheduler:
                 if ticket.container_id:
                     self.containers.release(ticket.container_id)
             self.admitted -= 1
+
+
+_slot_holder: contextvars.ContextVar[Scheduler | None] = contextvars.ContextVar(
+    "braid_slot_holder", default=None
+)
+
+
+@contextmanager
+def slot_lent() -> Iterator[None]:
+    """While the block runs (a request waiting for its delegates), the current request's slot
+    serves another request; it is taken back, without waiting, when the block ends. Nothing
+    is lent outside a request that holds a slot (``Scheduler.holds_slot``), nor beyond
+    ``LENDS_PER_SLOT x concurrency`` lent at once."""
+    scheduler = _slot_holder.get()
+    if scheduler is None or not scheduler.lend_slot():
+        yield
+        return
+    _slot_holder.set(None)  # not lent twice
+    try:
+        yield
+    finally:
+        _slot_holder.set(scheduler)
+        scheduler.reclaim_slot()

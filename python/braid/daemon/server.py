@@ -5,7 +5,7 @@ directory the daemon makes is 0700, one that exists must be root's and writable 
 only). A socket left by a dead daemon is replaced; one that still answers belongs to a live
 daemon and is left alone (the start fails). Readiness turns true once the service has warmed
 up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
-Connections are accepted by ``concurrency + 1`` acceptor threads, each serving on its own
+Connections are accepted by ``most_executing + 1`` acceptor threads, each serving on its own
 thread the requests nothing holds back and handing the others to the event loop
 (``docs/daemon.md``, "Threads"). What clients may hold is bounded (``docs/daemon.md``,
 "Bounds"): connections (beyond the bound one is answered code 11 and closed at once), request
@@ -190,10 +190,12 @@ class DaemonServer:
                 loop.remove_signal_handler(signum)
 
     def _start_acceptors(self, listener: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
-        """``concurrency + 1`` threads block in ``accept``: a request that nothing holds back
-        is read, run and answered by the thread that accepted it (no hand-off to any other
-        thread on its way), and one thread is always free to take the next connection while
-        every slot is busy (that one goes to the event loop's queue)."""
+        """One thread more than requests may execute at once (``Scheduler.most_executing``:
+        the slots, and the slots lent while delegates run) blocks in ``accept``: a request
+        that nothing holds back is read, run and answered by the thread that accepted it (no
+        hand-off to any other thread on its way), and one thread is always free to take the
+        next connection while every request that may execute does (that one goes to the
+        event loop's queue)."""
         self._acceptors = [
             threading.Thread(
                 target=self._accept_loop,
@@ -201,7 +203,7 @@ class DaemonServer:
                 name=f"braid-accept-{index}",
                 daemon=True,
             )
-            for index in range(self.settings.concurrency + 1)
+            for index in range(self.service.scheduler.most_executing + 1)
         ]
         for thread in self._acceptors:
             thread.start()

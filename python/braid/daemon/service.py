@@ -18,13 +18,13 @@ import contextvars
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from braid.cni.exec import Executor, ProcessExecutor
+from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor, Step, StepOutcome
 from braid.cni.hostroot import HostRoot
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
@@ -40,7 +40,7 @@ from braid.daemon.protocol import (
     error_response,
     health_response,
 )
-from braid.daemon.scheduler import Overloaded, Scheduler, Ticket
+from braid.daemon.scheduler import Overloaded, Scheduler, Ticket, slot_lent
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
@@ -212,6 +212,24 @@ def cni_version_of(stdin: bytes) -> str:
         return ""
 
 
+class SlotLentWhileDelegatesRun:
+    """The daemon's executor: ``inner`` runs the plugins while the request's scheduler slot
+    serves another request (``braid.daemon.scheduler.slot_lent``): a request waiting for its
+    delegates holds no slot."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+
+    def run(
+        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+    ) -> list[StepOutcome]:
+        with slot_lent():
+            return self.inner.run(steps, timeout=timeout, plan=plan)
+
+    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
+        self.inner.start_early(plan, path, env)
+
+
 class DaemonService:
     """Holds the scheduler and the metrics; ``ready`` is what health probes answer."""
 
@@ -230,7 +248,8 @@ class DaemonService:
         self.scheduler = Scheduler(concurrency=concurrency, queue_size=queue_size)
         self.metrics = DaemonMetrics(self.scheduler)
         self.root = root
-        self.executor = executor or ProcessExecutor(root=root)  # timed by the phase observer
+        # Timed by the phase observer; its plugins run with the request's slot lent.
+        self.executor = SlotLentWhileDelegatesRun(executor or ProcessExecutor(root=root))
         # The operator's configuration, the policy of every call (None: each call's stdin).
         self.operator = operator
         if operator is not None:
@@ -251,9 +270,12 @@ class DaemonService:
         # Follows running pods' selection annotations (with the Kubernetes store).
         self.hotplug: HotPlugger | None = None
         self.ready = False
-        # The engine's own threads, one per slot: blocking work never starves the event loop's
-        # default executor, and never waits for a thread once it holds a slot.
-        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="braid-engine")
+        # The engine's own threads, one per request that may execute (a slot, or a slot lent):
+        # blocking work never starves the event loop's default executor, and never waits for
+        # a thread once it holds a slot.
+        self.pool = ThreadPoolExecutor(
+            self.scheduler.most_executing, thread_name_prefix="braid-engine"
+        )
 
     def close(self) -> None:
         """Releases the engine threads and stops the Kubernetes side (after the drain:
@@ -436,7 +458,9 @@ class DaemonService:
     def _run_engine(
         self, env: dict[str, str], stdin: bytes, early: Callable[[bytes], None] | None
     ) -> tuple[bytes, int]:
-        """The engine, in a worker thread, with this daemon's store, executor and sessions."""
+        """The engine, in a worker thread (in the request's own context, holding a slot), with
+        this daemon's store, executor and sessions."""
+        self.scheduler.holds_slot()
         return self.engine(
             env,
             stdin,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 from collections.abc import Awaitable, Callable
 
 import pytest
 
-from braid.daemon.scheduler import Overloaded, Scheduler
+from braid.daemon.scheduler import LENDS_PER_SLOT, Overloaded, Scheduler, slot_lent
 
 
 class Trace:
@@ -204,3 +206,143 @@ def test_admit_now_steps_aside_for_a_waiting_gc() -> None:
         assert (sched.admitted, sched.running, len(sched.containers)) == (0, 0, 0)
 
     asyncio.run(go())
+
+
+WorkFn = Callable[[], Awaitable[str]]
+
+
+def lending(sched: Scheduler, trace: Trace, name: str, gate: asyncio.Event) -> WorkFn:
+    """Work that, like a request waiting for its delegates, lends its slot until ``gate``."""
+
+    async def run() -> str:
+        sched.holds_slot()
+        trace.events.append(("start", name))
+        with slot_lent():
+            await gate.wait()
+        trace.events.append(("end", name))
+        return name
+
+    return run
+
+
+def test_a_request_waiting_for_its_delegates_lends_its_slot() -> None:
+    """With one slot, a request whose delegates run lets the next request start; the slot
+    comes back to it without waiting, and nobody else starts until the count is back under
+    the bound."""
+
+    async def go() -> None:
+        sched, trace = Scheduler(concurrency=1, queue_size=10), Trace()
+        gate, other_gate = asyncio.Event(), asyncio.Event()
+
+        async def holds_until(event: asyncio.Event, name: str) -> str:
+            trace.events.append(("start", name))
+            await event.wait()
+            trace.events.append(("end", name))
+            return name
+
+        waiting = asyncio.create_task(sched.run("DEL", "a", lending(sched, trace, "a", gate)))
+        await asyncio.sleep(0.01)
+        other = asyncio.create_task(sched.run("DEL", "b", lambda: holds_until(other_gate, "b")))
+        await asyncio.sleep(0.01)
+        assert ("start", "b") in trace.events, "b ran while a waited for its delegates"
+        assert (sched.running, sched.lent) == (2, 1)
+        gate.set()  # a's delegates are done: it takes its slot back at once, beyond the bound
+        await asyncio.sleep(0.01)
+        assert ("end", "a") in trace.events
+        third = asyncio.create_task(sched.run("DEL", "c", trace.work("c")))
+        await asyncio.sleep(0.01)
+        assert ("start", "c") not in trace.events, "c waits until the count is under the bound"
+        other_gate.set()
+        assert await asyncio.gather(waiting, other, third) == ["a", "b", "c"]
+        assert (sched.admitted, sched.running, sched.lent) == (0, 0, 0)
+        assert trace.interval("c")[0] > trace.interval("b")[1]
+
+    asyncio.run(go())
+
+
+def test_at_most_lends_per_slot_times_concurrency_slots_are_lent() -> None:
+    async def go() -> None:
+        sched, trace = Scheduler(concurrency=1, queue_size=20), Trace()
+        gate = asyncio.Event()
+        count = LENDS_PER_SLOT + 3
+        tasks = [
+            asyncio.create_task(sched.run("DEL", f"c{i}", lending(sched, trace, f"c{i}", gate)))
+            for i in range(count)
+        ]
+        await asyncio.sleep(0.05)
+        assert sched.most_executing == 1 + LENDS_PER_SLOT
+        assert sched.lent == LENDS_PER_SLOT
+        assert sched.running == sched.most_executing, "the last one keeps its slot"
+        assert sched.waiting == count - sched.most_executing
+        gate.set()
+        await asyncio.gather(*tasks)
+        assert (sched.admitted, sched.running, sched.lent) == (0, 0, 0)
+        assert sched.admit_now("ADD", "x") is not None, "every slot came back"
+
+    asyncio.run(go())
+
+
+def test_lent_slots_do_not_count_against_the_queue() -> None:
+    async def go() -> None:
+        sched, trace = Scheduler(concurrency=1, queue_size=1), Trace()
+        gate = asyncio.Event()
+
+        def held(name: str) -> WorkFn:
+            async def run() -> str:
+                await gate.wait()
+                return name
+
+            return run
+
+        lender = asyncio.create_task(sched.run("DEL", "a", lending(sched, trace, "a", gate)))
+        await asyncio.sleep(0.01)
+        holder = asyncio.create_task(sched.run("DEL", "b", lending(sched, trace, "b", gate)))
+        await asyncio.sleep(0.01)
+        queued = asyncio.create_task(sched.run("DEL", "c", held("c")))
+        await asyncio.sleep(0.01)
+        assert (sched.lent, sched.running, sched.waiting) == (2, 3, 0), "c holds the slot"
+        behind = asyncio.create_task(sched.run("DEL", "d", held("d")))
+        await asyncio.sleep(0.01)
+        assert sched.waiting == 1, "d is the one the queue holds"
+        with pytest.raises(Overloaded):
+            await sched.run("DEL", "e", held("e"))
+        gate.set()
+        assert await asyncio.gather(lender, holder, queued, behind) == ["a", "b", "c", "d"]
+
+    asyncio.run(go())
+
+
+def test_nothing_is_lent_outside_a_request_holding_a_slot() -> None:
+    sched = Scheduler(concurrency=1, queue_size=0)
+    ticket = sched.admit_now("DEL", "a")
+    assert ticket is not None
+    with slot_lent():  # this context never said it holds a slot
+        assert sched.lent == 0
+        assert sched.admit_now("DEL", "b") is None
+    sched.leave(ticket)
+
+
+def test_an_admitted_request_lends_its_slot_from_its_thread() -> None:
+    """The acceptor threads' path: a request admitted at once lends its slot from its own
+    thread while its delegates run, and takes it back on leaving them."""
+    sched = Scheduler(concurrency=1, queue_size=0)
+    ticket = sched.admit_now("DEL", "a")
+    assert ticket is not None
+    seen: list[object] = []
+
+    def request_thread() -> None:
+        sched.holds_slot()
+        with slot_lent():
+            other = sched.admit_now("DEL", "b")
+            seen.append(other)
+            assert other is not None
+            sched.leave(other)
+        seen.append(sched.admit_now("DEL", "c"))
+
+    thread = threading.Thread(target=lambda: contextvars.copy_context().run(request_thread))
+    thread.start()
+    thread.join()
+    assert seen[0] is not None, "b was admitted while a's delegates ran"
+    assert seen[1] is None, "a holds its slot again"
+    sched.leave(ticket)
+    assert sched.admit_now("DEL", "c") is not None

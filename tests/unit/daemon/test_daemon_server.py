@@ -22,6 +22,7 @@ from braid.daemon import server as server_module
 from braid.daemon.client import call_cni, exchange, is_ready
 from braid.daemon.protocol import frame_of
 from braid.daemon.server import DaemonAlreadyRunning, prepare_socket_dir
+from braid.daemon.service import SlotLentWhileDelegatesRun
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 
@@ -39,7 +40,8 @@ def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path
     env, stdin, executor = engine.calls[0]
     assert env == ENV
     assert stdin == STDIN
-    assert isinstance(executor, ProcessExecutor), "the daemon's delegates run as processes"
+    assert isinstance(executor, SlotLentWhileDelegatesRun), "waiting delegates hold no slot"
+    assert isinstance(executor.inner, ProcessExecutor), "the daemon's delegates are processes"
     # The engine's memory is the daemon's own, the same for every call.
     first, second = engine.memories
     assert isinstance(first, EngineMemory)
