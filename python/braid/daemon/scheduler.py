@@ -57,8 +57,9 @@ class Overloaded(Exception):
         self.waiting = waiting
 
 
-class LoopSide:
-    """The event loop the waiters live on, and the way to run a release there from a thread."""
+class LoopHandoff:
+    """The lock that guards every count and queue, the event loop the waiters live on, and the
+    hand-off to that loop of a release made on another thread while someone waits."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -118,8 +119,8 @@ class GcExclusion:
     A reader enters and leaves without a suspension while no GC holds or waits (the common
     case); the condition is only used when one does."""
 
-    def __init__(self, side: LoopSide | None = None) -> None:
-        self._side = side or LoopSide()
+    def __init__(self, handoff: LoopHandoff | None = None) -> None:
+        self._handoff = handoff or LoopHandoff()
         self._cond = asyncio.Condition()
         self._readers = 0
         self._writer = False
@@ -132,13 +133,13 @@ class GcExclusion:
     async def acquire_shared(self) -> None:
         if self.try_acquire_shared():
             return
-        self._side.bind()
+        self._handoff.bind()
         async with self._cond:
             await self._cond.wait_for(self.try_acquire_shared)
 
     def try_acquire_shared(self) -> bool:
         """``acquire_shared`` when it would not wait; False (nothing taken) when it would."""
-        with self._side.lock:
+        with self._handoff.lock:
             if self._readers_may_enter():
                 self._readers += 1
                 return True
@@ -153,14 +154,14 @@ class GcExclusion:
         """``release_shared`` from a plain callback or another thread: a waiting GC is woken
         by a task on the loop."""
         if self._leave_shared():
-            if self._side.on_loop():
+            if self._handoff.on_loop():
                 self._wake()
             else:
-                self._side.later(self._wake)
+                self._handoff.later(self._wake)
 
     def _leave_shared(self) -> bool:
         """One reader less; True when a waiting GC may now go."""
-        with self._side.lock:
+        with self._handoff.lock:
             self._readers -= 1
             return not self._readers and bool(self._writers_waiting)
 
@@ -172,7 +173,7 @@ class GcExclusion:
             self._cond.notify_all()
 
     def _writer_may_enter(self) -> bool:
-        with self._side.lock:
+        with self._handoff.lock:
             if self._writer or self._readers:
                 return False
             self._writer = True
@@ -180,21 +181,21 @@ class GcExclusion:
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
-        self._side.bind()
+        self._handoff.bind()
         async with self._cond:
-            with self._side.lock:
+            with self._handoff.lock:
                 self._writers_waiting += 1
             try:
                 await self._cond.wait_for(self._writer_may_enter)
             finally:
-                with self._side.lock:
+                with self._handoff.lock:
                     self._writers_waiting -= 1
                 self._cond.notify_all()
         try:
             yield
         finally:
             async with self._cond:
-                with self._side.lock:
+                with self._handoff.lock:
                     self._writer = False
                 self._cond.notify_all()
 
@@ -203,8 +204,8 @@ class ContainerLocks:
     """One FIFO lock per container id, kept only while someone holds or waits for it: the
     holder is implied by the entry, the waiters queue behind it in arrival order."""
 
-    def __init__(self, side: LoopSide | None = None) -> None:
-        self._side = side or LoopSide()
+    def __init__(self, handoff: LoopHandoff | None = None) -> None:
+        self._handoff = handoff or LoopHandoff()
         self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
 
     def __len__(self) -> int:
@@ -212,32 +213,32 @@ class ContainerLocks:
 
     def try_acquire(self, container_id: str) -> bool:
         """Takes the container's lock when nobody holds it (nobody waits then either)."""
-        with self._side.lock:
+        with self._handoff.lock:
             if container_id in self._waiters:
                 return False
             self._waiters[container_id] = deque()
             return True
 
     async def acquire(self, container_id: str) -> None:
-        loop = self._side.bind()
-        with self._side.lock:
+        loop = self._handoff.bind()
+        with self._handoff.lock:
             queue = self._waiters.get(container_id)
             if queue is None:
                 self._waiters[container_id] = deque()
                 return
             turn = loop.create_future()
             queue.append(turn)
-        await self._side.wait_turn(queue, turn, lambda: self.release(container_id))
+        await self._handoff.wait_turn(queue, turn, lambda: self.release(container_id))
 
     def release(self, container_id: str) -> None:
         """Hands the lock to the first waiter still waiting (on the loop), else drops the
         entry. From another thread while someone waits, the release itself goes to the loop."""
-        with self._side.lock:
+        with self._handoff.lock:
             queue = self._waiters[container_id]
-            if queue and not self._side.on_loop():
-                self._side.later(self.release, container_id)
+            if queue and not self._handoff.on_loop():
+                self._handoff.later(self.release, container_id)
                 return
-            if not self._side.hand_over(queue):
+            if not self._handoff.hand_over(queue):
                 del self._waiters[container_id]
 
 
@@ -247,42 +248,42 @@ class Slots:
     lend while it waits (``lend``, at most ``max_lent`` at once) and take back without waiting
     (``reclaim``): ``free`` is then below zero until enough are released."""
 
-    def __init__(self, count: int, side: LoopSide | None = None, max_lent: int = 0) -> None:
-        self._side = side or LoopSide()
+    def __init__(self, count: int, handoff: LoopHandoff | None = None, max_lent: int = 0) -> None:
+        self._handoff = handoff or LoopHandoff()
         self.free = count
         self.lent = 0
         self.max_lent = max_lent
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def try_acquire(self) -> bool:
-        with self._side.lock:
+        with self._handoff.lock:
             if self.free > 0 and not self._waiters:
                 self.free -= 1
                 return True
             return False
 
     async def acquire(self) -> None:
-        loop = self._side.bind()
-        with self._side.lock:
+        loop = self._handoff.bind()
+        with self._handoff.lock:
             if self.free > 0 and not self._waiters:
                 self.free -= 1
                 return
             turn = loop.create_future()
             self._waiters.append(turn)
-        await self._side.wait_turn(self._waiters, turn, self.release)
+        await self._handoff.wait_turn(self._waiters, turn, self.release)
 
     def release(self) -> None:
-        with self._side.lock:
-            if self._waiters and self.free >= 0 and not self._side.on_loop():
-                self._side.later(self.release)
+        with self._handoff.lock:
+            if self._waiters and self.free >= 0 and not self._handoff.on_loop():
+                self._handoff.later(self.release)
                 return
-            if self.free < 0 or not self._side.hand_over(self._waiters):
+            if self.free < 0 or not self._handoff.hand_over(self._waiters):
                 self.free += 1
 
     def lend(self) -> bool:
         """Gives a held slot to the next request (``release``) until ``reclaim``; False, with
         the slot still held, when ``max_lent`` are lent already."""
-        with self._side.lock:
+        with self._handoff.lock:
             if self.lent >= self.max_lent:
                 return False
             self.lent += 1
@@ -291,7 +292,7 @@ class Slots:
 
     def reclaim(self) -> None:
         """Takes a lent slot back, at once, free or not."""
-        with self._side.lock:
+        with self._handoff.lock:
             self.lent -= 1
             self.free -= 1
 
@@ -314,11 +315,11 @@ class Scheduler:
         self.queue_size = queue_size
         self.admitted = 0
         self.running = 0
-        self._side = LoopSide()
-        self._lock = self._side.lock
-        self.containers = ContainerLocks(self._side)
-        self.gc_exclusion = GcExclusion(self._side)
-        self._slots = Slots(concurrency, self._side, max_lent=LENDS_PER_SLOT * concurrency)
+        self._handoff = LoopHandoff()
+        self._lock = self._handoff.lock
+        self.containers = ContainerLocks(self._handoff)
+        self.gc_exclusion = GcExclusion(self._handoff)
+        self._slots = Slots(concurrency, self._handoff, max_lent=LENDS_PER_SLOT * concurrency)
 
     @property
     def waiting(self) -> int:
@@ -356,7 +357,7 @@ class Scheduler:
 
         Without contention no lock suspends the request: it reaches ``work`` in the same step
         of the event loop that admitted it."""
-        self._side.bind()
+        self._handoff.bind()
         with self._lock:
             if self._full():
                 raise Overloaded(self.running, self.waiting)

@@ -57,19 +57,20 @@ log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
 Reply = Callable[[CniResponse | HealthResponse], None]
 # Writes a response from a worker thread; False when it could not (then ``Reply`` is used).
-ThreadReply = Callable[[CniResponse], bool]
+WriteFromThread = Callable[[CniResponse], bool]
 SYNC_POLL_SECONDS = 0.05
 # How often a daemon whose caches have not synced asks whether the API server answers.
 REACHABLE_PROBE_SECONDS = 2.0
 
 
-class Answer:
-    """A request's answer, sent once: early from the engine's thread (``from_engine``, an ADD's
-    result before its final record write, a DEL's success before its record's removal) or
-    when the work returns (``send``)."""
+class AnswerViaLoop:
+    """The answer of a request the event loop took (queued, or sent in pieces), sent once: early
+    from the engine's thread (``from_engine``, an ADD's result before its final record write, a
+    DEL's success before its record's removal) or by the loop when the work returns
+    (``send``)."""
 
     def __init__(
-        self, reply: Reply | None, admitted: float, reply_now: ThreadReply | None = None
+        self, reply: Reply | None, admitted: float, reply_now: WriteFromThread | None = None
     ) -> None:
         self._reply = reply
         self._reply_now = reply_now
@@ -111,7 +112,7 @@ class Answer:
         return self.from_engine if self._reply is not None else None
 
 
-class DirectReply(Protocol):
+class AcceptedConnection(Protocol):
     """A connection an acceptor thread answers itself (``connection.DirectConnection``)."""
 
     def reply(self, response: CniResponse | HealthResponse) -> None: ...
@@ -125,12 +126,12 @@ class DirectReply(Protocol):
         ...
 
 
-class ThreadAnswer:
-    """A request's answer when a worker thread serves it whole: written by that thread, early
+class AnswerOnThread:
+    """The answer of a request an acceptor thread serves whole: written by that thread, early
     (an ADD's result before the record's final write, a DEL's success before its removal) or
     at the end, once."""
 
-    def __init__(self, direct: DirectReply, admitted: float) -> None:
+    def __init__(self, direct: AcceptedConnection, admitted: float) -> None:
         self._direct = direct
         self.admitted = admitted
         self.elapsed = 0.0  # admission to answer
@@ -375,7 +376,7 @@ class DaemonService:
         self,
         body: bytes,
         reply: Reply | None = None,
-        reply_now: ThreadReply | None = None,
+        reply_now: WriteFromThread | None = None,
         client: ClientPresence | None = None,
     ) -> CniResponse | HealthResponse:
         """The response to one request frame's body; never raises for a bad request.
@@ -414,7 +415,7 @@ class DaemonService:
         ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
         return None if ticket is None else (env, tag, stdin, ticket)
 
-    def serve_in_thread(self, body: bytes, direct: DirectReply) -> bool:
+    def serve_in_thread(self, body: bytes, direct: AcceptedConnection) -> bool:
         """In an acceptor thread: a CNI request that nothing holds back
         (``Scheduler.admit_now``) is run and answered right here, and True is returned once its
         work is over. False, with nothing done, for every other request (a health probe, a
@@ -423,7 +424,7 @@ class DaemonService:
         if admitted is None:
             return False
         env, tag, stdin, ticket = admitted
-        answer = ThreadAnswer(direct, time.perf_counter())
+        answer = AnswerOnThread(direct, time.perf_counter())
         if direct.gone():
             self.scheduler.leave(ticket)
             direct.close()
@@ -437,7 +438,7 @@ class DaemonService:
         return True
 
     def _serve_admitted(
-        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: ThreadAnswer
+        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: AnswerOnThread
     ) -> None:
         current_request.set(tag)
         observe_phases(self.metrics.observe_phase)
@@ -479,7 +480,7 @@ class DaemonService:
         self,
         request: Request,
         reply: Reply | None,
-        reply_now: ThreadReply | None,
+        reply_now: WriteFromThread | None,
         client: ClientPresence | None,
     ) -> CniResponse:
         env = request.cni_env()
@@ -493,7 +494,7 @@ class DaemonService:
             log.warning("refused a request: %s", exc)
             self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
             return error_response(exc)
-        answer = Answer(reply, start, reply_now)
+        answer = AnswerViaLoop(reply, start, reply_now)
         try:
             out, code = await self.scheduler.run(
                 tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer, client)
@@ -519,7 +520,11 @@ class DaemonService:
         self.metrics.observe_request(verb, "abandoned", time.perf_counter() - admitted)
 
     async def _execute(
-        self, env: dict[str, str], stdin: bytes, answer: Answer, client: ClientPresence | None
+        self,
+        env: dict[str, str],
+        stdin: bytes,
+        answer: AnswerViaLoop,
+        client: ClientPresence | None,
     ) -> tuple[bytes, int]:
         if client is not None:  # on the loop, in the step that was given the slot
             if client.left():
