@@ -365,3 +365,25 @@ def test_the_documented_objects_give_the_documented_devices(
         result, code = node.run("ADD", namespace=ns, pod="vf-app", uid=uid, **conf)
     assert code == 0, result
     assert delegate_devices(node) == [("net1", "0000:03:00.1"), ("net2", "0000:03:00.2")]
+
+
+def test_the_daemon_refuses_a_device_another_claim_holds_for_another_pod(
+    node: Node, dra: Dra, caches: ClusterCaches
+) -> None:
+    dra.claim()
+    uid = dra.pod()
+    dra.allocate(uid)
+    dra.claim("other-claim")  # a second allocation of nic-0, reserved for another pod
+    results = [{"request": "nics", "driver": DRIVER, "pool": dra.pool, "device": "nic-0"}]
+    reserved = [{"resource": "pods", "name": "thief", "uid": str(uuid.uuid4())}]
+    status = {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
+    dra.api.patch_namespaced_resource_claim_status("other-claim", dra.ns, {"status": status})
+    assert caches.claims is not None
+    other = caches.claims
+    assert wait_until(
+        lambda: "reservedFor" in (other.get(dra.ns, "other-claim") or {}).get("status", {})
+    )
+    error, code = add(node, dra, uid, caches)
+    assert (code, error["code"]) == (1, 11)
+    assert f"{dra.ns}/thief" in error["msg"]
+    assert node.calls("ADD") == []

@@ -143,3 +143,7 @@ class CachedStore:
     def cached_slices(self) -> list[dict[str, Any]]:
         slices = self.caches.slices
         return slices.values() if slices is not None else []
+
+    def cached_claims(self) -> list[dict[str, Any]]:
+        claims = self.caches.claims
+        return claims.values() if claims is not None else []

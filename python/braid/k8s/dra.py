@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 from urllib.parse import quote
 
+import msgspec
+
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError
@@ -290,6 +292,7 @@ class DraCaches(Protocol):
     def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def cached_claim(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def cached_slices(self) -> list[dict[str, Any]]: ...
+    def cached_claims(self) -> list[dict[str, Any]]: ...
 
 
 class ClaimReader:
@@ -325,7 +328,7 @@ class ClaimReader:
         for claim_name in names:
             claim = self._claim(namespace, claim_name, uid)
             found.extend(self._claim_devices(claim, f"{namespace}/{claim_name}", name, uid, slices))
-        return found
+        return self._held_elsewhere(found, name, uid)
 
     def _pod(
         self, namespace: str, name: str, uid: str, what: str
@@ -389,8 +392,59 @@ class ClaimReader:
                 continue
             resource, device = attributes
             network = network_data(claim, key, what)
-            found.append(ClaimedDevice(resource, device, ref, network, others))
+            found.append(ClaimedDevice(resource, device, ref, network, others, key))
         return found
+
+    def _held_elsewhere(
+        self, found: list[ClaimedDevice], pod: str, uid: str
+    ) -> list[ClaimedDevice]:
+        """``found`` with, for each device another claim of the caches also allocates to
+        another pod, that pod in ``others``; each such claim is read live first, so that a
+        cache behind a deallocation refuses nothing. Without caches: ``found``."""
+        if self.caches is None or not found:
+            return found
+        wanted = {c.key: c for c in found}
+        mine = {c.claim for c in found}
+        holders: dict[tuple[str, str, str], list[str]] = {}
+        for ref in _claims_allocating(self.caches.cached_claims(), set(wanted), mine):
+            namespace, name = ref.split("/", 1)
+            claim = self.get_object(claims_path(namespace, name), f"GET ResourceClaim {ref}")
+            what = f"ResourceClaim {ref}"
+            if claim is None:
+                continue
+            pods = [
+                f"{namespace}/{n}"
+                for n, u in reserved_for(claim, what)
+                if (u != uid if uid else n != pod)
+            ]
+            for key in set(allocated(claim, what) or []) & wanted.keys():
+                holders.setdefault(key, []).extend(pods)
+        return [
+            msgspec.structs.replace(c, others=(*c.others, *holders[c.key]))
+            if holders.get(c.key)
+            else c
+            for c in found
+        ]
+
+
+def _claims_allocating(
+    claims: list[dict[str, Any]], keys: set[DeviceKey], mine: set[str]
+) -> list[str]:
+    """namespace/name of each claim (not one of ``mine``) that allocates one of ``keys``;
+    a claim braid cannot read is passed over."""
+    found = []
+    for claim in claims:
+        meta = claim.get("metadata") or {}
+        ref = f"{meta.get('namespace')}/{meta.get('name')}"
+        if ref in mine:
+            continue
+        try:
+            devices = allocated(claim, f"ResourceClaim {ref}") or []
+        except CniError:
+            continue
+        if keys.intersection(devices):
+            found.append(ref)
+    return found
 
 
 def _ready(claim: dict[str, Any], uid: str, what: str) -> bool:

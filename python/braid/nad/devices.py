@@ -121,13 +121,15 @@ class ClaimedDevice(msgspec.Struct, frozen=True):
     the NADs whose resourceName is ``resource``: ``device``, the ID the delegate gets;
     ``claim``, namespace/name; ``network``, what the driver published in the claim's
     status (network-status keys: ``ips``, ``mac``); ``others``, the other pods the claim or
-    another claim of the same device is reserved for."""
+    another claim of the same device is reserved for; ``key``, the device's driver, pool
+    and name."""
 
     resource: str
     device: str
     claim: str
     network: dict[str, Any] = msgspec.field(default_factory=dict)
     others: tuple[str, ...] = ()
+    key: tuple[str, str, str] = ("", "", "")
 
 
 @runtime_checkable
@@ -190,9 +192,10 @@ def assign_devices(
             if others:
                 raise CniError(
                     TRY_AGAIN_LATER,
-                    f"{attachment.label}: kubelet reports device {device} of resource "
-                    f"{resource} for this pod and for {', '.join(sorted(others)[:3])}; braid "
-                    "attaches no device two pods hold (the ADD is to be retried)",
+                    f"{attachment.label}: device {device} of resource {resource} is this "
+                    f"pod's and also {', '.join(sorted(set(others))[:3])}'s (kubelet reports "
+                    "it, or a ResourceClaim is reserved for them); braid attaches no device "
+                    "two pods hold (the ADD is to be retried)",
                 )
         capability_args = dict(attachment.capability_args)
         for key in [k for k in capability_args if k.lower() == DEVICE_ID.lower()]:
