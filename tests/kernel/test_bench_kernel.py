@@ -181,6 +181,8 @@ def test_bench_measures_and_leaves_nothing(
     assert (burst["pods"], burst["parallel"]) == (4, 2)
     assert burst["add_pods_per_second"] > 0
     assert burst["del_pods_per_second"] > 0
+    assert burst["direct_add_pods_per_second"] > 0, "the same pods' delegates, directly"
+    assert burst["direct_del_pods_per_second"] > 0
     assert doc["teardown_failures"] == []
     assert len(doc["machine"]["load_average_before"]) == 3
     # The table on stdout carries the same figures.

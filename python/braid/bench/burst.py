@@ -1,6 +1,8 @@
 """A burst: ``pods`` pods, each in a namespace of its own, ADDed through braid by ``parallel``
 callers at once, then DELed the same way; the seconds from the first call's start to the last
-call's end, each way.
+call's end, each way. Then the same pods' delegates executed directly, the same way: what a
+runtime that executes each pod's delegates itself (a thin delegating plugin at best) cannot
+beat.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ class BurstFigures:
     parallel: int
     add_seconds: float
     del_seconds: float
+    direct_add_seconds: float | None = None
+    direct_del_seconds: float | None = None
 
 
 def _all(pods: Sequence[VerbPod], parallel: int, call: Callable[[VerbPod], None]) -> float:
@@ -38,8 +42,18 @@ def _all(pods: Sequence[VerbPod], parallel: int, call: Callable[[VerbPod], None]
     return time.perf_counter() - started
 
 
-def run_burst(pods: Sequence[VerbPod], parallel: int, attached: Attached) -> BurstFigures:
-    """ADD of every pod, then DEL of every pod."""
+def run_burst(
+    pods: Sequence[VerbPod],
+    parallel: int,
+    attached: Attached,
+    direct: Sequence[VerbPod] = (),
+) -> BurstFigures:
+    """ADD of every pod, then DEL of every pod; then the same of every ``direct`` pod (the
+    same namespaces, the delegates executed directly), when there are any."""
     add_seconds = _all(pods, parallel, attached.add)
     del_seconds = _all(pods, parallel, attached.delete)
-    return BurstFigures(len(pods), parallel, add_seconds, del_seconds)
+    if not direct:
+        return BurstFigures(len(pods), parallel, add_seconds, del_seconds)
+    direct_add = _all(direct, parallel, attached.add)
+    direct_del = _all(direct, parallel, attached.delete)
+    return BurstFigures(len(pods), parallel, add_seconds, del_seconds, direct_add, direct_del)

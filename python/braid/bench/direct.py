@@ -79,6 +79,13 @@ class DirectPod:
         plugin = network["plugins"][index]["type"]
         return run_ok(f"{self.world.bin_dir}/{plugin}", env, stdin)
 
+    def learn_versions(self) -> dict[str, str]:
+        """Asks the plugins their versions now (each network once) and returns what was
+        learned, for other pods of the same networks (``versions``)."""
+        for _, network in self.world.networks(self.extra):
+            self._version_of(network)
+        return self.versions
+
     def add(self) -> None:
         for ifname, network in self.world.networks(self.extra):
             for index in range(len(network["plugins"])):

@@ -45,6 +45,11 @@ def document(
             "del_seconds": round(b.del_seconds, 3),
             "del_pods_per_second": round(b.pods / b.del_seconds, 2),
         }
+        if b.direct_add_seconds is not None and b.direct_del_seconds is not None:
+            burst["direct_add_seconds"] = round(b.direct_add_seconds, 3)
+            burst["direct_add_pods_per_second"] = round(b.pods / b.direct_add_seconds, 2)
+            burst["direct_del_seconds"] = round(b.direct_del_seconds, 3)
+            burst["direct_del_pods_per_second"] = round(b.pods / b.direct_del_seconds, 2)
     plugins = plugin_types(plan.network)
     return {
         "braid_version": version,
@@ -112,6 +117,13 @@ def text(doc: dict[str, Any]) -> str:
             f"ADD {burst['add_seconds']:.2f} s ({burst['add_pods_per_second']:.1f} pods/s), "
             f"DEL {burst['del_seconds']:.2f} s ({burst['del_pods_per_second']:.1f} pods/s)",
         ]
+        if "direct_add_seconds" in burst:
+            lines.append(
+                f"the same, delegates directly: ADD {burst['direct_add_seconds']:.2f} s "
+                f"({burst['direct_add_pods_per_second']:.1f} pods/s), "
+                f"DEL {burst['direct_del_seconds']:.2f} s "
+                f"({burst['direct_del_pods_per_second']:.1f} pods/s)"
+            )
     memory = doc["daemon_memory_kib"]
     if memory:
         parts = [f"{key} {_mib(value)}" for key, value in memory.items()]

@@ -15,7 +15,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from braid.bench.braid_side import BraidPod
@@ -137,14 +137,29 @@ class _Stage:
             )
             for i, ns in enumerate(spaces)
         ]
+        versions = DirectPod(
+            self.world, plan.extra_networks, f"burstd-{self.run_id}", spaces[0]
+        ).learn_versions()
+        direct = [
+            DirectPod(
+                self.world, plan.extra_networks, f"burstd-{self.run_id}-{i}", ns, versions=versions
+            )
+            for i, ns in enumerate(spaces)
+        ]
         if daemon is None:
-            outcome.burst = run_burst(pods, plan.parallel, self.attached)
+            outcome.burst = run_burst(pods, plan.parallel, self.attached, direct)
             return
         outcome.memory_kib["rest"] = daemon.memory_kib()["VmRSS"]
         with RssSampler(daemon) as sampler:
             outcome.burst = run_burst(pods, plan.parallel, self.attached)
         outcome.memory_kib["peak"] = sampler.peak_kib
         outcome.memory_kib["hwm"] = daemon.memory_kib()["VmHWM"]
+        directly = run_burst(direct, plan.parallel, self.attached)
+        outcome.burst = replace(
+            outcome.burst,
+            direct_add_seconds=directly.add_seconds,
+            direct_del_seconds=directly.del_seconds,
+        )
 
 
 def _daemon(

@@ -161,7 +161,14 @@ def test_report_document_and_table() -> None:
     outcome = BenchOutcome(
         "0123abcd",
         record.figures(),
-        BurstFigures(pods=4, parallel=2, add_seconds=0.5, del_seconds=0.25),
+        BurstFigures(
+            pods=4,
+            parallel=2,
+            add_seconds=0.5,
+            del_seconds=0.25,
+            direct_add_seconds=0.4,
+            direct_del_seconds=0.5,
+        ),
         {"rest": 30720, "peak": 34816},
     )
     doc = document(plan(), outcome, version="1.2.3", load_before=(1, 2, 3), load_after=(1, 1, 1))
@@ -177,6 +184,8 @@ def test_report_document_and_table() -> None:
     assert doc["network"]["plugins"] == ["bridge", "host-local", "tuning"]
     assert doc["burst"]["add_pods_per_second"] == 8.0
     assert doc["burst"]["del_pods_per_second"] == 16.0
+    assert doc["burst"]["direct_add_pods_per_second"] == 10.0
+    assert doc["burst"]["direct_del_pods_per_second"] == 8.0
     assert doc["run_id"] == "0123abcd"
     json.dumps(doc)  # plain data
     table = text(doc)
@@ -184,4 +193,5 @@ def test_report_document_and_table() -> None:
     assert "load average 1.00 2.00 3.00 before" in table
     assert "DEL               30.00         32.00            +2.00         +2.00" in table
     assert "ADD 0.50 s (8.0 pods/s), DEL 0.25 s (16.0 pods/s)" in table
+    assert "delegates directly: ADD 0.40 s (10.0 pods/s), DEL 0.50 s (8.0 pods/s)" in table
     assert "daemon resident size: rest 30.0 MiB, peak 34.0 MiB" in table
