@@ -115,7 +115,9 @@ class DaemonCluster:
             return writer
 
     def start(self) -> None:
-        log.info("watching the pods of node %s and every NAD", self.node_name)
+        claims = ", every ResourceClaim and the node's ResourceSlices"
+        what = claims if self.caches.claims is not None else ""
+        log.info("watching the pods of node %s, every NAD%s", self.node_name, what)
         self.caches.start()
 
     def synced(self) -> bool:
