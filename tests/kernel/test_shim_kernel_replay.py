@@ -379,3 +379,25 @@ def test_a_record_cut_after_its_entries_is_replayed_whole(
     engine.assert_nothing_left()
     assert_leases_released(engine, "net-a", "net-b")
     assert shim_del(engine, shim, no_daemon_dir) == (0, b"")
+
+
+def test_a_variable_that_is_not_utf8_is_left_out_of_the_delegates_on_both_sides(
+    engine: EngineSetup, shim: Path, no_daemon_dir: Path
+) -> None:
+    """The runtime's ADD and the shim's replayed DEL start their delegates with every variable
+    of their environment that is UTF-8 (``braid_delegate::delegates::plugin_env``): a stray
+    byte in another variable fails neither."""
+    stray = {"BRAID_TEST_STRAY": "\udcff"}  # the byte 0xff, as Python holds it
+    stdin = engine.braid_conf({NETWORKS: "net-a"})
+    added = _in_host(engine, BRAID_THIN, {**engine.env("ADD"), **stray}, stdin)
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
+
+    stdin = engine.braid_conf(None, daemonSocketDir=str(no_daemon_dir))
+    env = {**engine.env("DEL"), "CNI_ARGS": DEL_ARGS, **stray}
+    deleted = _in_host(engine, shim, env, stdin)
+
+    assert (deleted.returncode, deleted.stdout) == (0, b""), deleted.stderr
+    assert b"panicked" not in deleted.stderr
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")

@@ -15,6 +15,16 @@ use braid_cni::CniError;
 use crate::judge::{judge_exit, no_output_error, supported_versions, NoOutput, VERSION_STDIN};
 use crate::{lookup, EXIT_GRACE, MAX_STDOUT_BYTES};
 
+/// The CNI variables of a VERSION call: libcni sends `dummy` for the netns, ifname and path.
+pub const VERSION_ENV: [(&str, &str); 6] = [
+    ("CNI_COMMAND", "VERSION"),
+    ("CNI_CONTAINERID", ""),
+    ("CNI_NETNS", "dummy"),
+    ("CNI_ARGS", ""),
+    ("CNI_IFNAME", "dummy"),
+    ("CNI_PATH", "dummy"),
+];
+
 /// The CNI variables of one call (`CNI_PATH` comes from [`Delegates`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
@@ -64,15 +74,7 @@ impl Delegates {
         if let Some(known) = self.versions.get(path) {
             return Ok(known.clone());
         }
-        let env = [
-            ("CNI_COMMAND", "VERSION"),
-            ("CNI_CONTAINERID", ""),
-            ("CNI_NETNS", "dummy"),
-            ("CNI_ARGS", ""),
-            ("CNI_IFNAME", "dummy"),
-            ("CNI_PATH", "dummy"),
-        ];
-        let output = self.execute(path, &env, VERSION_STDIN)?;
+        let output = self.execute(path, &VERSION_ENV, VERSION_STDIN)?;
         let supported =
             supported_versions(output.code, &output.stdout, &output.stderr, plugin_type)?;
         self.versions.insert(path.to_owned(), supported.clone());
@@ -149,9 +151,24 @@ impl Delegates {
     }
 }
 
-/// This process's environment with `set` over it.
+/// This process's environment with `set` over it ([`plugin_env`]).
 fn full_env(set: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut full: Vec<(String, String)> = std::env::vars()
+    let inherited = std::env::vars_os()
+        .map(|(name, value)| (name.into_string().ok(), value.into_string().ok()));
+    plugin_env(inherited, set)
+}
+
+/// A plugin's whole environment (libcni's rule): the `inherited` variables, but for those
+/// `set` gives, then `set` (the CNI variables). A variable whose name or value is not UTF-8
+/// (`None`) is left out: no CNI variable is one, and no plugin reads one. The shim passes its
+/// own environment; the runtime `braid.cni`, through `braid._native`, the one it built.
+pub fn plugin_env(
+    inherited: impl IntoIterator<Item = (Option<String>, Option<String>)>,
+    set: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut full: Vec<(String, String)> = inherited
+        .into_iter()
+        .filter_map(|(name, value)| Some((name?, value?)))
         .filter(|(name, _)| !set.iter().any(|(key, _)| key == name))
         .collect();
     full.extend(set.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
@@ -162,5 +179,83 @@ fn full_env(set: &[(&str, &str)]) -> Vec<(String, String)> {
 pub fn copy_stderr(stderr: &[u8]) {
     if !stderr.is_empty() {
         eprint!("{}", String::from_utf8_lossy(stderr));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn some(name: &str, value: &str) -> (Option<String>, Option<String>) {
+        (Some(name.to_owned()), Some(value.to_owned()))
+    }
+
+    #[test]
+    fn the_cni_variables_replace_inherited_ones_and_non_utf8_ones_are_left_out() {
+        let inherited = vec![
+            some("PATH", "/usr/bin"),
+            some("CNI_COMMAND", "ADD"),
+            (Some("BAD".to_owned()), None),
+            (None, Some("value".to_owned())),
+            some("HOME", "/root"),
+        ];
+        let env = plugin_env(inherited, &[("CNI_COMMAND", "DEL"), ("CNI_PATH", "/opt")]);
+        assert_eq!(
+            env,
+            [
+                ("PATH", "/usr/bin"),
+                ("HOME", "/root"),
+                ("CNI_COMMAND", "DEL"),
+                ("CNI_PATH", "/opt"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+    }
+
+    #[test]
+    fn the_variables_of_a_call_match_the_golden_file() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/delegate/environment.json"
+        );
+        let golden: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).expect("golden")).expect("json");
+        let call = &golden["call"];
+        let text = |key: &str| call[key].as_str().expect(key).to_owned();
+        let (command, container_id, netns, ifname, args) = (
+            text("command"),
+            text("containerId"),
+            text("netns"),
+            text("ifname"),
+            text("args"),
+        );
+        let dirs: Vec<String> = call["pluginDirs"]
+            .as_array()
+            .expect("dirs")
+            .iter()
+            .map(|dir| dir.as_str().expect("dir").to_owned())
+            .collect();
+        let delegates = Delegates::new(dirs, Duration::from_secs(1));
+        let env = delegates.env(Call {
+            command: &command,
+            container_id: &container_id,
+            netns: &netns,
+            ifname: &ifname,
+            args: &args,
+        });
+        let expected = golden["variables"].as_object().expect("variables");
+        for (name, value) in expected {
+            let found: Vec<&String> = env
+                .iter()
+                .filter(|(k, _)| k == name)
+                .map(|e| &e.1)
+                .collect();
+            assert_eq!(found, [value.as_str().expect("value")], "{name}");
+        }
+        let version = golden["versionVariables"].as_object().expect("version");
+        assert_eq!(version.len(), VERSION_ENV.len());
+        for (name, value) in VERSION_ENV {
+            assert_eq!(version[name], value, "{name}");
+        }
     }
 }

@@ -8,11 +8,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use braid_cni::wait_duration;
+use braid_delegate::delegates::plugin_env;
 use braid_exec::sequence::{run_sequence as run_steps, Step, StepLimits, StepResult};
 use braid_exec::{Failure, Limits, Plugin, Within};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 
 use crate::helpers::Pending;
 
@@ -105,6 +106,20 @@ impl PluginProcess {
     }
 }
 
+/// A plugin's whole environment as Python hands it: `(name, value)` pairs.
+type PyEnv<'py> = Vec<(Bound<'py, PyString>, Bound<'py, PyString>)>;
+
+/// `env` as the plugin gets it (`braid_delegate::delegates::plugin_env`): a variable that is
+/// not UTF-8 (Python holds undecodable bytes of the environment as lone surrogates) is left
+/// out, as the shim leaves it out.
+fn env_of(env: &[(Bound<'_, PyString>, Bound<'_, PyString>)]) -> Vec<(String, String)> {
+    let text = |value: &Bound<'_, PyString>| value.to_str().ok().map(str::to_owned);
+    plugin_env(
+        env.iter().map(|(name, value)| (text(name), text(value))),
+        &[],
+    )
+}
+
 /// Starts the plugin at `path` with exactly `env` (entering the namespace open as `netns_fd`
 /// and the root directory open as `root_fd` first, when given: `path` is then resolved inside
 /// that root); an `OSError` with the `errno` of the failure otherwise (`ETXTBSY` is retried a
@@ -116,11 +131,12 @@ impl PluginProcess {
 fn spawn_plugin(
     py: Python<'_>,
     path: &str,
-    env: Vec<(String, String)>,
+    env: PyEnv<'_>,
     netns_fd: Option<i32>,
     root_fd: Option<i32>,
     stdin: Option<&[u8]>,
 ) -> PyResult<PluginProcess> {
+    let env = env_of(&env);
     let within = Within {
         netns: netns_fd,
         root: root_fd,
@@ -188,12 +204,9 @@ fn thread_netns() -> Option<u64> {
 /// starts the plugin itself.
 #[pyfunction]
 #[pyo3(signature = (*, path, env, root_fd=None))]
-fn start_plugin(
-    path: &str,
-    env: Vec<(String, String)>,
-    root_fd: Option<i32>,
-) -> PyResult<StartingPlugin> {
+fn start_plugin(path: &str, env: PyEnv<'_>, root_fd: Option<i32>) -> PyResult<StartingPlugin> {
     let path = path.to_owned();
+    let env = env_of(&env);
     let callers = thread_netns();
     let pending = Pending::start(move || {
         if callers.is_none() || thread_netns() != callers {
@@ -211,7 +224,7 @@ fn start_plugin(
 
 /// One step of `run_sequence`: the plugin's path, its whole environment, its stdin and its
 /// group (a failed step skips the rest of its group).
-type SequenceStep = (String, Vec<(String, String)>, Vec<u8>, usize);
+type SequenceStep<'py> = (String, PyEnv<'py>, Vec<u8>, usize);
 /// What became of a step: `(kind, code, stdout, stderr, seconds)`; `kind` is `exited` (code:
 /// the exit code, below zero a signal), `timeout` or `overflow` (the group killed), `io` or
 /// `spawn` (code: the errno, stderr: its message), or `skipped`.
@@ -226,7 +239,7 @@ type SequenceOutcome = (&'static str, i32, Py<PyBytes>, Py<PyBytes>, f64);
 #[pyo3(signature = (*, steps, timeout, exit_grace, max_stdout, netns_fd=None, root_fd=None))]
 fn run_sequence(
     py: Python<'_>,
-    steps: Vec<SequenceStep>,
+    steps: Vec<SequenceStep<'_>>,
     timeout: Option<f64>,
     exit_grace: f64,
     max_stdout: usize,
@@ -238,6 +251,10 @@ fn run_sequence(
         exit_grace: wait_duration(exit_grace),
         max_stdout,
     };
+    let steps: Vec<(String, Vec<_>, Vec<u8>, usize)> = steps
+        .into_iter()
+        .map(|(path, env, stdin, group)| (path, env_of(&env), stdin, group))
+        .collect();
     let results = py.detach(|| {
         let borrowed: Vec<Step<'_>> = steps
             .iter()
