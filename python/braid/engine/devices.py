@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -42,6 +42,9 @@ from braid.nad.devices import (
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import PodRef
 
+if TYPE_CHECKING:  # grpc: imported by the call that needs it
+    from braid.k8s.podresources.client import PodDevices
+
 
 def plan_devices(
     ctx: EngineContext, pod: PodRef, container_id: str, plan: AttachmentPlan
@@ -57,6 +60,37 @@ def plan_devices(
             "the pod selects a NAD with a resourceName but the runtime names no pod "
             "(K8S_POD_NAME), so kubelet cannot say which devices it got"
         )
+    found = _kubelet_devices(ctx, pod)
+    claimed: list[ClaimedDevice] = []
+    by_claim: dict[str, list[str]] = {}
+    if config.resource_claims:
+        if isinstance(ctx.store, ClaimSource):
+            claimed = ctx.store.claimed_devices(pod.namespace, pod.name, pod.uid)
+        by_claim = found.claims
+    held = {(c.resource, c.device): c for c in claimed}
+
+    def elsewhere(resource: str, device: str) -> list[str]:
+        claim = held.get((resource, device))
+        return found.other_pods(resource, device) + list(claim.others if claim else ())
+
+    planned = assign_devices(
+        plan,
+        combined(found.devices, by_claim, claimed),
+        info_path=lambda a: cni_info_path(config.device_info_dir, container_id, a.ifname),
+        dp_dir=config.device_info_dir,
+        socket=config.pod_resources_socket,
+        elsewhere=elsewhere,
+    )
+    network = {}
+    for assigned in planned.assignments:
+        claim = held.get((assigned.resource, assigned.device))
+        if claim is not None and claim.network:
+            network[assigned.position] = claim.network
+    return msgspec.structs.replace(planned, network=network)
+
+
+def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> PodDevices:
+    """What kubelet's PodResources API reports for the pod (``podResourcesSocket``)."""
     try:
         from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
     except ImportError as exc:  # grpcio and protobuf are the `devices` extra
@@ -66,44 +100,16 @@ def plan_devices(
             "needs gRPC: install braid-cni[devices] (grpcio, protobuf)",
             str(exc),
         ) from None
-
-    socket = config.pod_resources_socket
+    socket = ctx.config.pod_resources_socket
     try:
         local = ctx.local(socket)
     except OSError as exc:  # the node's links to it loop
         raise CniError(
             TRY_AGAIN_LATER, f"kubelet's PodResources API at {socket} cannot be reached", str(exc)
         ) from None
-    found = pod_devices(
-        socket, pod.namespace, pod.name, timeout=config.pod_resources_timeout, local=local
+    return pod_devices(
+        socket, pod.namespace, pod.name, timeout=ctx.config.pod_resources_timeout, local=local
     )
-    claimed: list[ClaimedDevice] = []
-    by_claim: dict[str, list[str]] = {}
-    if config.resource_claims:
-        if isinstance(ctx.store, ClaimSource):
-            claimed = ctx.store.claimed_devices(pod.namespace, pod.name, pod.uid)
-        by_claim = found.claims
-    devices = combined(found.devices, by_claim, claimed)
-    held = {(c.resource, c.device): c for c in claimed}
-
-    def elsewhere(resource: str, device: str) -> list[str]:
-        claim = held.get((resource, device))
-        return found.other_pods(resource, device) + list(claim.others if claim else ())
-
-    planned = assign_devices(
-        plan,
-        devices,
-        info_path=lambda a: cni_info_path(config.device_info_dir, container_id, a.ifname),
-        dp_dir=config.device_info_dir,
-        socket=socket,
-        elsewhere=elsewhere,
-    )
-    network = {}
-    for assigned in planned.assignments:
-        claim = held.get((assigned.resource, assigned.device))
-        if claim is not None and claim.network:
-            network[assigned.position] = claim.network
-    return msgspec.structs.replace(planned, network=network)
 
 
 def combined(

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from braid.k8s.client import KubeClient
-from braid.k8s.dra import (
-    ClaimReader,
+from braid.k8s.dra import ClaimReader
+from braid.k8s.dra_objects import (
     claims_path,
     slices_path,
     trim_claim,

@@ -1,5 +1,5 @@
-"""The DRA objects as braid reads them (braid.k8s.dra): claim names from the pod, allocations,
-slice attributes, networkData; every list bounded, every string checked."""
+"""The DRA objects as braid reads them (braid.k8s.dra_objects): claim names from the pod,
+allocations, slice attributes, networkData; every list bounded, every string checked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from braid.engine.devices import combined
 from braid.errors import INVALID_CONFIG, CniError
-from braid.k8s.dra import (
+from braid.k8s.dra_objects import (
     DEVICE_ID_ATTRIBUTE,
     RESOURCE_ATTRIBUTE,
     allocated,
