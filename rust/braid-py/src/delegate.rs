@@ -13,7 +13,7 @@ use braid_delegate::spares::{self, Held};
 use braid_delegate::{cache, judge, lock, lookup, teardown, EXIT_GRACE, MAX_STDOUT_BYTES};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::to_py_err;
 
@@ -246,6 +246,24 @@ fn discover_spares(py: Python<'_>, dir: &str) -> PyResult<Vec<FoundSpare>> {
         .collect()
 }
 
+/// braid's settings in a conf or conflist as the shim reads them (`braid_wire::settings`),
+/// under their keys (`daemonWaitSeconds` and `pluginTimeout` in seconds); the shim's
+/// `CniError` otherwise.
+#[pyfunction]
+#[pyo3(signature = (*, data))]
+fn shim_settings<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let settings = braid_cni::settings::parse(data).map_err(|e| to_py_err(py, e))?;
+    let found = PyDict::new(py);
+    found.set_item("cniVersion", settings.cni_version)?;
+    found.set_item("daemonSocketDir", settings.socket_dir)?;
+    found.set_item("cniDir", settings.cni_dir)?;
+    found.set_item("binDir", settings.bin_dir)?;
+    found.set_item("daemonWaitSeconds", settings.daemon_wait.as_secs_f64())?;
+    found.set_item("pluginTimeout", settings.plugin_timeout.as_secs_f64())?;
+    found.set_item("readinessindicatorfile", settings.readiness_file)?;
+    Ok(found)
+}
+
 /// Whether `version` (`""` is 0.1.0) parses and is at least `minimum`.
 #[pyfunction]
 #[pyo3(signature = (*, version, minimum))]
@@ -267,6 +285,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HeldLock>()?;
     m.add_function(wrap_pyfunction!(spare_held, m)?)?;
     m.add_function(wrap_pyfunction!(discover_spares, m)?)?;
+    m.add_function(wrap_pyfunction!(shim_settings, m)?)?;
     m.add("SPARE_SIZE", spares::SPARE_SIZE)?;
     m.add("SPARE_SUFFIX", spares::SPARE_SUFFIX)?;
     m.add_function(wrap_pyfunction!(version_at_least, m)?)?;

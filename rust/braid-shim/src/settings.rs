@@ -35,4 +35,40 @@ mod tests {
         );
         assert_eq!(read_stdin(&data[1..]).unwrap().len(), MAX_STDIN_BYTES);
     }
+
+    /// The settings of a golden case as the fixture writes them.
+    fn as_json(settings: &Settings) -> serde_json::Value {
+        serde_json::json!({
+            "cniVersion": settings.cni_version,
+            "daemonSocketDir": settings.socket_dir,
+            "cniDir": settings.cni_dir,
+            "binDir": settings.bin_dir,
+            "daemonWaitSeconds": settings.daemon_wait.as_secs_f64(),
+            "pluginTimeout": settings.plugin_timeout.as_secs_f64(),
+            "readinessindicatorfile": settings.readiness_file,
+        })
+    }
+
+    #[test]
+    fn settings_match_the_golden_cases() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/settings/shim.json"
+        );
+        let golden: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).expect("golden")).expect("json");
+        let cases = golden["cases"].as_array().expect("cases");
+        assert!(cases.len() > 10);
+        for case in cases {
+            let name = &case["name"];
+            let stdin = serde_json::to_vec(&case["config"]).expect("config");
+            match parse(&stdin) {
+                Ok(settings) => assert_eq!(as_json(&settings), case["settings"], "{name}"),
+                Err(err) => {
+                    assert_eq!(u64::from(err.code), case["error"]["code"], "{name}");
+                    assert_eq!(err.msg, case["error"]["msg"], "{name}");
+                }
+            }
+        }
+    }
 }
