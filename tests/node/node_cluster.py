@@ -39,6 +39,9 @@ from node_host import NodeError
 from runtime_cri import SANDBOX_READY, CriClient, SandboxStatus
 
 NODE_NAME = "braid-node"
+# kubelet's device plugin directory: fixed, whatever --root-dir says. The node binds a
+# directory of its own over it (in the tier's mount namespace), so nothing reaches the machine.
+DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 START_TIMEOUT = 120.0
 T = TypeVar("T")
 
@@ -115,7 +118,8 @@ def log_tail(path: Path, lines: int) -> str:
 class Node:
     """The running node. Attributes tests use: `node_name`, `node_ip`, `api_host`, `api_port`,
     `ca_file`, `kubeconfig` (admin), `pod_subnet`, `cni_network`, `bridge`,
-    `host_local_dir`, `static_pod_dir`, `kubelet_root_dir`, `containerd_socket`, `root`."""
+    `host_local_dir`, `static_pod_dir`, `kubelet_root_dir`, `device_plugin_dir`,
+    `containerd_socket`, `root`."""
 
     node_name = NODE_NAME
     node_ip = node_host.NODE_IP
@@ -126,6 +130,7 @@ class Node:
     host_local_dir = node_config.CNI_STATE_DIR / "networks" / node_config.CLUSTER_NETWORK
     pause_image = node_config.PAUSE_IMAGE
     busybox_image = node_config.BUSYBOX_IMAGE
+    device_plugin_dir = DEVICE_PLUGIN_DIR
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -470,6 +475,9 @@ class Node:
         for directory in directories:
             directory.mkdir(parents=True, exist_ok=True)
         node_host.shadow_kernel_tunables(self.root / "sysctl")
+        (self.root / "device-plugins").mkdir()
+        DEVICE_PLUGIN_DIR.mkdir(parents=True, exist_ok=True)
+        node_host.run("mount", "--bind", self.root / "device-plugins", DEVICE_PLUGIN_DIR)
         node_host.create_node_link()
         node_host.create_cgroup_root()
         node_config.write_cluster_network()
@@ -730,6 +738,7 @@ class Node:
             node_host.delete_link(link)
         problems += [f"cgroup {group} not removed" for group in node_host.remove_cgroups()]
         node_host.unshadow_kernel_tunables()
+        node_host.unmount_under(DEVICE_PLUGIN_DIR, itself=True)
         node_host.unmount_under(self.root, itself=True)
         left = node_host.processes_mentioning(str(self.root))
         problems += [f"process {pid} still runs: {argv}" for pid, argv in left]
