@@ -9,7 +9,7 @@ import cluster_manifests
 import kubernetes.client
 import pytest
 
-from braid.nad.config import load_braid_config
+from braid.config.schema import load_braid_config
 
 
 def daemonset(docs: list[dict[str, Any]]) -> dict[str, Any]:

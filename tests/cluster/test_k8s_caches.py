@@ -15,10 +15,10 @@ from faultproxy import where
 from k8s_engine import NODE, Node, create_nad, create_pod, node
 from test_k8s_status import wait_until
 
+from braid.config.schema import BraidConfig
 from braid.engine import run_cni
 from braid.k8s.caches import ClusterCaches
 from braid.k8s.select import connect
-from braid.nad.config import BraidConfig
 
 __all__ = ["node"]  # the fixture
 NAD_WATCH = where(method="GET", path="network-attachment-definitions", watch=True)

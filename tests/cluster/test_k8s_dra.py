@@ -26,10 +26,10 @@ from kubernetes.client.exceptions import ApiException
 from test_k8s_devices import delegate_devices, device_conf
 from test_k8s_status import wait_until
 
+from braid.config.schema import BraidConfig
 from braid.engine import run_cni
 from braid.k8s.caches import ClusterCaches
 from braid.k8s.select import connect
-from braid.nad.config import BraidConfig
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
 

@@ -15,11 +15,11 @@ import pytest
 from faultproxy import where
 from k8s_engine import STATUS_KEY, Node, create_nad, create_pod, delete_pod, node, read_pod
 
+from braid.config.schema import BraidConfig
 from braid.k8s.background import RetryScheduler
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.select import connect
 from braid.k8s.status import StatusWriter
-from braid.nad.config import BraidConfig
 from braid.nad.resolve import PodRef
 
 __all__ = ["node"]  # the fixture

@@ -24,10 +24,10 @@ import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, default_routes, make_engine
 
 from braid.cni import ProcessExecutor
+from braid.config.schema import load_braid_config
 from braid.engine.context import EngineContext
 from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
 from braid.errors import CniError
-from braid.nad.config import load_braid_config
 from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore
 
@@ -235,7 +235,7 @@ def crash_in_the_middle(engine: EngineSetup, networks: str) -> None:
         from braid.cni import ProcessExecutor
         from braid.engine.context import EngineContext
         from braid.engine.hotplug import hotplug
-        from braid.nad.config import load_braid_config
+        from braid.config.schema import load_braid_config
         from braid.nad.resolve import PodRef
         from braid.nad.store import FileStore
         config = load_braid_config(sys.stdin.buffer.read()).config

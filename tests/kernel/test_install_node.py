@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from braid.commands.install import BRAID_CONFLIST, install_shim, main
-from braid.nad.config import load_braid_config
+from braid.config.schema import load_braid_config
 
 INSTALL = [sys.executable, "-m", "braid.commands.install"]
 

@@ -117,7 +117,7 @@ def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSet
     log.debug("node name %s from %s", node_name, source)
     socket_dir = operator.localize.local(args.socket_dir) if args.socket_dir else None
     return settings_from(
-        operator.config,
+        operator.config.daemon,
         socket_dir=socket_dir,
         concurrency=args.concurrency,
         queue_size=args.queue_size,
@@ -172,7 +172,7 @@ def service_of(
         operator=operator,
         root=root,
     )
-    if kubernetes_wanted(config, os.environ):
+    if kubernetes_wanted(config.kubernetes, os.environ):
         from braid.daemon.cluster import open_cluster  # noqa: PLC0415 - imports the HTTP client
 
         service.cluster = open_cluster(

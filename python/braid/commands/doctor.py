@@ -20,12 +20,12 @@ from braid.cni.exec import find_plugin
 from braid.cni.hostroot import HostRoot
 from braid.commands.args import add_output_option, write_data
 from braid.commands.install import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME, default_network_file
+from braid.config.schema import BraidConfig, load_braid_config
 from braid.daemon.client import exchange, is_ready
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.protocol import PROTOCOL_VERSION
 from braid.daemon.settings import SOCKET_NAME
 from braid.errors import CniError
-from braid.nad.config import BraidConfig, load_braid_config
 from braid.nad.default_network import delegate_from_nad, resolve_reference
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.netconf import DelegateConfig
@@ -261,11 +261,11 @@ def store_and_nads(view: NodeView) -> tuple[Store, list[NetworkAttachmentDefinit
     from braid.k8s.select import kubernetes_wanted  # noqa: PLC0415
 
     config = view.operator.config
-    if kubernetes_wanted(config, os.environ):
+    if kubernetes_wanted(config.kubernetes, os.environ):
         from braid.k8s.select import connect  # noqa: PLC0415
         from braid.k8s.store import KubeStore  # noqa: PLC0415
 
-        kube = KubeStore(connect(config, os.environ, timeout=5.0))
+        kube = KubeStore(connect(config.kubernetes, os.environ, timeout=5.0))
         return kube, kube.list_nads()
     store = FileStore(config.nad_dir, config.pod_dir)
     return store, list(store.nads().values())

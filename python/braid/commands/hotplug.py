@@ -169,8 +169,8 @@ def _kubeconfig(given: str | None) -> str:
 
 def running_verb(args: argparse.Namespace) -> int:
     """``attach``/``detach`` with ``--running NAMESPACE/NAME NETWORK``."""
+    from braid.config.schema import BraidConfig  # noqa: PLC0415
     from braid.k8s.select import connect  # noqa: PLC0415
-    from braid.nad.config import BraidConfig  # noqa: PLC0415
 
     namespace, _, name = args.running.rpartition("/")
     if not name or not args.network:
@@ -180,7 +180,9 @@ def running_verb(args: argparse.Namespace) -> int:
         )
         return USAGE_ERROR
     try:
-        client = connect(BraidConfig(kubeconfig=_kubeconfig(args.kubeconfig)), os.environ)
+        client = connect(
+            BraidConfig(kubeconfig=_kubeconfig(args.kubeconfig)).kubernetes, os.environ
+        )
         try:
             attach = args.verb == "ADD"
             patch_annotation(client, namespace or "default", name, args.network, attach=attach)

@@ -31,8 +31,8 @@ from braid.commands.multus_keys import (
     THIN_TYPE,
     UNKNOWN,
 )
+from braid.config.schema import LOG_LEVELS, BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import LOG_LEVELS, BraidConfig
 
 # braid's keys that are empty unless set: an empty Multus value means the same there.
 _EMPTY_BY_DEFAULT = frozenset(

@@ -22,10 +22,10 @@ from braid import _native
 from braid.cni import Runtime
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
 from braid.commands.explain_text import summary, summary_line
+from braid.config.schema import load_braid_config
 from braid.engine.entry import run_cni
 from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import load_braid_config
 from braid.nad.manifests import PodManifest, manifest_objects, object_kind, pod_from_object
 from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore

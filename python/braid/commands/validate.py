@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from braid.commands.args import add_output_option, write_data
+from braid.config.schema import BRAID_PLUGIN_TYPES, load_braid_config
 from braid.errors import CniError
 from braid.nad.annotations import (
     DEFAULT_NETWORK_ANNOTATION,
@@ -22,7 +23,6 @@ from braid.nad.annotations import (
     parse_default_network,
     parse_selections,
 )
-from braid.nad.config import BRAID_PLUGIN_TYPES, load_braid_config
 from braid.nad.manifests import (
     PodManifest,
     manifest_objects,

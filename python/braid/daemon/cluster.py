@@ -16,6 +16,7 @@ import os
 import threading
 from collections.abc import Mapping
 
+from braid.config.schema import BraidConfig
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.metrics import DaemonMetrics
 from braid.daemon.publisher import MeasuredStatusWriter
@@ -25,7 +26,6 @@ from braid.k8s.caches import ClusterCaches
 from braid.k8s.client import KubeClient
 from braid.k8s.events import EventRecorder, MissRecordingStore
 from braid.k8s.select import connect
-from braid.nad.config import BraidConfig
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
 
@@ -159,7 +159,7 @@ def open_cluster(
     the in-cluster service account. Raises ``CniError`` for unusable credentials."""
     return DaemonCluster(
         config,
-        connect(config, env),
+        connect(config.kubernetes, env),
         node_name=node_name,
         metrics=metrics,
         watch_seconds=watch_seconds,

@@ -26,6 +26,7 @@ from prometheus_client import Counter, Histogram
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
+from braid.config.schema import BraidConfig
 from braid.daemon.cluster import DaemonCluster
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.metrics import BUCKETS, DaemonMetrics
@@ -37,7 +38,6 @@ from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.events import MissRecordingStore
 from braid.k8s.status import StatusWriter
 from braid.nad.annotations import NETWORKS_ANNOTATION
-from braid.nad.config import BraidConfig
 from braid.nad.resolve import PodRef
 
 log = logging.getLogger(DAEMON_LOGGER)

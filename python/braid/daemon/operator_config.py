@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 from braid.cni.hostroot import HostRoot
+from braid.config.schema import BraidConfig, LoadedConfig, load_braid_config
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import BraidConfig, LoadedConfig, load_braid_config
 from braid.nad.policy import Localizer, overlay, policy_attributes
 
 log = logging.getLogger(DAEMON_LOGGER)

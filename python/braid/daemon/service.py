@@ -26,6 +26,7 @@ import msgspec
 
 from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor, Step, StepOutcome
 from braid.cni.hostroot import HostRoot
+from braid.config.schema import BraidConfig
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
@@ -46,7 +47,6 @@ from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
 from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
-from braid.nad.config import BraidConfig
 from braid.nad.store import FileStores, Store
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from braid.config.layers import DaemonConfig
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import BraidConfig
 
 SOCKET_NAME = "braid.sock"
 DEFAULT_DRAIN_SECONDS = 60.0
@@ -114,7 +114,7 @@ def default_concurrency() -> int:
 
 
 def settings_from(
-    config: BraidConfig,
+    config: DaemonConfig,
     *,
     socket_dir: str | None = None,
     concurrency: int | None = None,
@@ -129,10 +129,11 @@ def settings_from(
     max_connections: int = 0,
     frame_seconds: float = DEFAULT_FRAME_SECONDS,
 ) -> DaemonSettings:
-    """The configuration's values, each overridden by its command-line flag when given.
-    ``config``'s paths are those this process opens (named through the host root)."""
-    chosen = concurrency if concurrency is not None else config.daemon_concurrency
-    queue = queue_size if queue_size is not None else config.daemon_queue_size
+    """The configuration's values (its daemon part, ``BraidConfig.daemon``), each overridden
+    by its command-line flag when given. ``config``'s paths are those this process opens
+    (named through the host root)."""
+    chosen = concurrency if concurrency is not None else config.concurrency
+    queue = queue_size if queue_size is not None else config.queue_size
     if chosen < 0 or queue < 0:
         raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
     if cache_sync_seconds < 0 or watch_seconds < 1:
@@ -143,11 +144,11 @@ def settings_from(
             f"--max-connections must be >= 0 and --frame-seconds in (0, {MAX_FRAME_SECONDS:g}]",
         )
     settings = DaemonSettings(
-        socket_dir=Path(socket_dir or config.daemon_socket_dir),
+        socket_dir=Path(socket_dir or config.socket_dir),
         concurrency=chosen or default_concurrency(),
         queue_size=queue,
         metrics_address=(
-            metrics_address if metrics_address is not None else config.daemon_metrics_address
+            metrics_address if metrics_address is not None else config.metrics_address
         ),
         drain_seconds=drain_seconds,
         node_name=node_name,

@@ -16,6 +16,7 @@ from braid.cni import (
 from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor
 from braid.cni.hostroot import HostRoot
 from braid.cni.locks import LockDirectory
+from braid.config.schema import BraidConfig
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import delegate_observer
 from braid.engine.record import (
@@ -28,7 +29,6 @@ from braid.engine.record import (
 )
 from braid.engine.request import CniRequest
 from braid.engine.spares import SpareFiles
-from braid.nad.config import BraidConfig
 from braid.nad.plan import AttachmentPlan, empty_prev_result
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
@@ -58,7 +58,7 @@ class EngineContext(msgspec.Struct, dict=True):
     file, fsynced). ``root``: the node's root filesystem when braid sees it elsewhere (the
     daemon in its container): plugins are looked up and run inside it, and the paths of the
     request (``CNI_NETNS``) are opened through it (``local``); ``config`` then already names
-    its files through it (``braid.nad.config.localize``). ``memory``: what the caller keeps
+    its files through it (``braid.nad.policy``). ``memory``: what the caller keeps
     from one call to the next (``braid.engine.memory``; ``None``: nothing is remembered).
     """
 

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
+from braid.config.layers import LoggingConfig
+from braid.config.schema import BraidConfig, check_network_name, load_braid_config
 from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, StatusPublisher, pod_of
 from braid.engine.detach import detach
@@ -18,7 +20,6 @@ from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
 from braid.engine.spares import SpareFiles, SparePools
 from braid.errors import INTERNAL, CniError
-from braid.nad.config import BraidConfig, check_network_name, load_braid_config
 from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore, FileStores, Store
 from braid.version import version_document
@@ -27,18 +28,18 @@ log = logging.getLogger("braid")
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "error": logging.ERROR}
 
 
-def configure_logging(config: BraidConfig) -> None:
+def configure_logging(config: LoggingConfig) -> None:
     """Logs go to stderr and/or ``logFile``, never to stdout (it carries the result)."""
     root = logging.getLogger("braid")
-    root.setLevel(_LEVELS.get(config.log_level, logging.CRITICAL))
+    root.setLevel(_LEVELS.get(config.level, logging.CRITICAL))
     if root.handlers:
         return
     fmt = logging.Formatter("%(asctime)s braid %(levelname)s %(message)s")
     handlers: list[logging.Handler] = []
-    if config.log_to_stderr:
+    if config.to_stderr:
         handlers.append(logging.StreamHandler(sys.stderr))
-    if config.log_file:
-        log_file = log_file_handler(config.log_file, config.log_options)
+    if config.file:
+        log_file = log_file_handler(config.file, config.options)
         if log_file is not None:
             handlers.append(log_file)
     for handler in handlers:
@@ -107,7 +108,7 @@ def _run_with_own_store(
     from braid.k8s.select import kubernetes_wanted, open_thin  # noqa: PLC0415
 
     runtime_config = dict(config.runtime_config)
-    if not kubernetes_wanted(config, env):
+    if not kubernetes_wanted(config.kubernetes, env):
         store = (
             FileStore(config.nad_dir, config.pod_dir)
             if file_stores is None
@@ -122,7 +123,7 @@ def _run_with_own_store(
             memory=memory,
         )
         return _dispatch(ctx, request, runtime_config, answer)
-    kube = open_thin(config, env)
+    kube = open_thin(config.kubernetes, env)
     try:
         return _run_in_session(
             config, request, executor, kube, answer, spares=spares, root=root, memory=memory
@@ -200,7 +201,7 @@ def run_cni(
             check_network_name(loaded.config)
         config = loaded.config if policy is None else policy(loaded.config)
         cni_version = config.cni_version
-        configure_logging(config)
+        configure_logging(config.logging)
         for warning in loaded.warnings:
             log.warning("%s", warning)
         # Before any lock is taken: the first request under a cniDir recovers its spares,

@@ -20,10 +20,10 @@ from typing import Any
 
 import msgspec
 
+from braid.config.schema import BraidConfig
 from braid.engine.record import AttachmentEntry, AttachmentRecord, plan_entries
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
-from braid.nad.config import BraidConfig
 from braid.nad.devices import resource_of
 from braid.nad.plan import Attachment
 from braid.nad.resolve import PodRef, resolve_plan

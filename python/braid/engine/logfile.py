@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from braid.nad.config import LogOptions
+from braid.config.layers import LogOptions
 
 MEGABYTE = 1024 * 1024
 # lumberjack's size for `maxSize` 0.

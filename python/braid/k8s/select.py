@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from braid.nad.config import BraidConfig
+from braid.config.layers import KubernetesConfig
 
 if TYPE_CHECKING:
     from braid.k8s.client import KubeClient
@@ -23,12 +23,14 @@ def in_cluster_available(env: Mapping[str, str]) -> bool:
     return bool(env.get("KUBERNETES_SERVICE_HOST")) and bool(env.get("KUBERNETES_SERVICE_PORT"))
 
 
-def kubernetes_wanted(config: BraidConfig, env: Mapping[str, str]) -> bool:
+def kubernetes_wanted(config: KubernetesConfig, env: Mapping[str, str]) -> bool:
     """True when braid should read NADs and pods from the API server."""
     return bool(config.kubeconfig) or in_cluster_available(env)
 
 
-def connect(config: BraidConfig, env: Mapping[str, str], *, timeout: float = 10.0) -> KubeClient:
+def connect(
+    config: KubernetesConfig, env: Mapping[str, str], *, timeout: float = 10.0
+) -> KubeClient:
     """A client with credentials from ``kubeconfig``, else the in-cluster service account;
     both are read again when their files change."""
     from braid.k8s.client import KubeClient  # noqa: PLC0415
@@ -47,7 +49,7 @@ def connect(config: BraidConfig, env: Mapping[str, str], *, timeout: float = 10.
     return KubeClient(CredentialReloader(load), timeout=timeout)
 
 
-def open_thin(config: BraidConfig, env: Mapping[str, str]) -> ThinKubernetes:
+def open_thin(config: KubernetesConfig, env: Mapping[str, str]) -> ThinKubernetes:
     """The store, status publisher and events of one ``braid-thin`` call."""
     from braid.k8s.thin import ThinKubernetes  # noqa: PLC0415
 

@@ -5,13 +5,13 @@ events posted inline.
 
 from __future__ import annotations
 
+from braid.config.layers import KubernetesConfig
 from braid.errors import CniError
 from braid.k8s.client import KubeClient
 from braid.k8s.events import EventRecorder, MissRecordingStore
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.status import StatusWriter
 from braid.k8s.store import KubeStore
-from braid.nad.config import BraidConfig
 from braid.nad.resolve import PodRef
 
 # One CNI call: a few quick retries, never minutes (the runtime retries the whole ADD).
@@ -22,7 +22,7 @@ class ThinKubernetes:
     """``store`` and ``publisher`` for the engine's context; ``add_failed`` after a failed ADD
     reports the NADs that were not found; ``close`` at the end of the call."""
 
-    def __init__(self, config: BraidConfig, client: KubeClient) -> None:
+    def __init__(self, config: KubernetesConfig, client: KubeClient) -> None:
         self.client = client
         self.events = EventRecorder(client)
         self.store = MissRecordingStore(KubeStore(client, retry=THIN_RETRY))

@@ -1,7 +1,8 @@
 """braid.nad: the Network Attachment Definition logic, pure (no kernel, no plugin execution).
 
-braid's configuration, the store seam and the file store, the selection annotation, resolution
-into an attachment plan, and the network-status list.
+The operator's policy over braid's configuration (``braid.config``), the store seam and the
+file store, the selection annotation, resolution into an attachment plan, and the
+network-status list.
 
 The names below are imported from their modules when first used (``braid.exports``), so
 importing one module of the package does not import the others (PyYAML, for instance, only
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         parse_default_network,
         parse_selections,
     )
-    from braid.nad.config import BraidConfig, LoadedConfig, LogOptions, load_braid_config
     from braid.nad.manifests import NetworkAttachmentDefinition, PodManifest
     from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confdir, load_path
     from braid.nad.plan import Attachment, AttachmentPlan
@@ -38,7 +38,6 @@ _MODULES = {
         "parse_default_network",
         "parse_selections",
     ),
-    "braid.nad.config": ("BraidConfig", "LoadedConfig", "LogOptions", "load_braid_config"),
     "braid.nad.manifests": ("NetworkAttachmentDefinition", "PodManifest"),
     "braid.nad.netconf": ("DelegateConfig", "delegate_from_bytes", "find_in_confdir", "load_path"),
     "braid.nad.plan": ("Attachment", "AttachmentPlan"),
@@ -54,11 +53,8 @@ __all__ = [
     "POD_ANNOTATIONS_CAPABILITY",
     "Attachment",
     "AttachmentPlan",
-    "BraidConfig",
     "DelegateConfig",
     "FileStore",
-    "LoadedConfig",
-    "LogOptions",
     "NetworkAttachmentDefinition",
     "PodManifest",
     "PodRef",
@@ -66,7 +62,6 @@ __all__ = [
     "Store",
     "delegate_from_bytes",
     "find_in_confdir",
-    "load_braid_config",
     "load_path",
     "network_status",
     "parse_default_network",

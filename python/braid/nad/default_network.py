@@ -14,9 +14,9 @@ from pathlib import Path
 
 import msgspec
 
+from braid.config.schema import BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import DEFAULT_NETWORK_ANNOTATION, Selection, parse_default_network
-from braid.nad.config import BraidConfig
 from braid.nad.isolation import check_isolation
 from braid.nad.manifests import NetworkAttachmentDefinition
 from braid.nad.netconf import (

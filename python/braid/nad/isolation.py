@@ -11,8 +11,8 @@ exemption; ``clusterNetwork`` and ``defaultNetworks`` are the operator's, never 
 
 from __future__ import annotations
 
+from braid.config.schema import BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import BraidConfig
 
 
 def check_isolation(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import msgspec
 
 from braid.cni.hostroot import HostRoot
-from braid.nad.config import PATH_KEYS, BraidConfig, LoadedConfig
+from braid.config.schema import PATH_KEYS, BraidConfig, LoadedConfig
 
 RUNTIME_KEYS = frozenset(
     {"cniVersion", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult"}

@@ -13,9 +13,9 @@ from typing import Any
 
 import msgspec
 
+from braid.config.schema import BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
-from braid.nad.config import BraidConfig
 from braid.nad.default_network import (
     Network,
     auxiliary_chain,

@@ -22,13 +22,11 @@ from typing import Any
 
 import msgspec
 
+from braid.config.schema import MULTUS_KEYS, V1_KEYS
 from braid.nad.plan import Attachment
 from braid.nad.result_view import IpConfig, ResultView, Route, read_result
 
 NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status"
-MULTUS_KEYS = "multus"
-V1_KEYS = "v1"
-KEY_SETS = (MULTUS_KEYS, V1_KEYS)
 
 
 def _address(text: str) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from braid.commands.migrate import migrate_bytes
-from braid.nad.config import load_braid_config
+from braid.config.schema import load_braid_config
 
 EXAMPLES = Path(__file__).parent / "multus"
 POD_ANNOTATIONS = "io.kubernetes.cri.pod-annotations"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from braid.config.schema import HOT_PLUG_MODES, BraidConfig, load_braid_config
 from braid.daemon.hotplug import ALLOW_ANNOTATION, allowed
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.config import HOT_PLUG_MODES, BraidConfig, load_braid_config
 
 
 def fenced_blocks(page: str, language: str) -> list[str]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from braid.config.schema import load_braid_config
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.operator_config import CHECK_SECONDS, OperatorConfig
 from braid.errors import CniError
-from braid.nad.config import load_braid_config
 
 RUNTIME = load_braid_config(
     b'{"cniVersion": "1.0.0", "name": "n", "type": "braid", "cniDir": "/var/lib/x"}'

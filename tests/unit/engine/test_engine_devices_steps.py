@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "fixtures" / "podresources"))
 from fake_kubelet import FakeKubelet
 
 from braid.cni.hostroot import HostRoot
+from braid.config.schema import BraidConfig
 from braid.engine.context import EngineContext
 from braid.engine.devices import (
     device_infos,
@@ -28,7 +29,6 @@ from braid.engine.devices import (
 from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import TRY_AGAIN_LATER, CniError
-from braid.nad.config import BraidConfig
 from braid.nad.devices import DEVICE_ID, DEVICE_INFO_FILE, RESOURCE_NAME_ANNOTATION
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.resolve import PodRef

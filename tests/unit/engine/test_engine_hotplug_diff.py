@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from braid.config.schema import BraidConfig
 from braid.engine.hotplug_diff import ATTACHING, Change, diff
 from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.errors import CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION
-from braid.nad.config import BraidConfig
 from braid.nad.devices import RESOURCE_NAME_ANNOTATION
 from braid.nad.manifests import NetworkAttachmentDefinition
 

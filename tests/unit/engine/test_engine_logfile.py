@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from braid.config import LogOptions, load_braid_config
 from braid.engine.logfile import RotatingLogFile, backup_name, compress, open_log_file
 from braid.errors import CniError
-from braid.nad.config import LogOptions, load_braid_config
 
 MB = 1024 * 1024
 WHEN = 1706702400.0  # 2024-01-31T12:00:00Z
@@ -201,7 +201,7 @@ def test_a_lock_file_that_is_a_link_disables_rotation_only(
 WRITER = """
 import logging, sys
 from braid.engine.logfile import open_log_file, RotatingLogFile
-from braid.nad.config import LogOptions
+from braid.config.layers import LogOptions
 path, tag = sys.argv[1], sys.argv[2]
 opts = LogOptions(max_size=1, max_backups=0, max_age=0, compress=False)
 handler = RotatingLogFile(path, open_log_file(path), opts)

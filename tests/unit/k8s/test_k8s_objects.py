@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from braid.config.schema import BraidConfig
 from braid.errors import CniError
 from braid.k8s.objects import check_uid, nad_definition, nad_path, pod_info, pod_path
 from braid.k8s.select import kubernetes_wanted
-from braid.nad.config import BraidConfig
 
 
 def pod(**meta: Any) -> dict[str, Any]:
@@ -71,10 +71,10 @@ def test_paths_quote_their_segments() -> None:
 
 
 def test_which_store() -> None:
-    assert not kubernetes_wanted(BraidConfig(), {})
-    assert kubernetes_wanted(BraidConfig(kubeconfig="/etc/kc"), {})
+    assert not kubernetes_wanted(BraidConfig().kubernetes, {})
+    assert kubernetes_wanted(BraidConfig(kubeconfig="/etc/kc").kubernetes, {})
     env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    assert kubernetes_wanted(BraidConfig(), env)
+    assert kubernetes_wanted(BraidConfig().kubernetes, env)
 
 
 def test_the_file_store_and_version_import_no_http_client(tmp_path: Any) -> None:
@@ -98,7 +98,7 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 def test_the_documented_configuration_loads_without_warnings() -> None:
     from pathlib import Path  # noqa: PLC0415
 
-    from braid.nad.config import load_braid_config  # noqa: PLC0415
+    from braid.config.schema import load_braid_config  # noqa: PLC0415
 
     text = (Path(__file__).parents[3] / "docs" / "kubernetes.md").read_text()
     block = text.split("```json\n", 1)[1].split("```", 1)[0]

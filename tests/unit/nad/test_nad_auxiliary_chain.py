@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from braid.config import BraidConfig, load_braid_config
 from braid.engine.context import runtime_request
 from braid.engine.record import (
     RECORD_KIND,
@@ -22,7 +23,7 @@ from braid.engine.record import (
     decode_record,
 )
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad import BraidConfig, NetworkAttachmentDefinition, PodRef, load_braid_config
+from braid.nad import NetworkAttachmentDefinition, PodRef
 from braid.nad import resolve_plan as resolve
 from braid.nad.plan import Attachment, AttachmentPlan
 

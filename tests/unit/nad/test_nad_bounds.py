@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from braid.config import BraidConfig, load_braid_config
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad import BraidConfig, NetworkAttachmentDefinition, PodRef, load_braid_config
+from braid.nad import NetworkAttachmentDefinition, PodRef
 from braid.nad import resolve_plan as resolve
 from braid.nad.plan import AttachmentPlan
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from braid.config import load_braid_config
 from braid.errors import CniError
 from braid.nad import (
     FileStore,
     PodRef,
-    load_braid_config,
     parse_selections,
     pod_annotations,
     resolve_plan,

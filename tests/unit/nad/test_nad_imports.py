@@ -50,7 +50,8 @@ def within(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     "code",
     [
         "import braid.nad.resolve",
-        "from braid.nad import resolve_plan, load_braid_config, network_status, FileStore",
+        "from braid.nad import resolve_plan, network_status, FileStore\n"
+        "from braid.config import load_braid_config",
         "import braid.nad.policy, braid.nad.netconf, braid.nad.plan, braid.nad.status",
     ],
     ids=["resolve", "exports", "modules"],

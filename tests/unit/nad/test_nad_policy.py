@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from braid.cni.hostroot import HostRoot
-from braid.nad.config import BraidConfig, load_braid_config
+from braid.config.schema import BraidConfig, load_braid_config
 from braid.nad.policy import RUNTIME_KEYS, Localizer, overlay, policy_attributes
 
 # What `braidctl daemon --cni-conf-dir` writes on a node: the shim's keys and the default

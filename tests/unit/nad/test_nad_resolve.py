@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
+from braid.config import BraidConfig, load_braid_config
 from braid.errors import CniError
 from braid.nad import (
-    BraidConfig,
     NetworkAttachmentDefinition,
     PodRef,
-    load_braid_config,
     resolve_plan,
 )
 from braid.nad.plan import AttachmentPlan

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from braid.config import BraidConfig, load_braid_config
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad import BraidConfig, PodRef, load_braid_config, resolve_plan
+from braid.nad import PodRef, resolve_plan
 from braid.nad.manifests import manifest_objects, yaml_loader
 from braid.nad.store import FileStore
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from braid.config import load_braid_config
 from braid.errors import CniError
-from braid.nad import PodRef, load_braid_config, resolve_plan
+from braid.nad import PodRef, resolve_plan
 from braid.nad.store import FileStore
 
 POD = PodRef(namespace="default", name="p")

@@ -2,6 +2,8 @@
 
 An existing Multus configuration works after changing ``type`` to ``braid``. Unknown keys are
 collected as warnings (the caller logs them); a key of the wrong type is a CNI error 7 naming it.
+The document stays flat (its keys are the user's contract, docs/configuration.md); each layer
+reads its own part through the typed views of ``braid.config.layers``.
 """
 
 from __future__ import annotations
@@ -10,26 +12,33 @@ from typing import Any
 
 import msgspec
 
-from braid.cni.request import network_name_problem
+from braid import _native
+from braid.config.layers import (
+    Bounds,
+    DaemonConfig,
+    DeviceConfig,
+    Dirs,
+    EngineConfig,
+    KubernetesConfig,
+    LoggingConfig,
+    LogOptions,
+    Policy,
+)
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.status import KEY_SETS
 
 BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
 LOG_LEVELS = frozenset({"debug", "verbose", "error", "panic"})
 HOT_PLUG_MODES = ("off", "annotated", "all")
+# `networkStatusKeys`: "multus", NPWG v1's keys plus Multus's `mtu` and `gateway` (and
+# `device-info`); "v1", v1's keys alone (braid.nad.status).
+MULTUS_KEYS = "multus"
+V1_KEYS = "v1"
+KEY_SETS = (MULTUS_KEYS, V1_KEYS)
+STATUS_WRITE_POLICIES = ("background", "fail")
 # Standard CNI keys braid does not use but that are no mistake in a plugin object.
 _STANDARD_KEYS = frozenset(
     {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
 )
-
-
-class LogOptions(msgspec.Struct, rename="camel", omit_defaults=True):
-    """Log rotation settings (Multus ``logOptions``): days, megabytes, files, gzip."""
-
-    max_age: int = 5
-    max_size: int = 100
-    max_backups: int = 5
-    compress: bool = True
 
 
 class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -105,6 +114,79 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
         if self.global_namespaces is None:
             return frozenset({"default"})
         return frozenset(p.strip() for p in self.global_namespaces.split(",") if p.strip())
+
+    @property
+    def engine(self) -> EngineConfig:
+        """What the engine reads: directories, bounds, policy, devices."""
+        return EngineConfig(
+            dirs=Dirs(
+                conf_dir=self.conf_dir,
+                cni_dir=self.cni_dir,
+                bin_dir=self.bin_dir,
+                nad_dir=self.nad_dir,
+                pod_dir=self.pod_dir,
+                readiness_indicator_file=self.readinessindicatorfile,
+            ),
+            bounds=Bounds(
+                max_selections=self.max_selections,
+                max_annotation_bytes=self.max_annotation_bytes,
+                max_nad_bytes=self.max_nad_bytes,
+                max_plan_bytes=self.max_plan_bytes,
+                max_nad_file_bytes=self.max_nad_file_bytes,
+                plugin_timeout=self.plugin_timeout,
+            ),
+            policy=Policy(
+                namespace_isolation=self.namespace_isolation,
+                allow_default_network_requests=self.allow_default_network_requests,
+                retry_delete_on_error=self.retry_delete_on_error,
+                auxiliary_cni_chain_name=self.auxiliary_cni_chain_name,
+            ),
+            devices=DeviceConfig(
+                pod_resources_socket=self.pod_resources_socket,
+                pod_resources_timeout=self.pod_resources_timeout,
+                device_info_dir=self.device_info_dir,
+                allow_device_id_requests=self.allow_device_id_requests,
+                resource_claims=self.resource_claims,
+            ),
+        )
+
+    @property
+    def daemon(self) -> DaemonConfig:
+        """What the daemon and the shim read: socket, queue, concurrency, metrics, hot-plug."""
+        return DaemonConfig(
+            socket_dir=self.daemon_socket_dir,
+            wait_seconds=self.daemon_wait_seconds,
+            concurrency=self.daemon_concurrency,
+            queue_size=self.daemon_queue_size,
+            metrics_address=self.daemon_metrics_address,
+            hot_plug=self.hot_plug,
+            hot_plug_namespaces=(
+                None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)
+            ),
+        )
+
+    @property
+    def kubernetes(self) -> KubernetesConfig:
+        """What the Kubernetes store reads: kubeconfig, status policy, namespaces."""
+        return KubernetesConfig(
+            kubeconfig=self.kubeconfig,
+            status_write_policy=self.status_write_policy,
+            skip_status_without_networks=self.skip_status_without_networks,
+            network_status_keys=self.network_status_keys,
+            multus_namespace=self.multus_namespace,
+            system_namespaces=tuple(self.system_namespaces),
+            global_namespaces=self.global_namespace_set(),
+        )
+
+    @property
+    def logging(self) -> LoggingConfig:
+        """Where braid's log goes: file, level, stderr, rotation options."""
+        return LoggingConfig(
+            file=self.log_file,
+            level=self.log_level,
+            to_stderr=self.log_to_stderr,
+            options=self.log_options,
+        )
 
 
 # Asked once: each call evaluates every annotation of the struct again (a millisecond here, on
@@ -223,7 +305,7 @@ def _check_values(config: BraidConfig) -> None:
     for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
-    if config.status_write_policy not in ("background", "fail"):
+    if config.status_write_policy not in STATUS_WRITE_POLICIES:
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.hot_plug not in HOT_PLUG_MODES:
         raise _fail("braid configuration: key `hotPlug` must be 'off', 'annotated' or 'all'")
@@ -250,7 +332,7 @@ def check_network_name(config: BraidConfig) -> None:
     """braid's own network ``name``, by libcni's rule (code 7): what the runtime passes for an
     ADD, CHECK, GC or STATUS. (A DEL is not refused for it: it tears down what an ADD left,
     and libcni checks the name at ADD only. The daemon's own configuration file needs none.)"""
-    problem = network_name_problem(config.name)
+    problem = _native.network_name_problem(value=config.name)
     if problem:
         raise _fail(f"braid configuration: network name {config.name!r} {problem}")
 

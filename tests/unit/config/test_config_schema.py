@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 
+from braid.config import LoadedConfig, load_braid_config
 from braid.errors import CniError
-from braid.nad import LoadedConfig, load_braid_config
 
 # A Multus thin configuration as its docs show it, with only `type` changed.
 MULTUS_STYLE = {

@@ -1,0 +1,43 @@
+"""braid.config: braid's configuration, one flat schema (``schema``) and the typed part each
+layer reads (``layers``).
+
+It imports nothing of braid but ``braid.errors`` and ``braid._native``: every layer may load it.
+"""
+
+from __future__ import annotations
+
+from braid.config.layers import (
+    Bounds,
+    DaemonConfig,
+    DeviceConfig,
+    Dirs,
+    EngineConfig,
+    KubernetesConfig,
+    LoggingConfig,
+    LogOptions,
+    Policy,
+)
+from braid.config.schema import (
+    KNOWN_KEYS,
+    BraidConfig,
+    LoadedConfig,
+    check_network_name,
+    load_braid_config,
+)
+
+__all__ = [
+    "KNOWN_KEYS",
+    "Bounds",
+    "BraidConfig",
+    "DaemonConfig",
+    "DeviceConfig",
+    "Dirs",
+    "EngineConfig",
+    "KubernetesConfig",
+    "LoadedConfig",
+    "LogOptions",
+    "LoggingConfig",
+    "Policy",
+    "check_network_name",
+    "load_braid_config",
+]

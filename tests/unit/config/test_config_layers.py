@@ -1,0 +1,106 @@
+"""Each layer's typed part of braid's configuration: built from the flat document, every key
+in exactly one part (or one of the call's own CNI keys), nothing renamed on the way."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from braid.config import BraidConfig, load_braid_config
+from braid.config.schema import KNOWN_KEYS
+
+# Keys of the call itself (the CNI network and what the runtime passes with it), and the
+# network choice: read by resolution, not a setting of one layer.
+CALL_KEYS = {
+    "cniVersion",
+    "name",
+    "type",
+    "capabilities",
+    "runtimeConfig",
+    "args",
+    "prevResult",
+    "clusterNetwork",
+    "defaultNetworks",
+    "delegates",
+}
+
+
+def _parts(config: BraidConfig) -> dict[str, msgspec.Struct]:
+    return {
+        "engine": config.engine,
+        "daemon": config.daemon,
+        "kubernetes": config.kubernetes,
+        "logging": config.logging,
+    }
+
+
+def test_each_layer_reads_its_keys() -> None:
+    doc = {
+        "cniVersion": "1.0.0",
+        "name": "braid",
+        "type": "braid",
+        "cniDir": "/x/cni",
+        "nadDir": "/x/nads",
+        "maxSelections": 3,
+        "pluginTimeout": 2.5,
+        "namespaceIsolation": True,
+        "podResourcesTimeout": 1.5,
+        "daemonQueueSize": 7,
+        "hotPlug": "annotated",
+        "hotPlugNamespaces": ["a"],
+        "kubeconfig": "/x/kubeconfig",
+        "statusWritePolicy": "fail",
+        "globalNamespaces": "a, b",
+        "logFile": "/x/log",
+        "logLevel": "debug",
+        "logOptions": {"maxAge": 9},
+    }
+    config = load_braid_config(json.dumps(doc).encode()).config
+    engine = config.engine
+    assert (engine.dirs.cni_dir, engine.dirs.nad_dir) == ("/x/cni", "/x/nads")
+    assert (engine.bounds.max_selections, engine.bounds.plugin_timeout) == (3, 2.5)
+    assert engine.policy.namespace_isolation is True
+    assert engine.devices.pod_resources_timeout == 1.5
+    daemon = config.daemon
+    assert (daemon.queue_size, daemon.hot_plug, daemon.hot_plug_namespaces) == (
+        7,
+        "annotated",
+        ("a",),
+    )
+    kube = config.kubernetes
+    assert (kube.kubeconfig, kube.status_write_policy) == ("/x/kubeconfig", "fail")
+    assert kube.global_namespaces == frozenset({"a", "b"})
+    logging = config.logging
+    assert (logging.file, logging.level, logging.options.max_age) == ("/x/log", "debug", 9)
+
+
+def test_every_key_belongs_to_one_layer() -> None:
+    """A key added to the schema without a layer reading it fails here: changing any one
+    setting changes exactly one layer's part."""
+    fields = msgspec.structs.fields(BraidConfig)
+    assert {f.encode_name for f in fields} == KNOWN_KEYS
+    config = BraidConfig()
+    before = _parts(config)
+    for index, field in enumerate(fields):
+        if field.encode_name in CALL_KEYS:
+            continue
+        default = getattr(config, field.name)
+        marker: object
+        if isinstance(default, bool):
+            marker = not default
+        elif isinstance(default, float) or field.name == "plugin_timeout":
+            marker = 1000.0 + index
+        elif isinstance(default, int):
+            marker = 1000 + index
+        elif isinstance(default, str) or field.name == "global_namespaces":
+            marker = f"marker{index}"
+        elif field.name in {"hot_plug_namespaces", "system_namespaces"}:
+            marker = [f"ns{index}"]
+        elif field.name == "log_options":
+            marker = msgspec.structs.replace(default, max_age=1000 + index)
+        else:  # pragma: no cover - a new kind of key: say which
+            raise AssertionError(f"no marker for {field.name}")
+        after = _parts(msgspec.structs.replace(config, **{field.name: marker}))
+        changed = [name for name in before if before[name] != after[name]]
+        assert len(changed) == 1, (field.encode_name, changed)
