@@ -124,7 +124,7 @@ func (d *driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		return kubeletplugin.PrepareResult{Err: err}
 	}
 	d.prepared[claim.UID] = names
-	logger.Info("prepared", "claim", klog.KObj(claim), "devices", names)
+	logger.Info("prepared", "claim", claim.Namespace+"/"+claim.Name, "uid", claim.UID, "devices", names)
 	return kubeletplugin.PrepareResult{Devices: devices}
 }
 
@@ -181,7 +181,8 @@ func (d *driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	defer d.mu.Unlock()
 	result := make(map[types.UID]error, len(claims))
 	for _, claim := range claims {
-		klog.FromContext(ctx).Info("unprepared", "claim", claim, "devices", d.prepared[claim.UID])
+		klog.FromContext(ctx).Info("unprepared", "claim", claim.Namespace+"/"+claim.Name, "uid", claim.UID,
+			"devices", d.prepared[claim.UID])
 		delete(d.prepared, claim.UID)
 		result[claim.UID] = nil
 	}
@@ -218,6 +219,9 @@ func (d *driver) load() error {
 	}
 	if err := json.Unmarshal(data, &d.prepared); err != nil {
 		return fmt.Errorf("%s: %w", d.statePath, err)
+	}
+	if d.prepared == nil { // the file held null
+		d.prepared = map[types.UID][]string{}
 	}
 	return nil
 }
