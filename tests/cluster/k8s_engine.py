@@ -19,6 +19,7 @@ import kubernetes.client
 import pytest
 
 from braid.engine import run_cni
+from braid.k8s.select import open_call_session
 
 FAKE_PLUGIN = Path(__file__).parents[1] / "unit" / "cni" / "plugins" / "fake_plugin.py"
 NODE = "node-a"
@@ -127,7 +128,7 @@ class Node:
             "CNI_PATH": "",
             "CNI_ARGS": args,
         }
-        out, code = run_cni(env, json.dumps(self.conf(**conf)).encode())
+        out, code = run_cni(env, json.dumps(self.conf(**conf)).encode(), session=open_call_session)
         return (json.loads(out) if out.strip() else {}), code
 
     def calls(self, command: str) -> list[tuple[str, str]]:

@@ -28,7 +28,9 @@ from test_k8s_status import wait_until
 
 from braid.config.schema import BraidConfig
 from braid.engine import run_cni
+from braid.engine.session import store_sessions
 from braid.k8s.caches import ClusterCaches
+from braid.k8s.podresources import read_pod_devices
 from braid.k8s.select import connect
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
@@ -175,7 +177,11 @@ def add(
         args = f"K8S_POD_NAMESPACE={dra.ns};K8S_POD_NAME={POD};K8S_POD_UID={uid}"
         env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
                "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": args}  # fmt: skip
-        out, code = run_cni(env, json.dumps(node.conf(**conf)).encode(), store=caches.store)
+        out, code = run_cni(
+            env,
+            json.dumps(node.conf(**conf)).encode(),
+            session=store_sessions(caches.store, read_pod_devices),
+        )
         return (json.loads(out) if out.strip() else {}), code
 
 

@@ -19,6 +19,7 @@ from kernel_attachment import CNI_BIN_DIR, TUNING_STATE_DIR
 
 from braid.cni import ProcessExecutor
 from braid.engine import run_cni
+from braid.k8s.select import open_call_session
 
 POD_ANNOTATIONS = "io.kubernetes.cri.pod-annotations"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
@@ -137,6 +138,7 @@ class EngineSetup:
         out, code = run_cni(
             self.env(command, netns=netns),
             data,
+            session=open_call_session,
             executor=ProcessExecutor(host_netns=self.host.path),
         )
         return (json.loads(out) if out.strip() else None), code

@@ -26,6 +26,7 @@ from braid.config.schema import load_braid_config
 from braid.engine.entry import run_cni
 from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.select import open_call_session
 from braid.nad.manifests import PodManifest, manifest_objects, object_kind, pod_from_object
 from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
@@ -198,7 +199,7 @@ def _pod_verb(args: argparse.Namespace) -> int:
         env = cni_env(
             args.verb, pod, container_id=container_id, netns=args.netns, ifname=args.ifname
         )
-        out, code = run_cni(env, stdin)
+        out, code = run_cni(env, stdin, session=open_call_session)
     except CniError as exc:
         out, code = exc.to_json(), 1
     if out:

@@ -4,10 +4,11 @@ CNI environment and stdin in, exactly one JSON result or error out; nothing else
 stdout. The compiled shim with the daemon gives the same answers faster.
 
 A runtime starts this process for every call, so what it imports is paid on every call: VERSION
-is answered without the engine, and the other verbs import the engine alone (no daemon, no
-metrics, no command line parser; the Kubernetes client only when the call uses the Kubernetes
-store, PyYAML only for YAML manifests); ``tests/unit/engine/test_engine_thin_imports.py``
-holds it to that.
+is answered without the engine, and the other verbs import the engine and the choice of its
+session (``braid.k8s.select``: the file store, or Kubernetes) alone (no daemon, no metrics, no
+command line parser; the Kubernetes client only when the call uses the Kubernetes store,
+kubelet's client only when it asks for devices, PyYAML only for YAML manifests);
+``tests/unit/engine/test_engine_thin_imports.py`` holds it to that.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ def main() -> int:
     else:
         from braid.engine.entry import run_cni  # noqa: PLC0415
         from braid.engine.request import MAX_STDIN  # noqa: PLC0415
+        from braid.k8s.select import open_call_session  # noqa: PLC0415
 
-        out, code = run_cni(os.environ, sys.stdin.buffer.read(MAX_STDIN + 1))
+        stdin = sys.stdin.buffer.read(MAX_STDIN + 1)
+        out, code = run_cni(os.environ, stdin, session=open_call_session)
     sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()
     return code

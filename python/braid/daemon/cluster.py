@@ -25,7 +25,9 @@ from braid.k8s.background import RetryScheduler
 from braid.k8s.caches import ClusterCaches
 from braid.k8s.client import KubeClient
 from braid.k8s.events import EventRecorder, MissRecordingStore
+from braid.k8s.podresources import read_pod_devices
 from braid.k8s.select import connect
+from braid.nad.devices import KubeletReader
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
 
@@ -38,12 +40,14 @@ def _canonical(path: str) -> str:
 
 
 class DaemonSession:
-    """One request's Kubernetes pieces (``braid.engine.entry.ClusterSession``)."""
+    """One request's Kubernetes pieces, the daemon's caches and writers
+    (``braid.engine.session.Session``)."""
 
     def __init__(self, store: Store, publisher: MeasuredStatusWriter, events: EventRecorder):
         self._store = MissRecordingStore(store)
         self._publisher = publisher
         self._events = events
+        self.kubelet: KubeletReader = read_pod_devices
 
     @property
     def store(self) -> MissRecordingStore:
@@ -55,6 +59,9 @@ class DaemonSession:
 
     def add_failed(self, pod: PodRef, error: CniError) -> None:
         self._store.report(self._events, pod, error)
+
+    def close(self) -> None:
+        """Nothing: the caches and writers are the daemon's, for its whole life."""
 
 
 class DaemonCluster:

@@ -45,12 +45,15 @@ from braid.daemon.scheduler import Overloaded, Scheduler, Ticket, slot_lent
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
+from braid.engine.session import Session
 from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
-from braid.nad.store import FileStores, Store
+from braid.k8s.podresources import read_pod_devices
+from braid.k8s.select import open_call_session
+from braid.nad.store import FileStores, LocalSession, Store
 
 if TYPE_CHECKING:
-    from braid.daemon.cluster import DaemonCluster, DaemonSession
+    from braid.daemon.cluster import DaemonCluster
     from braid.daemon.hotplug import HotPlugger
 
 log = logging.getLogger(DAEMON_LOGGER)
@@ -368,9 +371,16 @@ class DaemonService:
         except CniError as exc:
             return error_response(exc)
 
-    def _session(self, config: BraidConfig) -> DaemonSession | None:
-        """The daemon's Kubernetes session for a request (called in its worker thread)."""
-        return self.cluster.session_for(config) if self.cluster is not None else None
+    def _open_session(self, config: BraidConfig, env: Mapping[str, str]) -> Session:
+        """The engine's session of a request (called in its worker thread): the store given
+        to this service, else its Kubernetes caches when they serve the request's
+        configuration, else what ``braid-thin`` would open, over this daemon's file stores."""
+        if self.store is not None:
+            return LocalSession(self.store, read_pod_devices)
+        cluster = self.cluster.session_for(config) if self.cluster is not None else None
+        if cluster is not None:
+            return cluster
+        return open_call_session(config, env, file_stores=self.file_stores)
 
     async def answer(
         self,
@@ -465,12 +475,10 @@ class DaemonService:
         return self.engine(
             env,
             stdin,
-            store=self.store,
+            session=self._open_session,
             executor=self.executor,
-            file_stores=self.file_stores,
             spares=self.spares,
             memory=self.memory,
-            cluster=self._session if self.cluster is not None else None,
             answer=early,
             policy=None if self.operator is None else self.operator.apply,
             root=self.root,

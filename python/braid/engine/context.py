@@ -29,6 +29,7 @@ from braid.engine.record import (
 )
 from braid.engine.request import CniRequest
 from braid.engine.spares import SpareFiles
+from braid.nad.devices import KubeletReader
 from braid.nad.plan import AttachmentPlan, empty_prev_result
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
@@ -60,6 +61,8 @@ class EngineContext(msgspec.Struct, dict=True):
     request (``CNI_NETNS``) are opened through it (``local``); ``config`` then already names
     its files through it (``braid.nad.policy``). ``memory``: what the caller keeps
     from one call to the next (``braid.engine.memory``; ``None``: nothing is remembered).
+    ``kubelet``: how devices are asked of kubelet's PodResources API, from the caller's
+    session (``None``: a NAD with a resourceName is refused).
     """
 
     config: BraidConfig
@@ -70,6 +73,7 @@ class EngineContext(msgspec.Struct, dict=True):
     spares: SpareFiles | None = None
     root: HostRoot | None = None
     memory: EngineMemory | None = None
+    kubelet: KubeletReader | None = None
 
     def local(self, path: str) -> str:
         """Where this process opens the node's ``path`` (the path itself without a root)."""

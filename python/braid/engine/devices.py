@@ -2,13 +2,14 @@
 device-information files written before the delegates run, read back after them, and removed
 when the container's attachments are torn down.
 
-kubelet's PodResources client (grpcio, protobuf) is imported only by a plan that has a NAD
-with a resourceName: no other call pays for it.
+kubelet is asked through the reader the engine's caller gives (``EngineContext.kubelet``,
+from its session): only a plan that has a NAD with a resourceName calls it, so no other call
+pays for kubelet's client (grpcio, protobuf).
 
 A resourceName's devices are those of its device plugin (kubelet's ``devices``) and those of
 the pod's DRA claims (with ``resourceClaims``): the devices of its allocated ResourceClaims
-whose ResourceSlice attribute ``k8s.cni.cncf.io/resourceName`` names it (``braid.k8s.dra``,
-through the store), or, when no claim's device carries that attribute, the devices kubelet
+whose ResourceSlice attribute ``k8s.cni.cncf.io/resourceName`` names it (the store's
+``ClaimSource``), or, when no claim's device carries that attribute, the devices kubelet
 reports for the pod's claim of that name (``dynamic_resources``). One ID from two sources is
 one device.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -32,6 +33,7 @@ from braid.nad.devices import (
     ClaimSource,
     DevicePlan,
     DeviceRefused,
+    KubeletDevices,
     assign_devices,
     check_requests,
     cni_info_dir,
@@ -41,9 +43,6 @@ from braid.nad.devices import (
 )
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import PodRef
-
-if TYPE_CHECKING:  # grpc: imported by the call that needs it
-    from braid.k8s.podresources.client import PodDevices
 
 
 def plan_devices(
@@ -89,17 +88,14 @@ def plan_devices(
     return msgspec.structs.replace(planned, network=network)
 
 
-def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> PodDevices:
+def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> KubeletDevices:
     """What kubelet's PodResources API reports for the pod (``podResourcesSocket``)."""
-    try:
-        from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
-    except ImportError as exc:  # grpcio and protobuf are the `devices` extra
+    if ctx.kubelet is None:
         raise CniError(
             INVALID_CONFIG,
-            "the pod selects a NAD with a resourceName, and asking kubelet for its devices "
-            "needs gRPC: install braid-cni[devices] (grpcio, protobuf)",
-            str(exc),
-        ) from None
+            "the pod selects a NAD with a resourceName, and this caller of braid's engine "
+            "gave it no way to ask kubelet for the pod's devices",
+        )
     socket = ctx.config.pod_resources_socket
     try:
         local = ctx.local(socket)
@@ -107,7 +103,7 @@ def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> PodDevices:
         raise CniError(
             TRY_AGAIN_LATER, f"kubelet's PodResources API at {socket} cannot be reached", str(exc)
         ) from None
-    return pod_devices(
+    return ctx.kubelet(
         socket, pod.namespace, pod.name, timeout=ctx.config.pod_resources_timeout, local=local
     )
 

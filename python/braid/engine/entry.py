@@ -5,23 +5,22 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.config.layers import LoggingConfig
 from braid.config.schema import BraidConfig, check_network_name, load_braid_config
 from braid.engine.attach import SendAnswer, add
-from braid.engine.context import EngineContext, StatusPublisher, pod_of
+from braid.engine.context import EngineContext, pod_of
 from braid.engine.detach import detach
 from braid.engine.logfile import log_file_handler
 from braid.engine.maintenance import check, gc, status
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
+from braid.engine.session import OpenSession, Session, file_session
 from braid.engine.spares import SpareFiles, SparePools
 from braid.errors import INTERNAL, CniError
-from braid.nad.resolve import PodRef
-from braid.nad.store import FileStore, FileStores, Store
 from braid.version import version_document
 
 log = logging.getLogger("braid")
@@ -45,24 +44,6 @@ def configure_logging(config: LoggingConfig) -> None:
     for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)
-
-
-class ClusterSession(Protocol):
-    """The Kubernetes pieces of one call: the store, the status publisher, and what a failed
-    ADD reports (``NoNetworkFound`` for the NADs the store did not find)."""
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def publisher(self) -> StatusPublisher: ...
-
-    def add_failed(self, pod: PodRef, error: CniError) -> None: ...
-
-
-# Given the request's braid configuration: the session to run it with, or None (then the call
-# picks its own store, as braid-thin does).
-ClusterSessions = Callable[[BraidConfig], ClusterSession | None]
 
 
 def _without_configuration(request: CniRequest) -> bytes | None:
@@ -91,52 +72,11 @@ def _dispatch(
     return b""
 
 
-def _run_with_own_store(
-    config: BraidConfig,
-    env: Mapping[str, str],
-    request: CniRequest,
-    executor: Executor | None,
-    file_stores: FileStores | None,
-    *,
-    answer: SendAnswer | None,
-    spares: SpareFiles | None,
-    root: HostRoot | None,
-    memory: EngineMemory | None,
-) -> bytes:
-    """The Kubernetes store when braid's configuration or environment asks for it (imported
-    only then), else the file store (kept in ``file_stores`` across calls when given)."""
-    from braid.k8s.select import kubernetes_wanted, open_thin  # noqa: PLC0415
-
-    runtime_config = dict(config.runtime_config)
-    if not kubernetes_wanted(config.kubernetes, env):
-        store = (
-            FileStore(config.nad_dir, config.pod_dir)
-            if file_stores is None
-            else file_stores.get(config.nad_dir, config.pod_dir).pinned()
-        )
-        ctx = EngineContext(
-            config=config,
-            store=store,
-            executor=executor,
-            spares=spares,
-            root=root,
-            memory=memory,
-        )
-        return _dispatch(ctx, request, runtime_config, answer)
-    kube = open_thin(config.kubernetes, env)
-    try:
-        return _run_in_session(
-            config, request, executor, kube, answer, spares=spares, root=root, memory=memory
-        )
-    finally:
-        kube.close()
-
-
 def _run_in_session(
     config: BraidConfig,
     request: CniRequest,
     executor: Executor | None,
-    session: ClusterSession,
+    session: Session,
     answer: SendAnswer | None,
     *,
     spares: SpareFiles | None,
@@ -151,6 +91,7 @@ def _run_in_session(
         spares=spares,
         root=root,
         memory=memory,
+        kubelet=session.kubelet,
     )
     try:
         return _dispatch(ctx, request, dict(config.runtime_config), answer)
@@ -164,10 +105,8 @@ def run_cni(
     env: Mapping[str, str],
     stdin: bytes,
     *,
-    store: Store | None = None,
+    session: OpenSession = file_session,
     executor: Executor | None = None,
-    file_stores: FileStores | None = None,
-    cluster: ClusterSessions | None = None,
     answer: SendAnswer | None = None,
     spares: SparePools | None = None,
     policy: Callable[[BraidConfig], BraidConfig] | None = None,
@@ -176,20 +115,20 @@ def run_cni(
 ) -> tuple[bytes, int]:
     """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
 
-    ``file_stores``: file stores kept across calls (the daemon's), so NAD and pod manifest
-    files are parsed again only when they change; without it each call reads them afresh.
-    ``cluster``: the daemon's Kubernetes sessions (cached store, shared status publisher),
-    asked with each request's configuration; a request it declines picks its own store.
+    ``session``: opens the call's session (``braid.engine.session``: store, status
+    publisher, kubelet reader) from its configuration and environment, closed when the call
+    is over; the caller's: ``braid-thin`` opens the file store or Kubernetes, the daemon hands
+    out its cached stores. By default the file store of ``nadDir``/``podDir``.
     ``answer``: given a successful ADD's result as soon as it is final, before the attachment
     record's last (not durable) write, and a successful DEL's empty output before the record
     is removed; what follows runs under the same locks. The daemon sends it to the shim at
     once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
     the durable plan cheaper. ``memory``: what the engine keeps from one call to the next
     (``braid.engine.memory``), made and kept by the caller (the daemon's own); without it
-    nothing is kept. ``policy``: makes the
-    call's configuration from the one on stdin (the daemon's: the operator's configuration
-    over it, ``braid.nad.policy``); ``root``: the node's root filesystem when braid sees it
-    elsewhere (``EngineContext.root``). The return value is the same output."""
+    nothing is kept. ``policy``: makes the call's configuration from the one on stdin (the
+    daemon's: the operator's configuration over it, ``braid.nad.policy``); ``root``: the
+    node's root filesystem when braid sees it elsewhere (``EngineContext.root``). The return
+    value is the same output."""
     cni_version = ""
     try:
         request = read_request(env, stdin)
@@ -207,36 +146,13 @@ def run_cni(
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
         pool = None if spares is None else spares.get(config.cni_dir)
-        if store is not None:
-            ctx = EngineContext(
-                config=config,
-                store=store,
-                executor=executor,
-                spares=pool,
-                root=root,
-                memory=memory,
-            )
-            return _dispatch(ctx, request, dict(config.runtime_config), answer), 0
-        session = cluster(config) if cluster is not None else None
-        if session is not None:
-            out = _run_in_session(
-                config, request, executor, session, answer, spares=pool, root=root, memory=memory
-            )
-            return out, 0
-        return (
-            _run_with_own_store(
-                config,
-                env,
-                request,
-                executor,
-                file_stores,
-                answer=answer,
-                spares=pool,
-                root=root,
-                memory=memory,
-            ),
-            0,
-        )
+        opened = session(config, env)
+        try:
+            return _run_in_session(
+                config, request, executor, opened, answer, spares=pool, root=root, memory=memory
+            ), 0
+        finally:
+            opened.close()
     except CniError as exc:
         log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
         return exc.to_json(cni_version), 1

@@ -9,9 +9,11 @@ from braid.config.layers import KubernetesConfig
 from braid.errors import CniError
 from braid.k8s.client import KubeClient
 from braid.k8s.events import EventRecorder, MissRecordingStore
+from braid.k8s.podresources import read_pod_devices
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.status import StatusWriter
 from braid.k8s.store import KubeStore
+from braid.nad.devices import KubeletReader
 from braid.nad.resolve import PodRef
 
 # One CNI call: a few quick retries, never minutes (the runtime retries the whole ADD).
@@ -19,11 +21,13 @@ THIN_RETRY = RetryPolicy(attempts=4, base_delay=0.1, max_delay=1.0, max_retry_af
 
 
 class ThinKubernetes:
-    """``store`` and ``publisher`` for the engine's context; ``add_failed`` after a failed ADD
+    """The engine's session of one call (``braid.engine.session.Session``): ``store``,
+    ``publisher`` and ``kubelet`` for the engine's context; ``add_failed`` after a failed ADD
     reports the NADs that were not found; ``close`` at the end of the call."""
 
     def __init__(self, config: KubernetesConfig, client: KubeClient) -> None:
         self.client = client
+        self.kubelet: KubeletReader = read_pod_devices
         self.events = EventRecorder(client)
         self.store = MissRecordingStore(KubeStore(client, retry=THIN_RETRY))
         self.publisher = StatusWriter(

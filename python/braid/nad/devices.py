@@ -141,6 +141,30 @@ class ClaimSource(Protocol):
         ...
 
 
+class KubeletDevices(Protocol):
+    """What kubelet's PodResources API reports for one pod: per resource name the device IDs
+    of its containers (``devices``: device plugins'; ``claims``: DRA claims', by claim name),
+    and per device the other pods of the node it is reported for."""
+
+    @property
+    def devices(self) -> dict[str, list[str]]: ...
+
+    @property
+    def claims(self) -> dict[str, list[str]]: ...
+
+    def other_pods(self, resource: str, device: str) -> list[str]: ...
+
+
+class KubeletReader(Protocol):
+    """Asks kubelet's PodResources API at ``socket`` (the node's path, named in errors;
+    ``local``: where this process opens it) for pod ``namespace/name``; raises ``CniError``
+    when kubelet cannot answer. The engine's caller gives one (``Session.kubelet``)."""
+
+    def __call__(
+        self, socket: str, namespace: str, name: str, *, timeout: float, local: str
+    ) -> KubeletDevices: ...
+
+
 def check_requests(plan: AttachmentPlan, *, allow: bool) -> None:
     """A selection's own ``deviceID`` for a NAD with a resourceName is refused (code 7)
     unless the operator allows it (``allowDeviceIDRequests``)."""

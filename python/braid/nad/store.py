@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.devices import KubeletReader
 from braid.nad.manifests import (
     DEFAULT_FILE_BOUND,
     MANIFEST_SUFFIXES,
@@ -286,6 +287,24 @@ class FileStores:
                 store = FileStore(nad_dir, pod_dir, revalidate=True)
                 self._stores[(nad_dir, pod_dir)] = store
             return store
+
+
+class LocalSession:
+    """A call's session (``braid.engine.session.Session``) without Kubernetes: a store (the
+    file store, or any other), no status publisher, nothing to report, nothing to close;
+    ``kubelet``: how devices are asked of kubelet (None: not at all)."""
+
+    publisher = None
+
+    def __init__(self, store: Store, kubelet: KubeletReader | None = None) -> None:
+        self.store = store
+        self.kubelet = kubelet
+
+    def add_failed(self, pod: object, error: CniError) -> None:
+        """Nothing: without Kubernetes a failed ADD has no event to post."""
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 def pod_annotations(

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "fixtures" / "podresources"))
 from fake_kubelet import FakeKubelet
 
 from braid.engine import run_cni
+from braid.k8s.select import open_call_session
 
 NIC = "vendor.example/nic"
 ANNOTATIONS = "io.kubernetes.cri.pod-annotations"
@@ -59,7 +60,11 @@ def stdin(dirs: Any, networks: Any, **extra: Any) -> bytes:
 
 
 def add(dirs: Any, networks: Any, **extra: Any) -> dict[str, Any]:
-    out, code = run_cni(dirs.env("ADD", CNI_NETNS=NO_NETNS), stdin(dirs, networks, **extra))
+    out, code = run_cni(
+        dirs.env("ADD", CNI_NETNS=NO_NETNS),
+        stdin(dirs, networks, **extra),
+        session=open_call_session,
+    )
     assert code == 1
     error: dict[str, Any] = json.loads(out)
     return error
@@ -132,7 +137,9 @@ def test_a_failed_add_removes_the_device_info_files_it_wrote(devices: Any) -> No
 PROBE = """
 import json, sys
 from braid.engine import run_cni
-run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read())
+from braid.k8s.select import open_call_session
+from braid.k8s.select import open_call_session
+run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read(), session=open_call_session)
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("grpc", "google"))))
 """
 
@@ -199,7 +206,9 @@ class NoGrpc:
 
 sys.meta_path.insert(0, NoGrpc())
 from braid.engine import run_cni
-out, code = run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read())
+from braid.k8s.select import open_call_session
+from braid.k8s.select import open_call_session
+out, code = run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read(), session=open_call_session)
 sys.stdout.buffer.write(out)
 """
 

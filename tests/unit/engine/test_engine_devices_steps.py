@@ -28,7 +28,8 @@ from braid.engine.devices import (
 )
 from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
-from braid.errors import TRY_AGAIN_LATER, CniError
+from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
+from braid.k8s.podresources import read_pod_devices
 from braid.nad.devices import DEVICE_ID, DEVICE_INFO_FILE, RESOURCE_NAME_ANNOTATION
 from braid.nad.plan import Attachment, AttachmentPlan
 from braid.nad.resolve import PodRef
@@ -69,7 +70,7 @@ def test_socket_and_files_are_reached_through_the_nodes_root(root: Path) -> None
     info = {"type": "pci", "version": "1.1.0"}
     dp = root / "run" / "k8s.cni.cncf.io" / "devinfo" / "dp" / "vendor.example-nic-d1-device.json"
     dp.write_text(json.dumps(info))
-    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)))
+    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)), kubelet=read_pod_devices)
     plan = device_plan()
     pods = {("default", "web-0"): [[(NIC, ["d1"])]]}
     with FakeKubelet(str(root / SOCKET.lstrip("/")), pods):
@@ -102,11 +103,21 @@ def _request(container_id: str) -> CniRequest:
 def test_a_looping_link_to_the_socket_is_error_11(root: Path) -> None:
     shutil.rmtree(root / "var" / "lib")
     (root / "var" / "lib").symlink_to("/var/lib")  # resolves to itself inside the root
-    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)))
+    ctx = EngineContext(config=BraidConfig(), root=HostRoot(str(root)), kubelet=read_pod_devices)
     plan = device_plan()
     with pytest.raises(CniError) as caught:
         plan_devices(ctx, PodRef("default", "web-0"), "ctr1", plan)
     assert caught.value.code == TRY_AGAIN_LATER
+
+
+def test_without_a_kubelet_reader_a_resource_nad_is_refused() -> None:
+    """The engine asks kubelet only through its caller's reader: without one, a NAD with a
+    resourceName is a configuration error (code 7), before anything is attached."""
+    ctx = EngineContext(config=BraidConfig())
+    with pytest.raises(CniError) as caught:
+        plan_devices(ctx, PodRef("default", "web-0"), "ctr1", device_plan())
+    assert caught.value.code == INVALID_CONFIG
+    assert "no way to ask kubelet" in caught.value.msg
 
 
 def test_device_info_is_read_only_from_braids_own_files(tmp_path: Path) -> None:

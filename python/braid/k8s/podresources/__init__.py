@@ -5,3 +5,29 @@
 braid's use of them. Importing this package costs nothing: grpcio and protobuf are imported by
 ``client`` alone, so only an ADD that needs devices pays for them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from braid.errors import INVALID_CONFIG, CniError
+
+if TYPE_CHECKING:
+    from braid.k8s.podresources.client import PodDevices
+
+
+def read_pod_devices(
+    socket: str, namespace: str, name: str, *, timeout: float, local: str
+) -> PodDevices:
+    """The devices kubelet reports for pod ``namespace/name`` (``client.pod_devices``), the
+    engine's ``braid.nad.devices.KubeletReader``: grpcio and protobuf imported only now."""
+    try:
+        from braid.k8s.podresources.client import pod_devices  # noqa: PLC0415 (grpc: only here)
+    except ImportError as exc:  # grpcio and protobuf are the `devices` extra
+        raise CniError(
+            INVALID_CONFIG,
+            "the pod selects a NAD with a resourceName, and asking kubelet for its devices "
+            "needs gRPC: install braid-cni[devices] (grpcio, protobuf)",
+            str(exc),
+        ) from None
+    return pod_devices(socket, namespace, name, timeout=timeout, local=local)
