@@ -311,6 +311,11 @@ def _check_values(config: BraidConfig) -> None:
         raise _fail("braid configuration: key `hotPlug` must be 'off', 'annotated' or 'all'")
     if config.network_status_keys not in KEY_SETS:
         raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
+    if not config.daemon_wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
+        raise _fail(
+            "braid configuration: key `daemonWaitSeconds` must be a positive number of "
+            f"seconds, not {config.daemon_wait_seconds:g}"
+        )
     if config.plugin_timeout is not None and not config.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
     if not 0 < config.pod_resources_timeout <= 600:

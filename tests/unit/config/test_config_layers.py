@@ -4,6 +4,8 @@ in exactly one part (or one of the call's own CNI keys), nothing renamed on the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import msgspec
 
@@ -104,3 +106,22 @@ def test_every_key_belongs_to_one_layer() -> None:
         after = _parts(msgspec.structs.replace(config, **{field.name: marker}))
         changed = [name for name in before if before[name] != after[name]]
         assert len(changed) == 1, (field.encode_name, changed)
+
+
+def test_loading_the_configuration_loads_no_other_layer() -> None:
+    """`braid.config` in a fresh interpreter: nothing of braid but errors and _native (the
+    package `braid` itself aside)."""
+    code = (
+        "import json, sys\n"
+        "import braid.config\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('braid'))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert loaded - {"braid", "braid.errors", "braid._native"} == {
+        "braid.config",
+        "braid.config.layers",
+        "braid.config.schema",
+    }

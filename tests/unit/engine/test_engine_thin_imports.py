@@ -41,7 +41,15 @@ NEVER = (
     "dataclasses",
 )
 # Not for VERSION either: its answer needs no configuration.
-NOT_FOR_VERSION = ("braid.engine", "braid.cni", "braid.nad", "braid.k8s", "msgspec", "logging")
+NOT_FOR_VERSION = (
+    "braid.engine",
+    "braid.cni",
+    "braid.config",
+    "braid.nad",
+    "braid.k8s",
+    "msgspec",
+    "logging",
+)
 
 PROBE = """
 import json, sys
