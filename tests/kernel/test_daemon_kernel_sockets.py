@@ -183,6 +183,8 @@ def test_a_draining_daemon_never_runs_an_add_whose_client_left(
         dataclasses.replace(engine, pod=ns, container_id=f"braidf{i}-{uuid.uuid4().hex[:8]}")
         for i, ns in enumerate(filler_pods)
     ]
+    # Slow enough that the first ADD still waits once every filler reached its slow delegate.
+    install_slow(engine.plugin_dir, 4 + LENDS_PER_SLOT)
     daemon = start(engine, tmp_path, daemons, concurrency=1, extra_args=("--queue-size", "1"))
     pid_file = engine.plugin_dir / "kslow.pid"
     with ThreadPoolExecutor(1 + len(fillers)) as pool:

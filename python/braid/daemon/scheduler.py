@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 CONTAINER_VERBS = frozenset({"ADD", "DEL", "CHECK"})
 # Slots that may be lent at once, per slot (``slot_lent``).
-LENDS_PER_SLOT = 4
+LENDS_PER_SLOT = 8
 
 
 class Overloaded(Exception):
