@@ -3,9 +3,11 @@
 At start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (the common soft limit, 1024,
 is far below what a node's hard limit allows). Its clients then share what the limit leaves
 once the daemon's own needs are kept aside (``settings.BASE_DESCRIPTORS``, and
-``settings.DESCRIPTORS_PER_SLOT`` for each request that may run): the HTTP endpoint at most
-``MAX_PROBE_CONNECTIONS``, the unix socket the rest, up to its own bound. No client of either
-server can therefore take the descriptors a CNI call needs to run its delegates.
+``settings.DESCRIPTORS_PER_SLOT`` for each request that may run: one on each slot, and up to
+``scheduler.LENDS_PER_SLOT`` per slot on lent slots while their delegates run): the HTTP
+endpoint at most ``MAX_PROBE_CONNECTIONS``, the unix socket the rest, up to its own bound. No
+client of either server can therefore take the descriptors a CNI call needs to run its
+delegates.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.scheduler import LENDS_PER_SLOT
 from braid.daemon.settings import (
     BASE_DESCRIPTORS,
     DESCRIPTORS_PER_SLOT,
@@ -54,6 +57,12 @@ def raise_descriptor_limit() -> int:
     return _ceiling(soft)
 
 
+def most_running(concurrency: int) -> int:
+    """The most requests that run at once with ``concurrency`` slots: one on each slot, and
+    up to ``LENDS_PER_SLOT`` more per slot on lent slots (``Scheduler.most_executing``)."""
+    return concurrency * (1 + LENDS_PER_SLOT)
+
+
 @dataclass(frozen=True)
 class DescriptorBudget:
     """How many connections each server may hold at once."""
@@ -69,7 +78,7 @@ def budget_of(settings: DaemonSettings, limit: int | None = None) -> DescriptorB
     bound (logged when the limit cuts it)."""
     if limit is None:
         limit = _ceiling(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    own = BASE_DESCRIPTORS + settings.concurrency * DESCRIPTORS_PER_SLOT
+    own = BASE_DESCRIPTORS + most_running(settings.concurrency) * DESCRIPTORS_PER_SLOT
     probes = max(1, min(MAX_PROBE_CONNECTIONS, (limit - own) // 4))
     wanted = settings.wanted_connections
     left = limit - own - probes

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from braid.daemon.descriptors import budget_of
+from braid.daemon.descriptors import budget_of, most_running
+from braid.daemon.scheduler import LENDS_PER_SLOT, Scheduler
 from braid.daemon.settings import (
     BASE_DESCRIPTORS,
     CONNECTION_HEADROOM,
@@ -40,16 +41,28 @@ def test_the_soft_limit_is_raised_to_the_hard_limit() -> None:
     assert in_force == soft == hard
 
 
-def test_the_servers_stay_within_a_1024_limit_with_room_for_the_requests(
+def test_the_servers_stay_within_a_limit_with_room_for_the_requests(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING, "braid.daemon"):
-        budget = budget_of(settings(queue=1024), 1024)
-    own = BASE_DESCRIPTORS + 4 * DESCRIPTORS_PER_SLOT
+        budget = budget_of(settings(queue=2048), 2048)
+    own = BASE_DESCRIPTORS + 4 * (1 + LENDS_PER_SLOT) * DESCRIPTORS_PER_SLOT
     assert budget.probe_connections == MAX_PROBE_CONNECTIONS
-    assert own + budget.probe_connections + budget.socket_connections <= 1024
-    assert budget.socket_connections == 1024 - own - MAX_PROBE_CONNECTIONS
+    assert own + budget.probe_connections + budget.socket_connections <= 2048
+    assert budget.socket_connections == 2048 - own - MAX_PROBE_CONNECTIONS
     assert "leaves room for" in caplog.text
+
+
+@pytest.mark.parametrize("concurrency", [1, 4, 16])
+def test_descriptors_are_kept_for_every_request_that_may_run(concurrency: int) -> None:
+    """A request on a lent slot holds its delegates' pipes, record and locks as one on a
+    slot does: the reserve counts every request the scheduler lets run at once."""
+    most = Scheduler(concurrency=concurrency, queue_size=0).most_executing
+    assert most_running(concurrency) == most
+    own = BASE_DESCRIPTORS + most * DESCRIPTORS_PER_SLOT
+    budget = budget_of(settings(concurrency=concurrency, queue=1024), own + 43)
+    assert budget.probe_connections == 43 // 4
+    assert budget.socket_connections == 43 - 43 // 4
 
 
 def test_a_large_limit_leaves_the_connection_bound_as_it_is() -> None:
