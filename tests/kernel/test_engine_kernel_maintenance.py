@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import kernel_fake_plugins as fakes
@@ -14,6 +14,8 @@ import kernel_netns
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+
+from braid.cni.exec import ExecutionPlan, ProcessExecutor, Run, Step, StepOutcome
 
 pytestmark = pytest.mark.kernel
 
@@ -99,6 +101,43 @@ def test_the_check_started_ahead_of_a_failed_check_is_killed_unread(
     ahead = next(pid for pid, seen in runs.items() if seen == ["started"])
     assert not Path(f"/proc/{ahead}").exists(), "it was killed and reaped"
     engine.delete("net-c")
+    engine.assert_nothing_left()
+
+
+def test_check_expects_the_executions_it_makes(
+    engine: EngineSetup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugins a CHECK starts ahead are the runtime's own list (``Runtime.check_runs``):
+    an attachment at 0.3.1, which has no CHECK, is neither expected nor run, and every
+    execution made was expected, in its order."""
+    old = bridge_nad(engine, "kbr4", "10.231.54.0/24")
+    old["cniVersion"] = "0.3.1"
+    engine.nad("net-old", old)
+    engine.add("net-a,net-old,net-b")
+    expected: list[tuple[str, str]] = []
+    made: list[tuple[str, str]] = []
+    expect, run = ExecutionPlan.expect, ProcessExecutor.run
+
+    def expecting(self: ExecutionPlan, runs: Iterable[Run]) -> None:
+        runs = list(runs)
+        expected.extend((path, env["CNI_IFNAME"]) for path, env in runs)
+        expect(self, runs)
+
+    def running(
+        self: ProcessExecutor, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+    ) -> list[StepOutcome]:
+        made.extend((path, env["CNI_IFNAME"]) for path, env, _, _ in steps)
+        return run(self, steps, timeout=timeout, plan=plan)
+
+    monkeypatch.setattr(ExecutionPlan, "expect", expecting)
+    monkeypatch.setattr(ProcessExecutor, "run", running)
+
+    assert engine.run("CHECK", {NETWORKS: "net-a,net-old,net-b"}) == (None, 0)
+
+    assert made == expected
+    assert [ifname for _, ifname in made if ifname != "eth0"] == ["net1", "net3"]
+    monkeypatch.undo()
+    engine.delete("net-a,net-old,net-b")
     engine.assert_nothing_left()
 
 

@@ -234,6 +234,29 @@ class Runtime:
     ) -> None:
         """Verifies an attachment (plugins forward) against its cached result, or against
         ``prev_result`` when the cache holds none (as ``delete``)."""
+        with self.locks.container(req.container_id):
+            plan = self._check_plan(net)
+            if plan is None:
+                return
+            prev = self.results.previous(net, req, plan.version, fatal=True, given=prev_result)
+            call = req.call("CHECK")
+            for index in range(len(plan.paths)):
+                self._run(plan, index, call, req, prev)
+
+    def check_runs(self, net: NetworkList, req: RuntimeRequest) -> list[Run]:
+        """The plugin executions ``check`` will make if every plugin passes, in order (for
+        ``ExecutionPlan.expect``): none when the list disables CHECK. Planning may execute a
+        plugin's VERSION (once per binary); the errors are the ones ``check`` raises before
+        executing anything."""
+        plan = self._check_plan(net)
+        if plan is None:
+            return []
+        env = plugin_env(req.call("CHECK"), self.plugin_dirs, self.invoker.environ)
+        return [(path, env) for path in plan.paths]
+
+    def _check_plan(self, net: NetworkList) -> ListPlan | None:
+        """The plan a CHECK of ``net`` runs, None when the list disables CHECK; refused below
+        version 0.4.0, the list's own or the one negotiated with its plugins."""
         summary = net.summary
         if not at_least(summary.effective_version, CHECK_SINCE):
             raise CniError(
@@ -242,19 +265,15 @@ class Runtime:
                 "CHECK command",
             )
         if summary.disable_check:
-            return
-        with self.locks.container(req.container_id):
-            plan = self._plan(net)
-            if not at_least(plan.version, CHECK_SINCE):
-                raise CniError(
-                    INCOMPATIBLE_VERSION,
-                    f'network "{net.name}" runs at version {plan.version}, the highest its '
-                    "plugins support, which has no CHECK command",
-                )
-            prev = self.results.previous(net, req, plan.version, fatal=True, given=prev_result)
-            call = req.call("CHECK")
-            for index in range(len(plan.paths)):
-                self._run(plan, index, call, req, prev)
+            return None
+        plan = self._plan(net)
+        if not at_least(plan.version, CHECK_SINCE):
+            raise CniError(
+                INCOMPATIBLE_VERSION,
+                f'network "{net.name}" runs at version {plan.version}, the highest its '
+                "plugins support, which has no CHECK command",
+            )
+        return plan
 
     def status(self, net: NetworkList) -> None:
         """STATUS: success without executing anything below version 1.1.0."""

@@ -13,10 +13,8 @@ from pathlib import Path
 import msgspec
 
 from braid import _native
-from braid.cni import Runtime
+from braid.cni import NetworkList, Runtime
 from braid.cni.exec import ExecutionPlan, Run
-from braid.cni.invoke import plugin_env
-from braid.cni.plan import make_plan
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.devices import remove_device_info
@@ -72,36 +70,33 @@ def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, n
 
 
 def _check_runs(runtime: Runtime, record: AttachmentRecord) -> list[Run]:
-    """The plugin executions of the record's CHECKs if each passes, in order, as
-    ``Runtime.check`` makes them (lists without CHECK make none). Planning may execute a
-    plugin's VERSION, so it all happens before anything is expected. A list that cannot be
-    planned ends the list: its own CHECK fails in its turn and reports why. Expecting an
-    execution that does not come costs only the plugin started for it, killed unread."""
+    """The plugin executions of the record's CHECKs if each passes, in order
+    (``Runtime.check_runs``; an attachment below CHECK's version makes none, as
+    ``_check_entry`` skips it). Planning may execute a plugin's VERSION, so it all happens
+    before anything is expected. A list that cannot be planned ends the list: its own CHECK
+    fails in its turn and reports why. Expecting an execution that does not come costs only
+    the plugin started for it, killed unread."""
     runs: list[Run] = []
     for entry in record.attachments:
         try:
             net = entry.attachment().network_list()
-            summary = net.summary
-            if not at_least(summary.effective_version, CHECK_SINCE) or summary.disable_check:
-                continue
-            plan = make_plan(
-                net, runtime.plugin_dirs, runtime.versions, runtime.invoker, runtime.root
-            )
+            if _has_check(net):
+                runs.extend(runtime.check_runs(net, runtime_request(record, entry)))
         except CniError:
             break
-        if not at_least(plan.version, CHECK_SINCE):
-            break
-        call = runtime_request(record, entry).call("CHECK")
-        env = plugin_env(call, runtime.plugin_dirs, runtime.invoker.environ)
-        runs.extend((path, env) for path in plan.paths)
     return runs
+
+
+def _has_check(net: NetworkList) -> bool:
+    """Whether the list's version has CHECK (0.4.0 on): an attachment below it is skipped."""
+    return at_least(net.summary.effective_version, CHECK_SINCE)
 
 
 def _check_entry(runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry) -> None:
     """The delegates' CHECK passes (from 0.4.0 on), against the record's result."""
     label = entry.label or entry.name
     net = entry.attachment().network_list()
-    if not at_least(net.summary.effective_version, CHECK_SINCE):
+    if not _has_check(net):
         log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
         return
     try:
