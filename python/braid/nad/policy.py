@@ -24,8 +24,11 @@ RUNTIME_KEYS = frozenset(
     {"cniVersion", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult"}
 )
 _ATTRIBUTES = {f.encode_name: f.name for f in msgspec.structs.fields(BraidConfig)}
-# Files braid itself opens; binDir is a plugin directory, handed to the plugins as it is.
-_LOCAL_PATHS = tuple(attribute for attribute, _ in PATH_KEYS if attribute != "bin_dir")
+# Files braid itself opens, named as this process reaches them. Left as the node's: binDir (a
+# plugin directory, handed to the plugins as it is) and the device paths, which the engine
+# opens through the root itself and hands to delegates as node paths (`CNIDeviceInfoFile`).
+_NODE_PATHS = frozenset({"bin_dir", "pod_resources_socket", "device_info_dir"})
+_LOCAL_PATHS = tuple(attribute for attribute, _ in PATH_KEYS if attribute not in _NODE_PATHS)
 
 
 def policy_attributes(policy: LoadedConfig) -> tuple[str, ...]:

@@ -99,3 +99,23 @@ def test_files_are_named_through_the_root_but_plugin_dirs_stay_the_nodes(tmp_pat
     assert local.default_networks == ["sidecar", f"{tmp_path}/etc/cni/net.d/20-b.conf"]
     assert local.bin_dir == "/opt/cni/bin"  # looked up and executed inside the root
     assert Localizer(None)(config) is config
+
+
+def test_device_paths_stay_the_nodes(tmp_path: Path) -> None:
+    """The engine opens kubelet's socket and the device-information files through the root
+    itself and hands `CNIDeviceInfoFile` to delegates: named through the root here too, they
+    would be the root's path twice over, and no path of the node."""
+    config = load_braid_config(
+        json.dumps(
+            {
+                "type": "braid",
+                "podResourcesSocket": "/var/lib/kubelet/pod-resources/kubelet.sock",
+                "deviceInfoDir": "/run/k8s.cni.cncf.io/devinfo",
+            }
+        ).encode()
+    ).config
+    root = HostRoot(str(tmp_path))
+    local = Localizer(root)(config)
+    root.close()
+    assert local.pod_resources_socket == "/var/lib/kubelet/pod-resources/kubelet.sock"
+    assert local.device_info_dir == "/run/k8s.cni.cncf.io/devinfo"
