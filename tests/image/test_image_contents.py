@@ -104,6 +104,16 @@ def test_braidctl_runs(run_in_image: ImageRunner) -> None:
     run_in_image("/opt/braid/bin/python", "-c", "import braid._native, braid.commands.daemon")
 
 
+def test_the_devices_extra_loads(run_in_image: ImageRunner) -> None:
+    """grpcio's extension needs libstdc++: without it every pod selecting a NAD with a
+    resourceName is refused (docs/devices.md)."""
+    run_in_image(
+        "/opt/braid/bin/python",
+        "-c",
+        "import grpc, braid.k8s.podresources.client, braid.k8s.podresources.api_pb2_grpc",
+    )
+
+
 @pytest.mark.parametrize("shim", ["braid", "/usr/local/bin/braid", "/usr/local/bin/braid-full"])
 def test_the_shim_answers_version(run_in_image: ImageRunner, shim: str) -> None:
     done = run_in_image(shim, env={"CNI_COMMAND": "VERSION"})
