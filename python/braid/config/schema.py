@@ -226,11 +226,13 @@ def _braid_plugin(data: bytes) -> bytes:
     if "plugins" not in top:
         return data
     try:
-        plugins = msgspec.json.decode(top["plugins"], type=list[dict[str, msgspec.Raw]])
+        entries = msgspec.json.decode(top["plugins"], type=list[msgspec.Raw])
     except _UNDECODABLE as exc:
         raise _fail(
             "braid configuration: key `plugins` must be a list of objects", str(exc)
         ) from None
+    # An entry that is not an object is no braid plugin (the shim's reader skips it alike).
+    plugins = [p for p in map(_object_or_none, entries) if p is not None]
     found = [p for p in plugins if _plugin_type(p) in BRAID_PLUGIN_TYPES]
     if len(found) != 1:
         raise _fail(
@@ -242,6 +244,34 @@ def _braid_plugin(data: bytes) -> bytes:
         if key in top:
             plugin[key] = top[key]
     return msgspec.json.encode(plugin)
+
+
+def _object_or_none(raw: msgspec.Raw) -> dict[str, msgspec.Raw] | None:
+    try:
+        return msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+    except _UNDECODABLE:
+        return None
+
+
+# Keys the shim reads too (braid_wire::settings), where null (and "" for a string) means the
+# default: read here the same way.
+_STRING_DEFAULT_WHEN_UNSET = frozenset(
+    {"cniVersion", "daemonSocketDir", "cniDir", "binDir", "readinessindicatorfile"}
+)
+_NUMBER_DEFAULT_WHEN_NULL = frozenset({"daemonWaitSeconds", "pluginTimeout"})
+
+
+def _without_unset(plugin: bytes, keys: dict[str, msgspec.Raw]) -> bytes:
+    """``plugin`` without the shim's keys that are set to null or an empty string."""
+    unset = [
+        key
+        for key, raw in keys.items()
+        if (key in _STRING_DEFAULT_WHEN_UNSET and bytes(raw).strip() in (b"null", b'""'))
+        or (key in _NUMBER_DEFAULT_WHEN_NULL and bytes(raw).strip() == b"null")
+    ]
+    if not unset:
+        return plugin
+    return msgspec.json.encode({k: v for k, v in keys.items() if k not in unset})
 
 
 def _plugin_type(plugin: dict[str, msgspec.Raw]) -> str:
@@ -345,9 +375,10 @@ def check_network_name(config: BraidConfig) -> None:
 def load_braid_config(data: bytes) -> LoadedConfig:
     """Parses braid's configuration (a conf, or a conflist holding one braid plugin)."""
     plugin = _braid_plugin(data)
-    keys = set(_decode_object(plugin, "braid configuration"))
+    members = _decode_object(plugin, "braid configuration")
+    keys = set(members)
     try:
-        config = msgspec.json.decode(plugin, type=BraidConfig)
+        config = msgspec.json.decode(_without_unset(plugin, members), type=BraidConfig)
     except msgspec.ValidationError as exc:
         text = str(exc)
         where = text.rpartition(" - at `$.")[2].rstrip("`") if " - at `$." in text else ""
