@@ -1,5 +1,6 @@
 # Hand-written stub of the Rust extension; checked against the built module by mypy.stubtest.
 
+from collections.abc import Sequence
 from typing import Any, Literal, final
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "parse_plugin_error",
     "parse_plugin_result",
     "parse_version_output",
+    "plugin_env",
     "plugin_stdin",
     "record_container",
     "result_version",
@@ -68,6 +70,7 @@ __all__ = [
     "stripe_name",
     "supported_versions",
     "version_at_least",
+    "version_env",
     "write_durable",
 ]
 
@@ -118,6 +121,17 @@ def namespace_id(*, path: str) -> tuple[int, int]: ...
 def find_plugin(
     *, plugin_type: str, dirs: list[str], seen: list[str] | None = None
 ) -> tuple[int, int, int, int, int]: ...
+def plugin_env(
+    *,
+    environ: dict[str, str],
+    command: str,
+    container_id: str,
+    netns: str,
+    ifname: str,
+    args: str,
+    plugin_dirs: Sequence[str],
+) -> dict[str, str]: ...
+def version_env(*, environ: dict[str, str]) -> dict[str, str]: ...
 def judge_exit(
     *, returncode: int, stdout: bytes, stderr: bytes, plugin_type: str
 ) -> tuple[int, str, str, str] | None: ...

@@ -51,34 +51,26 @@ def environ_snapshot() -> dict[str, str]:
 
 
 def plugin_env(
-    call: PluginCall, plugin_dirs: Sequence[str], environ: Mapping[str, str] | None = None
+    call: PluginCall, plugin_dirs: Sequence[str], environ: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """The runtime's whole environment (``environ``, else ``os.environ`` now) plus all six CNI
-    variables (libcni's rule)."""
-    env = dict(environ_snapshot() if environ is None else environ)
-    env.update(
-        CNI_COMMAND=call.command,
-        CNI_CONTAINERID=call.container_id,
-        CNI_NETNS=call.netns,
-        CNI_ARGS=call.cni_args,
-        CNI_IFNAME=call.ifname,
-        CNI_PATH=":".join(plugin_dirs),
+    """The runtime's whole environment (``environ``, else ``os.environ`` now) with the six CNI
+    variables of ``call`` over it, as ``braid_delegate::delegates`` builds them for the shim
+    (libcni's rule; ``CNI_PATH`` is ``plugin_dirs`` without empty or repeated entries)."""
+    return _native.plugin_env(
+        environ=environ_snapshot() if environ is None else environ,
+        command=call.command,
+        container_id=call.container_id,
+        netns=call.netns,
+        ifname=call.ifname,
+        args=call.cni_args,
+        plugin_dirs=plugin_dirs,
     )
-    return env
 
 
 def version_env() -> dict[str, str]:
-    """VERSION's environment: libcni sends ``dummy`` for the netns, ifname and path."""
-    env = environ_snapshot()
-    env.update(
-        CNI_COMMAND="VERSION",
-        CNI_CONTAINERID="",
-        CNI_NETNS="dummy",
-        CNI_ARGS="",
-        CNI_IFNAME="dummy",
-        CNI_PATH="dummy",
-    )
-    return env
+    """VERSION's environment: libcni sends ``dummy`` for the netns, ifname and path
+    (``braid_delegate::delegates::VERSION_ENV``)."""
+    return _native.version_env(environ=environ_snapshot())
 
 
 class PluginInvoker:

@@ -51,14 +51,8 @@ pub struct Delegates {
 impl Delegates {
     /// Delegates found in `dirs` (empty and repeated entries dropped), each run within `timeout`.
     pub fn new(dirs: impl IntoIterator<Item = String>, timeout: Duration) -> Self {
-        let mut unique: Vec<String> = Vec::new();
-        for dir in dirs {
-            if !dir.is_empty() && !unique.contains(&dir) {
-                unique.push(dir);
-            }
-        }
         Self {
-            dirs: unique,
+            dirs: unique_dirs(dirs),
             timeout,
             versions: HashMap::new(),
         }
@@ -98,15 +92,8 @@ impl Delegates {
     /// The whole environment of a plugin run for `call`: this process's, with the six CNI
     /// variables over it (libcni's rule).
     pub fn env(&self, call: Call<'_>) -> Vec<(String, String)> {
-        let cni_path = self.dirs.join(":");
-        full_env(&[
-            ("CNI_COMMAND", call.command),
-            ("CNI_CONTAINERID", call.container_id),
-            ("CNI_NETNS", call.netns),
-            ("CNI_ARGS", call.args),
-            ("CNI_IFNAME", call.ifname),
-            ("CNI_PATH", cni_path.as_str()),
-        ])
+        let cni_path = cni_path(&self.dirs);
+        full_env(&call_variables(call, &cni_path))
     }
 
     /// The bounds of each step of a sequence of these plugins.
@@ -149,6 +136,37 @@ impl Delegates {
         copy_stderr(&output.stderr);
         Ok(output)
     }
+}
+
+/// The six CNI variables of `call` (CNI spec, "Parameters"), `CNI_PATH` being `cni_path`
+/// ([`cni_path`]). A VERSION call's are [`VERSION_ENV`].
+pub fn call_variables<'a>(call: Call<'a>, cni_path: &'a str) -> [(&'static str, &'a str); 6] {
+    [
+        ("CNI_COMMAND", call.command),
+        ("CNI_CONTAINERID", call.container_id),
+        ("CNI_NETNS", call.netns),
+        ("CNI_ARGS", call.args),
+        ("CNI_IFNAME", call.ifname),
+        ("CNI_PATH", cni_path),
+    ]
+}
+
+/// `CNI_PATH` for the plugin directories `dirs` ([`unique_dirs`] joined with `:`).
+pub fn cni_path<S: AsRef<str>>(dirs: impl IntoIterator<Item = S>) -> String {
+    unique_dirs(dirs).join(":")
+}
+
+/// The plugin directories `dirs` in order, empty and repeated entries dropped (the first of
+/// each is kept).
+pub fn unique_dirs<S: AsRef<str>>(dirs: impl IntoIterator<Item = S>) -> Vec<String> {
+    let mut unique: Vec<String> = Vec::new();
+    for dir in dirs {
+        let dir = dir.as_ref();
+        if !dir.is_empty() && !unique.iter().any(|kept| kept == dir) {
+            unique.push(dir.to_owned());
+        }
+    }
+    unique
 }
 
 /// This process's environment with `set` over it ([`plugin_env`]).

@@ -1,5 +1,5 @@
-//! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, exit judging and the
-//! VERSION answer, the result cache's paths and format, the container's lock and its stripes, a
+//! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, a plugin's
+//! environment, exit judging and the VERSION answer, the result cache's paths and format, the container's lock and its stripes, a
 //! list's DEL stdins, version ordering.
 
 use std::io;
@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use braid_cni::version;
 use braid_cni::wait_duration;
+use braid_delegate::delegates::{call_variables, cni_path, Call, VERSION_ENV};
 use braid_delegate::judge::NoOutput;
 use braid_delegate::spares::{self, Held};
 use braid_delegate::{cache, judge, lock, lookup, teardown, EXIT_GRACE, MAX_STDOUT_BYTES};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::to_py_err;
 
@@ -30,6 +32,64 @@ fn find_plugin(
     let found = lookup::find(plugin_type, &dirs, seen.as_deref()).map_err(|e| to_py_err(py, e))?;
     let (dev, ino, mtime, size) = found.identity;
     Ok((found.index, dev, ino, mtime, size))
+}
+
+/// A plugin's environment for one call: a copy of `environ` with the six CNI variables of the
+/// call over it (`braid_delegate::delegates::call_variables`, `CNI_PATH` from `plugin_dirs` by
+/// `cni_path`), the shim's rule. A variable that is not UTF-8 is left out when the plugin is
+/// started (`braid_delegate::delegates::plugin_env`).
+#[pyfunction]
+#[pyo3(signature = (*, environ, command, container_id, netns, ifname, args, plugin_dirs))]
+fn plugin_env<'py>(
+    environ: &Bound<'py, PyDict>,
+    command: &str,
+    container_id: &str,
+    netns: &str,
+    ifname: &str,
+    args: &str,
+    plugin_dirs: Vec<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let path = cni_path(&plugin_dirs);
+    let call = Call {
+        command,
+        container_id,
+        netns,
+        ifname,
+        args,
+    };
+    overlay(environ, &call_variables(call, &path))
+}
+
+/// A VERSION call's environment: a copy of `environ` with `VERSION_ENV` over it (libcni sends
+/// `dummy` for the netns, ifname and path).
+#[pyfunction]
+#[pyo3(signature = (*, environ))]
+fn version_env<'py>(environ: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    overlay(environ, &VERSION_ENV)
+}
+
+/// The six variables' names as Python strings, made once (each set then reuses its hash).
+static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+
+fn overlay<'py>(
+    environ: &Bound<'py, PyDict>,
+    set: &[(&str, &str)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = environ.py();
+    let names = NAMES.get_or_init(py, || {
+        VERSION_ENV
+            .iter()
+            .map(|(name, _)| PyString::intern(py, name).unbind())
+            .collect()
+    });
+    let env = environ.copy()?;
+    for (name, value) in set {
+        match names.iter().find(|known| known.bind(py) == name) {
+            Some(known) => env.set_item(known.bind(py), value)?,
+            None => env.set_item(name, value)?,
+        }
+    }
+    Ok(env)
 }
 
 /// `None` for exit 0; else the plugin's error as `(code, msg, details, plugin_msg)`.
@@ -273,6 +333,8 @@ fn version_at_least(version: &str, minimum: &str) -> bool {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
+    m.add_function(wrap_pyfunction!(plugin_env, m)?)?;
+    m.add_function(wrap_pyfunction!(version_env, m)?)?;
     m.add_function(wrap_pyfunction!(judge_exit, m)?)?;
     m.add_function(wrap_pyfunction!(supported_versions, m)?)?;
     m.add_function(wrap_pyfunction!(no_output_error, m)?)?;
