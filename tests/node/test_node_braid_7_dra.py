@@ -24,6 +24,7 @@ from typing import Any
 import node_braid as nb
 import node_dra
 import pytest
+import yaml
 from node_braid import Braid
 from node_cluster import Node
 from node_dra import DraDriver
@@ -37,6 +38,7 @@ DELEGATE = "braid-devid-hostdev"
 NAD = "dranet"
 CLAIM = "nics"
 DEFAULT_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+DOC = HERE.parents[1] / "docs" / "devices.md"
 
 
 def nad_manifest(namespace: str) -> dict[str, Any]:
@@ -303,3 +305,35 @@ def test_a_pod_without_a_claim_is_refused(dra: Dra, namespace: str, clean: dict[
     assert pod is not None
     assert pod["status"]["phase"] == "Pending"
     nb.delete_pods(node, namespace, "none")
+
+
+def documented() -> list[dict[str, Any]]:
+    """docs/devices.md, "Tested setup: DRA" (its `yaml node-tier-dra` blocks)."""
+    blocks = DOC.read_text().split("```yaml node-tier-dra\n")[1:]
+    return [yaml.safe_load(b.split("```", 1)[0]) for b in blocks]
+
+
+def test_the_documented_manifests_are_the_ones_applied() -> None:
+    """What docs/devices.md shows is what this file applies (no cluster needed)."""
+    device_class, template, nad, pod = documented()
+    assert device_class == node_dra.device_class()
+    assert template == node_dra.claim_template("ns", "one-nic", 1) | {
+        "metadata": {"name": "one-nic"}
+    }
+    applied = nad_manifest("ns")
+    del applied["metadata"]["namespace"]
+    assert nad == applied
+
+    class Recorder:
+        busybox_image = pod["spec"]["containers"][0]["image"]
+
+        def apply(self, manifest: dict[str, Any]) -> None:
+            self.manifest = manifest
+
+    recorder = Recorder()
+    claim_pod(recorder, "ns", "first", selections=1, template="one-nic")  # type: ignore[arg-type]
+    made = recorder.manifest
+    assert made["metadata"]["annotations"] == pod["metadata"]["annotations"]
+    assert made["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+    ((container,), (shown,)) = made["spec"]["containers"], pod["spec"]["containers"]
+    assert container == shown
