@@ -25,7 +25,8 @@ from braid.daemon.client import call_cni, cni_request, is_ready
 from braid.daemon.protocol import encode_frame
 
 SLOW_TYPE = "kslow"
-# A delegate that takes its time on ADD (and answers an empty result), quick on the rest.
+# A delegate that takes its time on ADD (and answers an empty result), quick on the rest: it
+# waits SECONDS, or less once `kslow.release` exists beside it (`release_slow`).
 _SLOW_PLUGIN = """#!/bin/sh
 if [ "$CNI_COMMAND" = VERSION ]; then
   echo '{"cniVersion":"1.0.0","supportedVersions":["0.3.1","0.4.0","1.0.0"]}'
@@ -34,7 +35,11 @@ fi
 cat >/dev/null
 if [ "$CNI_COMMAND" = ADD ]; then
   echo $$ > "$(dirname "$0")/kslow.pid"
-  sleep SECONDS
+  ticks=TICKS
+  while [ "$ticks" -gt 0 ] && [ ! -e "$(dirname "$0")/kslow.release" ]; do
+    sleep 0.2
+    ticks=$((ticks - 1))
+  done
   echo '{"cniVersion":"1.0.0"}'
 fi
 exit 0
@@ -43,9 +48,15 @@ exit 0
 
 def install_slow(directory: Path, seconds: float) -> str:
     path = directory / SLOW_TYPE
-    path.write_text(_SLOW_PLUGIN.replace("SECONDS", str(seconds)))
+    (directory / "kslow.release").unlink(missing_ok=True)
+    path.write_text(_SLOW_PLUGIN.replace("TICKS", str(max(1, round(seconds * 5)))))
     path.chmod(0o755)
     return SLOW_TYPE
+
+
+def release_slow(directory: Path) -> None:
+    """Ends the wait of every slow ADD of `install_slow`'s delegate in `directory`."""
+    (directory / "kslow.release").touch()
 
 
 @dataclass

@@ -21,7 +21,7 @@ import kernel_netns
 import kernel_oracle
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
-from kernel_daemon import Daemon, RssPeak, call, install_slow
+from kernel_daemon import Daemon, RssPeak, call, install_slow, release_slow
 
 from braid.daemon.client import call_cni, cni_request
 from braid.daemon.protocol import MAX_FRAME, encode_frame
@@ -183,31 +183,42 @@ def test_a_draining_daemon_never_runs_an_add_whose_client_left(
         dataclasses.replace(engine, pod=ns, container_id=f"braidf{i}-{uuid.uuid4().hex[:8]}")
         for i, ns in enumerate(filler_pods)
     ]
-    # Slow enough that the first ADD still waits once every filler reached its slow delegate.
-    install_slow(engine.plugin_dir, 4 + LENDS_PER_SLOT)
+    # Held until released: the first ADD still waits once every filler reached its slow
+    # delegate, however long the machine takes to get them there.
+    install_slow(engine.plugin_dir, 120)
     daemon = start(engine, tmp_path, daemons, concurrency=1, extra_args=("--queue-size", "1"))
     pid_file = engine.plugin_dir / "kslow.pid"
     with ThreadPoolExecutor(1 + len(fillers)) as pool:
-        pending = []
-        for pod in (engine, *fillers):  # one after the other: each reaches its slow delegate
-            pid_file.unlink(missing_ok=True)
-            pending.append(pool.submit(call_cni, daemon.socket, pod.env("ADD"), conf))
-            deadline = time.monotonic() + 20
-            while not pid_file.exists():
-                assert time.monotonic() < deadline, "the slow delegate never started"
-                time.sleep(0.02)
-        client_b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        with contextlib.closing(client_b):
-            client_b.connect(str(daemon.socket))
-            client_b.sendall(encode_frame(cni_request(pod_b.env("ADD"), conf)))
-            time.sleep(0.5)
-            third = dataclasses.replace(engine, container_id="braidc-third")
-            refused, code = call(daemon, third, "DEL", conf)
-            assert code == 1
-            assert refused["code"] == 11, "the queue was not full"
-            daemon.signal(15)
-            time.sleep(0.3)
-        assert pod_b.run("DEL", {NETWORKS: "net-a,net-slow"}) == (None, 0)
+        try:
+            pending = []
+            for pod in (engine, *fillers):  # one after the other: each reaches its slow delegate
+                pid_file.unlink(missing_ok=True)
+                future = pool.submit(call_cni, daemon.socket, pod.env("ADD"), conf)
+                deadline = time.monotonic() + 20
+                while not pid_file.exists():
+                    assert time.monotonic() < deadline, "the slow delegate never started"
+                    if future.done():
+                        # Refused at once: the request before it had its slow delegate's stdin
+                        # but had not lent its slot yet. Asked again, as kubelet would.
+                        assert future.result()[1] == 1, future.result()
+                        future = pool.submit(call_cni, daemon.socket, pod.env("ADD"), conf)
+                    time.sleep(0.02)
+                pending.append(future)
+                time.sleep(0.3)  # its slot lent before the next arrives
+            client_b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            with contextlib.closing(client_b):
+                client_b.connect(str(daemon.socket))
+                client_b.sendall(encode_frame(cni_request(pod_b.env("ADD"), conf)))
+                time.sleep(0.5)
+                third = dataclasses.replace(engine, container_id="braidc-third")
+                refused, code = call(daemon, third, "DEL", conf)
+                assert code == 1
+                assert refused["code"] == 11, "the queue was not full"
+                daemon.signal(15)
+                time.sleep(0.3)
+            assert pod_b.run("DEL", {NETWORKS: "net-a,net-slow"}) == (None, 0)
+        finally:
+            release_slow(engine.plugin_dir)  # whatever happened: the slow ADDs end
         assert [future.result(30)[1] for future in pending] == [0] * len(pending)
     assert daemon.wait() == 0
     assert pod_b.files_naming_container() == [], "pod B's ADD ran after its DEL"

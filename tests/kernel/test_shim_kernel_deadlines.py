@@ -9,6 +9,7 @@ namespaces.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import socket
@@ -105,7 +106,24 @@ def settle(engine: EngineSetup) -> None:
     while not all(e.get("state") == "added" for e in engine.record()["attachments"]):
         assert time.monotonic() < deadline, "the ADD's record was never finished"
         time.sleep(0.05)
-    time.sleep(0.3)
+    while not locks_free(engine.root):
+        assert time.monotonic() < deadline, "the daemon kept the container's lock"
+        time.sleep(0.05)
+
+
+def locks_free(root: Path) -> bool:
+    """Whether no process holds any of braid's lock files under `root` (flock, as braid takes
+    them)."""
+    for path in root.rglob("locks/*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with path.open("rb") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(file, fcntl.LOCK_UN)
+    return True
 
 
 def test_a_stopped_daemon_holds_no_call(engine: EngineSetup, shim: Path, daemon: Daemon) -> None:
