@@ -2,7 +2,8 @@
 ``.daemon``, ``.kubernetes``, ``.logging``).
 
 The document itself stays flat (``braid.config.schema``): these are views of its keys, built
-from a validated configuration, never decoded on their own. Each field names its key.
+from a validated configuration, never decoded on their own, once per configuration (on the
+first read; ``BraidConfig`` is frozen). Each field names its key.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ reads its own part through the typed views of ``braid.config.layers``.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -41,8 +42,15 @@ _STANDARD_KEYS = frozenset(
 )
 
 
-class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
-    """The typed configuration; ``delegates`` keep each inline config's bytes verbatim."""
+class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_defaults=True):
+    """The typed configuration; ``delegates`` keep each inline config's bytes verbatim.
+
+    Frozen, and each layer's view (``engine``, ``daemon``, ``kubernetes``, ``logging``) is
+    built on its first read and kept in the instance's ``__dict__`` (``dict=True``; no field,
+    so never encoded or compared): every read of one configuration returns the same view, and
+    a changed configuration is a new instance (``msgspec.structs.replace``) with views of its
+    own.
+    """
 
     cni_version: str = ""
     name: str = ""
@@ -115,7 +123,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
             return frozenset({"default"})
         return frozenset(p.strip() for p in self.global_namespaces.split(",") if p.strip())
 
-    @property
+    @cached_property
     def engine(self) -> EngineConfig:
         """What the engine reads: directories, bounds, policy, devices."""
         return EngineConfig(
@@ -150,7 +158,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
             ),
         )
 
-    @property
+    @cached_property
     def daemon(self) -> DaemonConfig:
         """What the daemon and the shim read: socket, queue, concurrency, metrics, hot-plug."""
         return DaemonConfig(
@@ -165,7 +173,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
             ),
         )
 
-    @property
+    @cached_property
     def kubernetes(self) -> KubernetesConfig:
         """What the Kubernetes store reads: kubeconfig, status policy, namespaces."""
         return KubernetesConfig(
@@ -178,7 +186,7 @@ class BraidConfig(msgspec.Struct, rename="camel", omit_defaults=True):
             global_namespaces=self.global_namespace_set(),
         )
 
-    @property
+    @cached_property
     def logging(self) -> LoggingConfig:
         """Where braid's log goes: file, level, stderr, rotation options."""
         return LoggingConfig(

@@ -52,7 +52,7 @@ def plan_devices(
     there is none): kubelet is asked once, over ``podResourcesSocket``."""
     if not needs_devices(plan):
         return DevicePlan(plan=plan)
-    config = ctx.config
+    config = ctx.config.engine.devices
     check_requests(plan, allow=config.allow_device_id_requests)
     if not pod.name:
         raise DeviceRefused(
@@ -96,7 +96,8 @@ def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> KubeletDevices:
             "the pod selects a NAD with a resourceName, and this caller of braid's engine "
             "gave it no way to ask kubelet for the pod's devices",
         )
-    socket = ctx.config.pod_resources_socket
+    config = ctx.config.engine.devices
+    socket = config.pod_resources_socket
     try:
         local = ctx.local(socket)
     except OSError as exc:  # the node's links to it loop
@@ -104,7 +105,7 @@ def _kubelet_devices(ctx: EngineContext, pod: PodRef) -> KubeletDevices:
             TRY_AGAIN_LATER, f"kubelet's PodResources API at {socket} cannot be reached", str(exc)
         ) from None
     return ctx.kubelet(
-        socket, pod.namespace, pod.name, timeout=ctx.config.pod_resources_timeout, local=local
+        socket, pod.namespace, pod.name, timeout=config.pod_resources_timeout, local=local
     )
 
 
@@ -129,7 +130,7 @@ def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePl
     not a regular file, too large or not a JSON object fails the ADD before anything ran."""
     if not devices.assignments:
         return
-    directory = cni_info_dir(ctx.config.device_info_dir, request.container_id)
+    directory = cni_info_dir(ctx.config.engine.devices.device_info_dir, request.container_id)
     by_position = {a.position: a for a in devices.plan.attachments}
     try:
         Path(ctx.local(directory)).mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -159,7 +160,7 @@ def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict
     """Per attachment position, the device-information its delegate left in the file braid
     gave it (the device plugin's, or the delegate's own). A file that cannot be read is
     logged and left out of the status: the attachment itself succeeded."""
-    own = cni_info_dir(ctx.config.device_info_dir, record.container_id) + "/"
+    own = cni_info_dir(ctx.config.engine.devices.device_info_dir, record.container_id) + "/"
     found: dict[int, dict[str, Any]] = {}
     for entry in record.attachments:
         path = entry.capability_args.get(DEVICE_INFO_FILE)
@@ -181,7 +182,7 @@ def remove_device_info(ctx: EngineContext, container_id: str) -> None:
     if not container_id or "/" in container_id or container_id in {".", ".."}:
         return
     try:
-        directory = ctx.local(cni_info_dir(ctx.config.device_info_dir, container_id))
+        directory = ctx.local(cni_info_dir(ctx.config.engine.devices.device_info_dir, container_id))
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return  # no directory (the usual case), or not one braid made

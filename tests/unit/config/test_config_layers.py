@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import msgspec
+import pytest
 
 from braid.config import BraidConfig, load_braid_config
 from braid.config.schema import KNOWN_KEYS
@@ -125,3 +126,35 @@ def test_loading_the_configuration_loads_no_other_layer() -> None:
         "braid.config.layers",
         "braid.config.schema",
     }
+
+
+def test_each_view_is_built_once_per_configuration() -> None:
+    """Read per CNI call (the engine, its session): the same view object every time, with the
+    configuration's values, kept out of the document (not encoded, not compared)."""
+    doc = b'{"type": "braid", "cniDir": "/x/cni", "logLevel": "debug", "hotPlug": "all"}'
+    config = load_braid_config(doc).config
+    encoded = msgspec.json.encode(config)
+    first = _parts(config)
+    assert _parts(config) == first
+    for name, view in _parts(config).items():
+        assert view is first[name], name
+    assert config.engine.dirs.cni_dir == "/x/cni"
+    assert config.logging.level == "debug"
+    assert config.daemon.hot_plug == "all"
+    assert msgspec.json.encode(config) == encoded
+    assert config == load_braid_config(doc).config
+
+
+def test_a_changed_configuration_has_views_of_its_own() -> None:
+    """The configuration is frozen: a change is a new instance (the daemon's policy overlay,
+    the host-root localizer) whose views carry its values, not the views read before."""
+    config = BraidConfig(cni_dir="/x/old", max_selections=3, log_level="debug")
+    engine = config.engine
+    changed = msgspec.structs.replace(config, cni_dir="/x/new", max_selections=4)
+    assert changed.engine.dirs.cni_dir == "/x/new"
+    assert changed.engine.bounds.max_selections == 4
+    assert changed.logging.level == "debug"
+    with pytest.raises(AttributeError):
+        config.cni_dir = "/x/other"  # type: ignore[misc]
+    assert config.engine is engine
+    assert engine.dirs.cni_dir == "/x/old"
