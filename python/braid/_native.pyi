@@ -9,7 +9,6 @@ __all__ = [
     "CNI_VERSIONS",
     "EXIT_GRACE_SECONDS",
     "GC_LOCK_NAME",
-    "LOCK_STRIPES",
     "MAX_CACHE_ENTRY_BYTES",
     "MAX_CONTAINER_ID_BYTES",
     "MAX_STDOUT_BYTES",
@@ -31,6 +30,7 @@ __all__ = [
     "check_container_id",
     "conf_to_list",
     "container_id_problem",
+    "container_lock_name",
     "convert_result",
     "decode_record",
     "del_stdins",
@@ -67,7 +67,6 @@ __all__ = [
     "split_capability_args",
     "start_durable_write",
     "start_plugin",
-    "stripe_name",
     "supported_versions",
     "version_at_least",
     "version_env",
@@ -84,7 +83,6 @@ RECORD_VERSION: int
 CACHE_KIND: str
 EXIT_GRACE_SECONDS: float
 GC_LOCK_NAME: str
-LOCK_STRIPES: int
 MAX_CACHE_ENTRY_BYTES: int
 MAX_STDOUT_BYTES: int
 VERSION_STDIN: bytes
@@ -157,7 +155,7 @@ def del_stdins(
     args_cni: bytes | None = None,
     prev_result: bytes | None = None,
 ) -> tuple[list[bytes], str | None]: ...
-def stripe_name(*, container_id: str) -> str: ...
+def container_lock_name(*, container_id: str) -> str: ...
 
 @final
 class HeldLock:

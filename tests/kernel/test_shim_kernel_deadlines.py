@@ -117,7 +117,11 @@ def locks_free(root: Path) -> bool:
     for path in root.rglob("locks/*"):
         if not path.is_file() or path.is_symlink():
             continue
-        with path.open("rb") as file:
+        try:
+            file = path.open("rb")
+        except FileNotFoundError:
+            continue  # a container's lock file goes with its holder's release
+        with file:
             try:
                 fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

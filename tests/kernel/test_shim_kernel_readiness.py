@@ -27,7 +27,7 @@ from pyroute2 import IPRoute, netns
 from test_shim_kernel_forwarding import FakeDaemon, response
 from test_shim_kernel_replay import shim_del, thin_add
 
-from braid.cni.locks import stripe_name
+from braid.cni.locks import container_lock_name
 from braid.engine import readiness
 from braid.errors import CniError
 
@@ -100,9 +100,13 @@ def engine_message(indicator: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def lock_is_free(engine: EngineSetup) -> bool:
-    """Whether the container's lock can be taken now (the shim does not hold it)."""
+    """Whether the container's lock can be taken now (the shim does not hold it): its file
+    exists only while held, and a file left is free if it can be locked."""
     locks = engine.cni_dir / "engine" / "locks"
-    fd = os.open(locks / stripe_name(engine.container_id), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(locks / container_lock_name(engine.container_id), os.O_RDWR)
+    except FileNotFoundError:
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -2,9 +2,10 @@
 processes.
 
 ``flock(2)`` locks on files under ``<root>/locks/``: ADD, DEL and CHECK hold ``gc.lock``
-shared and one per-container stripe file exclusively; GC holds ``gc.lock`` exclusively. The
-stripe is a hash bucket of the container id, so no lock file ever names a container (the
-contract: after a successful DEL no file names the container id). The locks are taken by
+shared and the container's own file exclusively; GC holds ``gc.lock`` exclusively. The
+container's file is named by a hash of its id, so no lock file ever names a container (the
+contract: after a successful DEL no file names the container id) and two containers never wait
+for each other; it exists only while held (its holder removes it). The locks are taken by
 ``braid_delegate::lock`` through ``braid._native``, the code the compiled shim takes them with
 when it replays a record: every acquisition opens its own file description, so threads of one
 process exclude each other too; every directory made is 0700, every lock file 0600, and a lock
@@ -21,14 +22,13 @@ from pathlib import Path
 from braid import _native
 from braid.errors import IO_FAILURE, CniError
 
-STRIPES = _native.LOCK_STRIPES
 GC_LOCK_NAME = _native.GC_LOCK_NAME
 
 
-def stripe_name(container_id: str) -> str:
-    """The stripe file guarding ``container_id``: a hash bucket of the id, never the id itself
-    (golden names in ``tests/fixtures/locks/``)."""
-    return _native.stripe_name(container_id=container_id)
+def container_lock_name(container_id: str) -> str:
+    """The lock file guarding ``container_id``: a hash of the id, never the id itself (golden
+    names in ``tests/fixtures/locks/``)."""
+    return _native.container_lock_name(container_id=container_id)
 
 
 class LockDirectory:
@@ -38,7 +38,7 @@ class LockDirectory:
         self.path = Path(root) / "locks"
 
     def container(self, container_id: str) -> AbstractContextManager[None]:
-        """Held for an ADD, DEL or CHECK: GC shared, the container's stripe exclusive."""
+        """Held for an ADD, DEL or CHECK: GC shared, the container's file exclusive."""
         directory = str(self.path)
         return self._held(lambda: _native.lock_container(dir=directory, container_id=container_id))
 

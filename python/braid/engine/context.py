@@ -108,7 +108,7 @@ class EngineContext(msgspec.Struct, dict=True):
 
     def runtime(self, request: CniRequest, *, plan: ExecutionPlan | None = None) -> Runtime:
         """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
-        engine's own locks (``locks()``: the container's stripe for ADD, DEL and CHECK, the GC
+        engine's own locks (``locks()``: the container's lock for ADD, DEL and CHECK, the GC
         lock for GC, held for the whole operation), so it takes no lock file of its own; and
         without a result cache: the attachment record holds every result and the engine hands
         it back as ``prev_result`` to DEL and CHECK. ``plan``: the request's executions (an

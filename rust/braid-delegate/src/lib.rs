@@ -8,7 +8,7 @@
 //!   answer with its fallback for plugins older than VERSION;
 //! - [`cache`]: the result cache's paths and the reading of its entries (libcni's
 //!   `cniCacheV1`);
-//! - [`lock`]: the container's lock stripes;
+//! - [`lock`]: the container's lock files;
 //! - [`delegates`]: plugins run as processes (`braid-exec`) with the CNI variables;
 //! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`;
 //! - [`spares`]: what a spare record file holds, and the spare holding a container's record;

@@ -1,5 +1,5 @@
 //! `braid_delegate`'s rules for the runtime `braid.cni`: plugin lookup, a plugin's
-//! environment, exit judging and the VERSION answer, the result cache's paths and format, the container's lock and its stripes, a
+//! environment, exit judging and the VERSION answer, the result cache's paths and format, the container's lock files, a
 //! list's DEL stdins, version ordering.
 
 use std::io;
@@ -206,11 +206,11 @@ fn del_stdins(
     Ok((stdins, built.dropped.map(|err| err.to_string())))
 }
 
-/// The stripe lock file guarding `container_id`.
+/// The name of the lock file guarding `container_id`.
 #[pyfunction]
 #[pyo3(signature = (*, container_id))]
-fn stripe_name(container_id: &str) -> String {
-    lock::stripe_name(container_id)
+fn container_lock_name(container_id: &str) -> String {
+    lock::container_lock_name(container_id)
 }
 
 /// Locks taken under a lock directory (`lock_container`, `lock_gc`), held until `release`
@@ -234,7 +234,7 @@ fn lock_wait(wait: Option<f64>) -> Option<Duration> {
     wait.map(wait_duration)
 }
 
-/// The container's lock under the lock directory `dir` (GC shared, its stripe exclusive),
+/// The container's lock under the lock directory `dir` (GC shared, its own file exclusive),
 /// waited for without the GIL: until free, or up to `wait` seconds (then `TimeoutError`).
 /// `OSError` when the directory or a lock file cannot be made or opened (a link is refused).
 #[pyfunction]
@@ -341,7 +341,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache_entry_path, m)?)?;
     m.add_function(wrap_pyfunction!(cached_result, m)?)?;
     m.add_function(wrap_pyfunction!(del_stdins, m)?)?;
-    m.add_function(wrap_pyfunction!(stripe_name, m)?)?;
+    m.add_function(wrap_pyfunction!(container_lock_name, m)?)?;
     m.add_function(wrap_pyfunction!(lock_container, m)?)?;
     m.add_function(wrap_pyfunction!(lock_gc, m)?)?;
     m.add_class::<HeldLock>()?;
@@ -353,7 +353,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version_at_least, m)?)?;
     m.add("MAX_STDOUT_BYTES", MAX_STDOUT_BYTES)?;
     m.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;
-    m.add("LOCK_STRIPES", lock::STRIPES)?;
     m.add("GC_LOCK_NAME", lock::GC_LOCK_NAME)?;
     m.add("VERSION_STDIN", PyBytes::new(m.py(), judge::VERSION_STDIN))?;
     m.add("CACHE_KIND", cache::CACHE_KIND)?;

@@ -15,7 +15,7 @@ import pytest
 
 from braid.cni import CacheEntry, ResultCache
 from braid.cni.cache import CACHE_KIND, CorruptCacheError
-from braid.cni.locks import LockDirectory, stripe_name
+from braid.cni.locks import LockDirectory, container_lock_name
 from braid.errors import CniError
 
 RESULT = b'{"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/16","gateway":"10.1.0.1"}]}'
@@ -175,10 +175,20 @@ def test_legacy_cache_feeds_del(fake_plugins, runtime, make_net, attach, cache_d
     assert call["stdin"]["prevResult"] == json.loads(RESULT)
 
 
-def test_stripe_names_never_name_the_container():
-    names = {stripe_name(f"container-{i}") for i in range(500)}
+def test_lock_file_names_never_name_the_container():
+    names = {container_lock_name(f"container-{i}") for i in range(500)}
     assert all("container" not in n for n in names)
-    assert 1 < len(names) <= 64
+    assert len(names) == 500
+
+
+def test_a_container_lock_file_exists_only_while_held(tmp_path):
+    locks = LockDirectory(tmp_path)
+    path = locks.path / container_lock_name("ctr1")
+    with locks.container("ctr1"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        with locks.container("ctr2"):  # another container: not held back
+            assert (locks.path / container_lock_name("ctr2")).is_file()
+    assert sorted(p.name for p in locks.path.iterdir()) == ["gc.lock"]
 
 
 def _hold(root: str, kind: str, cid: str, ready, release) -> None:

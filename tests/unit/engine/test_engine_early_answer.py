@@ -131,7 +131,7 @@ def test_a_del_of_a_corrupt_record_is_never_answered_early(dirs: Any) -> None:
 def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any) -> None:
     """The daemon's run_cni (spare record files): the plan of an ADD is written over a spare;
     a plan left in a spare (a lost rename) is put back by the first request under that
-    cniDir before it takes any lock, even a DEL of that very container (same lock stripe)."""
+    cniDir before it takes any lock, even a DEL of that very container (same lock)."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
     from braid.engine.spares import SPARE_SIZE, SparePools  # noqa: PLC0415
