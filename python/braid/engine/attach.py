@@ -56,7 +56,7 @@ from braid.nad.store import pod_annotations
 # it under the same locks (the record's final write).
 SendAnswer = Callable[[bytes], None]
 # Per attachment position: its device-information, and the network data a DRA driver
-# published for its device (``DevicePlan.network``).
+# published for its device (``AttachmentEntry.network_data``).
 DeviceInfos = tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]
 
 
@@ -120,6 +120,8 @@ def _add(
         devices = plan_devices(ctx, pod_of(request), request.container_id, plan)
         plan = devices.plan
         record = new_record(ctx, request, plan, capability_args)
+        for entry in record.attachments:  # kept for every later network-status
+            entry.network_data = devices.network.get(entry.position)
         with ctx.locks().container(request.container_id):
             try:
                 write_device_info(ctx, request, devices)
@@ -131,7 +133,6 @@ def _add(
                     executions=executions,
                     answer=answer,
                     firsts=firsts,
-                    network=devices.network,
                 )
             except BaseException:
                 if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
@@ -151,7 +152,6 @@ def _add_locked(
     executions: ExecutionPlan,
     answer: SendAnswer | None,
     firsts: FirstDelegates | None,
-    network: dict[int, dict[str, Any]],
 ) -> tuple[bytes, bytes]:
     """The ADD under the container's lock. The plan's durable write starts now, on a helper
     thread; the interface names are checked and the write awaited by ``FirstStdinGate``, once
@@ -176,7 +176,7 @@ def _add_locked(
         raise
     finally:
         gate.settle()  # no write of this container's record outlives its lock
-    return _finish(ctx, runtime, record, request, answer, network=network)
+    return _finish(ctx, runtime, record, request, answer)
 
 
 def _finish(
@@ -185,8 +185,6 @@ def _finish(
     record: AttachmentRecord,
     request: CniRequest,
     answer: SendAnswer | None,
-    *,
-    network: dict[int, dict[str, Any]],
 ) -> tuple[bytes, bytes]:
     """After the last attachment: the default network's result, the network-status, its
     publication, the answer and the record's one rewrite (every result and the status; atomic,
@@ -194,7 +192,7 @@ def _finish(
     the answer and rolls the ADD back: no failure leaves an attachment behind. Returns the
     default network's result and the status."""
     keys = ctx.config.network_status_keys
-    infos = (device_infos(ctx, record), network)
+    infos = (device_infos(ctx, record), record.network_data())
     try:
         default = _default_result(ctx, record)
         status = _before_answer(ctx, record, keys, infos, thin=answer is None)

@@ -30,6 +30,7 @@ import msgspec
 from braid import _native
 from braid.cni import Runtime
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
+from braid.engine.devices import device_infos
 from braid.engine.hotplug_diff import (
     ATTACHING,
     DETACHING,
@@ -304,6 +305,8 @@ def _write_outcome(ctx: EngineContext, record: AttachmentRecord) -> bytes:
     status = network_status(
         ((e.attachment(), e.result_bytes()) for e in record.attachments),
         keys=ctx.config.network_status_keys,
+        device_info=device_infos(ctx, record),
+        network_data=record.network_data(),
     )
     record.network_status = msgspec.Raw(status)
     ctx.records().write(record, durable=True)

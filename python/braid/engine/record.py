@@ -46,7 +46,9 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     the result is verified against; ``auxiliary_chain`` marks the auxiliary chain, whose ADD
     starts from an empty ``prevResult`` (``braid.nad.plan.empty_prev_result``).
     ``capability_args`` are the entry's own: what its delegates get is the record's with these
-    over them (``AttachmentRecord.capabilities``).
+    over them (``AttachmentRecord.capabilities``). ``network_data``: what a DRA driver published
+    for the attachment's device (``status.devices[].networkData``), kept for every later
+    network-status (a hot-plug change rewrites it).
     """
 
     name: str
@@ -66,6 +68,7 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
     state: State = "planned"
     result: msgspec.Raw = NO_RAW
     error: str | None = None
+    network_data: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, attachment: Attachment, capability_args: dict[str, Any]) -> AttachmentEntry:
@@ -150,6 +153,10 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
             own=_encoder.encode(entry.capability_args),
         )
         return _objects.decode(merged)
+
+    def network_data(self) -> dict[int, dict[str, Any]]:
+        """Per attachment position, the network data a DRA driver published for its device."""
+        return {e.position: e.network_data for e in self.attachments if e.network_data}
 
 
 def plan_entries(
