@@ -2,7 +2,8 @@
 judged (Section 2, "Errors"; libcni's ``pkg/invoke/raw_exec.go``).
 
 ``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin, within one
-request's ``ExecutionPlan``: it builds the environment, runs the binary, copies the plugin's
+request's ``ExecutionPlan``: it builds the environment of a call (``env``, once for every plugin
+of the call: the runtime hands it to each execution), runs the binary, copies the plugin's
 stderr to ours (never to stdout) and turns a failed exit, garbage or silence into a
 ``PluginError`` naming the plugin.
 """
@@ -89,6 +90,12 @@ class PluginInvoker:
         self.environ = environ_snapshot()
         self.plan = ExecutionPlan() if plan is None else plan
 
+    def env(self, call: PluginCall) -> dict[str, str]:
+        """The environment of every plugin ``call`` runs (``plugin_env`` over this invoker's
+        snapshot of the process environment and its plugin directories): built once per call
+        by its caller, and handed to ``run``, ``add`` and ``ExecutionPlan.expect`` as it is."""
+        return plugin_env(call, self.plugin_dirs, self.environ)
+
     def execute(self, path: str, env: Mapping[str, str], stdin: bytes) -> ExecOutput:
         """One execution; the error that kept it from running is raised."""
         outcome, _ = self.executor.run(
@@ -104,16 +111,21 @@ class PluginInvoker:
         """A sequence whose every stdin is known before the first step runs (a DEL's)."""
         return self.executor.run(steps, timeout=self.timeout, plan=self.plan)
 
-    def run(self, path: str, plugin_type: str, call: PluginCall, stdin: bytes) -> bytes:
-        """Executes ``path`` for ``call``; returns its stdout, or raises ``PluginError``."""
-        env = plugin_env(call, self.plugin_dirs, self.environ)
+    def run(self, path: str, plugin_type: str, env: Mapping[str, str], stdin: bytes) -> bytes:
+        """Executes ``path`` with its call's ``env`` (``env``); returns its stdout, or raises
+        ``PluginError``."""
         return checked_stdout(self.execute(path, env, stdin), plugin_type)
 
     def add(
-        self, path: str, plugin_type: str, call: PluginCall, stdin: bytes, config_version: str
+        self,
+        path: str,
+        plugin_type: str,
+        env: Mapping[str, str],
+        stdin: bytes,
+        config_version: str,
     ) -> bytes:
         """ADD: exactly one JSON result on stdout, parsed for ``config_version``."""
-        stdout = self.run(path, plugin_type, call, stdin)
+        stdout = self.run(path, plugin_type, env, stdin)
         return parse_add_result(stdout, plugin_type, config_version)
 
     def versions(self, path: str, plugin_type: str) -> list[str]:

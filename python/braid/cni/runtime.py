@@ -30,7 +30,7 @@ from braid.cni.exec import (
     find_plugin,
 )
 from braid.cni.hostroot import HostRoot
-from braid.cni.invoke import PluginInvoker, checked_stdout, plugin_env
+from braid.cni.invoke import PluginInvoker, checked_stdout
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import (
@@ -58,12 +58,13 @@ log = logging.getLogger(__name__)
 
 class PreparedAdd(msgspec.Struct, frozen=True):
     """An ADD ready to run (``Runtime.prepare_add``): the request checked, every plugin found,
-    the version negotiated and the first plugin's stdin built. Nothing has been executed."""
+    the version negotiated, the environment every plugin gets (``PluginInvoker.env``) and the
+    first plugin's stdin built. Nothing has been executed."""
 
     net: NetworkList
     req: RuntimeRequest
     plan: ListPlan
-    call: PluginCall
+    env: dict[str, str]
     first_stdin: bytes
 
 
@@ -138,7 +139,8 @@ class Runtime:
         if prev is not None:
             prev = _native.convert_result(data=prev, to_version=plan.version)
         stdin = self._stdin(plan, 0, "ADD", req, prev)
-        return PreparedAdd(net=net, req=req, plan=plan, call=req.call("ADD"), first_stdin=stdin)
+        env = self.invoker.env(req.call("ADD"))
+        return PreparedAdd(net=net, req=req, plan=plan, env=env, first_stdin=stdin)
 
     def _run_add(self, prepared: PreparedAdd) -> bytes:
         net, plan, req = prepared.net, prepared.plan, prepared.req
@@ -155,9 +157,8 @@ class Runtime:
 
     def add_runs(self, prepared: PreparedAdd) -> list[Run]:
         """The plugin executions ``add_prepared`` will make if every plugin succeeds, in
-        order (for ``ExecutionPlan.expect``)."""
-        env = plugin_env(prepared.call, self.plugin_dirs, self.invoker.environ)
-        return [(path, env) for path in prepared.plan.paths]
+        order (for ``ExecutionPlan.expect``), with the environment they will be given."""
+        return [(path, prepared.env) for path in prepared.plan.paths]
 
     def delete(
         self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
@@ -210,7 +211,7 @@ class Runtime:
                 errors.append(run)
                 continue
             plan, req, prev = run
-            env = plugin_env(req.call("DEL"), self.plugin_dirs, self.invoker.environ)
+            env = self.invoker.env(req.call("DEL"))
             try:
                 stdins = _del_stdins(plan, req, prev)
             except CniError as exc:
@@ -239,9 +240,10 @@ class Runtime:
             if plan is None:
                 return
             prev = self.results.previous(net, req, plan.version, fatal=True, given=prev_result)
-            call = req.call("CHECK")
+            env = self.invoker.env(req.call("CHECK"))
             for index in range(len(plan.paths)):
-                self._run(plan, index, call, req, prev)
+                stdin = self._stdin(plan, index, "CHECK", req, prev)
+                self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
 
     def check_runs(self, net: NetworkList, req: RuntimeRequest) -> list[Run]:
         """The plugin executions ``check`` will make if every plugin passes, in order (for
@@ -251,7 +253,7 @@ class Runtime:
         plan = self._check_plan(net)
         if plan is None:
             return []
-        env = plugin_env(req.call("CHECK"), self.plugin_dirs, self.invoker.environ)
+        env = self.invoker.env(req.call("CHECK"))
         return [(path, env) for path in plan.paths]
 
     def _check_plan(self, net: NetworkList) -> ListPlan | None:
@@ -282,12 +284,12 @@ class Runtime:
         plan = self._plan(net)
         if not at_least(plan.version, GC_AND_STATUS_SINCE):
             return
-        call = PluginCall(command="STATUS")
+        env = self.invoker.env(PluginCall(command="STATUS"))
         for index in range(len(plan.paths)):
             stdin = _native.plugin_stdin(
                 network_list=net.raw, index=index, command="STATUS", cni_version=plan.version
             )
-            self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
+            self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
 
     def gc(
         self, net: NetworkList, valid_attachments: Sequence[tuple[str, str]] | None = None
@@ -339,20 +341,14 @@ class Runtime:
             args_cni=req.args_cni_json(),
         )
 
-    def _run(
-        self, plan: ListPlan, index: int, call: PluginCall, req: RuntimeRequest, prev: bytes | None
-    ) -> bytes:
-        stdin = self._stdin(plan, index, call.command, req, prev)
-        return self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
-
     def _add_all(self, prepared: PreparedAdd) -> bytes:
-        plan, req, call = prepared.plan, prepared.req, prepared.call
+        plan, req, env = prepared.plan, prepared.req, prepared.env
         stdin = prepared.first_stdin
         prev: bytes | None = None
         for index in range(len(plan.paths)):
             if index:
                 stdin = self._stdin(plan, index, "ADD", req, prev)
-            prev = self.invoker.add(plan.paths[index], plan.types[index], call, stdin, plan.version)
+            prev = self.invoker.add(plan.paths[index], plan.types[index], env, stdin, plan.version)
         if prev is None:  # pragma: no cover - a list always has plugins
             raise CniError(INCOMPATIBLE_VERSION, f'network "{prepared.net.name}" has no plugins')
         return prev
@@ -398,7 +394,7 @@ class Runtime:
         attachments = None
         if valid is not None:
             attachments = msgspec.json.encode([{"containerID": c, "ifname": i} for c, i in valid])
-        call = PluginCall(command="GC")
+        env = self.invoker.env(PluginCall(command="GC"))
         for index in range(len(plan.paths)):
             try:
                 stdin = _native.plugin_stdin(
@@ -408,7 +404,7 @@ class Runtime:
                     cni_version=plan.version,
                     valid_attachments=attachments,
                 )
-                self.invoker.run(plan.paths[index], plan.types[index], call, stdin)
+                self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
             except CniError as exc:
                 errors.append(exc)
 
