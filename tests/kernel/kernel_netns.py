@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import subprocess
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,3 +52,17 @@ def delete(ns: Netns) -> None:
 def exists(ns: Netns) -> bool:
     """Whether the namespace is still named in /run/netns, per pyroute2."""
     return ns.name in netns.listnetns()
+
+
+@contextmanager
+def several(role: str, count: int) -> Iterator[list[Netns]]:
+    """``count`` fresh namespaces (``lo`` down, as a pod sandbox's), deleted after, whatever
+    happened (those made so far, when making one fails)."""
+    made: list[Netns] = []
+    try:
+        for _ in range(count):
+            made.append(create(role, loopback_up=False))
+        yield made
+    finally:
+        for ns in made:
+            delete(ns)

@@ -123,14 +123,8 @@ def test_sigterm_drains_the_add_in_flight(
 
 @pytest.fixture
 def pods() -> Iterator[list[kernel_netns.Netns]]:
-    made: list[kernel_netns.Netns] = []
-    try:
-        for _ in range(BURST):
-            made.append(kernel_netns.create("b", loopback_up=False))
+    with kernel_netns.several("b", BURST) as made:
         yield made
-    finally:
-        for ns in made:
-            kernel_netns.delete(ns)
 
 
 class Sampler:

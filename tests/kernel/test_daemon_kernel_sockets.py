@@ -154,14 +154,8 @@ def other_pod() -> Iterator[kernel_netns.Netns]:
 @pytest.fixture
 def filler_pods() -> Iterator[list[kernel_netns.Netns]]:
     """Pods whose slow ADDs take what a slot may lend (``LENDS_PER_SLOT`` of them)."""
-    made: list[kernel_netns.Netns] = []
-    try:
-        for _ in range(LENDS_PER_SLOT):
-            made.append(kernel_netns.create("f", loopback_up=False))
+    with kernel_netns.several("f", LENDS_PER_SLOT) as made:
         yield made
-    finally:
-        for ns in made:
-            kernel_netns.delete(ns)
 
 
 def test_a_draining_daemon_never_runs_an_add_whose_client_left(
