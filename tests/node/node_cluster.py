@@ -43,6 +43,8 @@ NODE_NAME = "braid-node"
 # directory of its own over it (in the tier's mount namespace), so nothing reaches the machine.
 DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 START_TIMEOUT = 120.0
+# Passes over the sandboxes left at teardown (kubelet may be removing one meanwhile).
+SANDBOX_REMOVAL_PASSES = 3
 T = TypeVar("T")
 
 # Kinds `Node.get` reads through the REST API (others go through kubectl).
@@ -780,19 +782,28 @@ class Node:
         )
 
     def _remove_sandboxes(self) -> None:
-        """Stops and removes through the CRI (CNI DEL included) every sandbox left."""
+        """Stops and removes through the CRI (CNI DEL included) every sandbox left. kubelet may
+        be removing one at the same moment (containerd then answers "already in removing
+        state"): such a sandbox is listed again after a pause, and only one still there after
+        the last pass is a failure."""
         assert self.cri is not None
-        failed = []
-        listed = self.ctr("containers", "list", "--quiet",
-                          'labels."io.cri-containerd.kind"==sandbox', check=False)  # fmt: skip
-        for sandbox_id in listed.split():
-            try:
-                self.cri.stop_pod_sandbox(sandbox_id)
-                self.cri.remove_pod_sandbox(sandbox_id)
-            except grpc.RpcError as exc:
-                failed.append(f"{sandbox_id}: {exc}")
-        if failed:
-            raise NodeError("; ".join(failed))
+        failed: list[str] = []
+        for attempt in range(SANDBOX_REMOVAL_PASSES):
+            if attempt:
+                time.sleep(1)
+            failed = []
+            listed = self.ctr("containers", "list", "--quiet",
+                              'labels."io.cri-containerd.kind"==sandbox', check=False)  # fmt: skip
+            for sandbox_id in listed.split():
+                try:
+                    self.cri.stop_pod_sandbox(sandbox_id)
+                    self.cri.remove_pod_sandbox(sandbox_id)
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.NOT_FOUND:
+                        failed.append(f"{sandbox_id}: {exc}")
+            if not failed:
+                return
+        raise NodeError("; ".join(failed))
 
     # --- diagnostics ---------------------------------------------------------------------
 
