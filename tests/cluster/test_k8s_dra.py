@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import apiserver
 import faultproxy
@@ -26,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from test_k8s_devices import delegate_devices, device_conf
 from test_k8s_status import wait_until
 
+import braid.k8s.dra as dra_module
 from braid.config.schema import BraidConfig
 from braid.engine import run_cni
 from braid.engine.session import store_sessions
@@ -393,3 +395,26 @@ def test_the_daemon_refuses_a_device_another_claim_holds_for_another_pod(
     assert (code, error["code"]) == (1, 11)
     assert f"{dra.ns}/thief" in error["msg"]
     assert node.calls("ADD") == []
+
+
+def test_braid_thin_refuses_a_device_another_claim_holds_for_another_pod(
+    node: Node, dra: Dra
+) -> None:
+    """Without the daemon's caches the other claims are listed live (in pages)."""
+    dra.claim()
+    uid = dra.pod()
+    dra.allocate(uid)
+    dra.claim("other-claim")
+    results = [{"request": "nics", "driver": DRIVER, "pool": dra.pool, "device": "nic-0"}]
+    reserved = [{"resource": "pods", "name": "thief", "uid": str(uuid.uuid4())}]
+    status = {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
+    dra.api.patch_namespaced_resource_claim_status("other-claim", dra.ns, {"status": status})
+    with mock.patch.object(dra_module, "CLAIM_LIST_PAGE", 1):  # every page is read
+        error, code = add(node, dra, uid)
+    assert (code, error["code"]) == (1, 11)
+    assert f"{dra.ns}/thief" in error["msg"]
+    assert node.calls("ADD") == []
+    # The other claim gone: the same ADD goes through.
+    dra.api.delete_namespaced_resource_claim("other-claim", dra.ns)
+    result, code = add(node, dra, uid)
+    assert code == 0, result

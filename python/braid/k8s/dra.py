@@ -42,6 +42,10 @@ from braid.k8s.retry import RetryPolicy, call_with_retries
 from braid.nad.devices import ClaimedDevice
 
 log = logging.getLogger("braid.k8s")
+# Without the daemon's caches, every claim is listed live to find a device another pod holds:
+# this many a page, at most this many pages.
+CLAIM_LIST_PAGE = 500
+CLAIM_LIST_PAGES = 20
 
 
 class DraCaches(Protocol):
@@ -156,20 +160,27 @@ class ClaimReader:
     def _held_elsewhere(
         self, found: list[ClaimedDevice], pod: str, uid: str
     ) -> list[ClaimedDevice]:
-        """``found`` with, for each device another claim of the caches also allocates to
-        another pod, that pod in ``others``; each such claim is read live first, so that a
-        cache behind a deallocation refuses nothing. Without caches: ``found``."""
-        if self.caches is None or not found:
+        """``found`` with, for each device another claim also allocates to another pod, that
+        pod in ``others``. The other claims come from the caches, each read live first so that
+        a cache behind a deallocation refuses nothing; without caches, from a live LIST of
+        every claim (``CLAIM_LIST_PAGE`` a page, at most ``CLAIM_LIST_PAGES`` pages)."""
+        if not found:
             return found
         wanted = {c.key: c for c in found}
         mine = {c.claim for c in found}
+        if self.caches is not None:
+            refs = _claims_allocating(self.caches.cached_claims(), set(wanted), mine)
+            others = [(ref, self._read_claim(ref)) for ref in refs]
+        else:
+            listed = dict(self._list_claims())
+            refs = _claims_allocating(list(listed.values()), set(wanted), mine)
+            others = [(ref, listed[ref]) for ref in refs]
         holders: dict[tuple[str, str, str], list[str]] = {}
-        for ref in _claims_allocating(self.caches.cached_claims(), set(wanted), mine):
-            namespace, name = ref.split("/", 1)
-            claim = self.get_object(claims_path(namespace, name), f"GET ResourceClaim {ref}")
-            what = f"ResourceClaim {ref}"
+        for ref, claim in others:
             if claim is None:
                 continue
+            what = f"ResourceClaim {ref}"
+            namespace = ref.split("/", 1)[0]
             pods = [
                 f"{namespace}/{n}"
                 for n, u in reserved_for(claim, what)
@@ -183,6 +194,32 @@ class ClaimReader:
             else c
             for c in found
         ]
+
+    def _read_claim(self, ref: str) -> dict[str, Any] | None:
+        namespace, name = ref.split("/", 1)
+        return self.get_object(claims_path(namespace, name), f"GET ResourceClaim {ref}")
+
+    def _list_claims(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every claim of the cluster, live, as (namespace/name, claim)."""
+        claims: list[tuple[str, dict[str, Any]]] = []
+        token = ""
+        for page in range(CLAIM_LIST_PAGES):
+            query = {"limit": str(CLAIM_LIST_PAGE), **({"continue": token} if token else {})}
+            listed = self.get_object(claims_path(), f"LIST ResourceClaims (page {page + 1})", query)
+            items = listed.get("items") if listed else None
+            for item in items if isinstance(items, list) else []:
+                meta = item.get("metadata") if isinstance(item, dict) else None
+                if isinstance(meta, dict):
+                    claims.append((f"{meta.get('namespace')}/{meta.get('name')}", item))
+            token = field_at(listed or {}, "metadata", "continue")
+            if not isinstance(token, str) or not token:
+                return claims
+        log.warning(
+            "more than %d ResourceClaims in the cluster: only those were checked for a device "
+            "another pod holds (braid's daemon watches every claim)",
+            len(claims),
+        )
+        return claims
 
 
 def _claims_allocating(
