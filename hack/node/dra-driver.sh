@@ -2,7 +2,7 @@
 # Build the node tier's test DRA driver (tests/node/dra-driver) into
 # .cache/dra-driver/bin/braid-test-dra-driver (or $BRAID_DRA_DRIVER_BIN_DIR, which the tier
 # reads too).
-# Test-only: nothing built here is shipped. Needs Go (>= 1.21; the go directive in go.mod
+# Its unit tests run first (driver_test.go). Test-only: nothing built here is shipped. Needs Go (>= 1.21; the go directive in go.mod
 # fetches a newer toolchain through the module proxy if needed) and the Go module proxy.
 # A finished build is reused while its key (go.mod, go.sum, the sources, this script and the Go
 # version) is unchanged; `--force` rebuilds. On 2 busy cores: about 7 minutes cold (empty module
@@ -42,6 +42,9 @@ main() {
 	trap 'rm -rf "$staging"' EXIT
 	echo "dra-driver.sh: building $program into $out (a cold build takes minutes)"
 	start=$SECONDS
+	# The driver's own unit tests (claims held by one claim at a time, network data, state)
+	# gate the build: a driver that breaks them never reaches the node tier.
+	go test -mod=readonly -count=1 ./...
 	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$staging/$program" .
 	echo "$key" >"$staging/.build-key"
 
