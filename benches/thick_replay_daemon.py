@@ -9,7 +9,6 @@ Usage: python thick_replay_daemon.py SOCKET_DIR CONCURRENCY
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,7 +52,7 @@ def main(socket_dir: str, concurrency: int) -> None:
         queue_size=settings.queue_size,
         executor=RecordOnceExecutor(ProcessExecutor()),
     )
-    asyncio.run(DaemonServer(settings, service).serve())
+    DaemonServer(settings, service).serve()
 
 
 if __name__ == "__main__":

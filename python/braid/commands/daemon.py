@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -208,7 +207,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2
     try:
-        asyncio.run(DaemonServer(settings, service).serve())
+        DaemonServer(settings, service).serve()
     except (DaemonAlreadyRunning, OSError) as exc:
         log.error("cannot serve: %s", exc)  # noqa: TRY400
         return 1

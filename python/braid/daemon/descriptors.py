@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from braid.daemon.logs import DAEMON_LOGGER
-from braid.daemon.scheduler import LENDS_PER_SLOT
+from braid.daemon.scheduler import most_executing
 from braid.daemon.settings import (
     BASE_DESCRIPTORS,
     DESCRIPTORS_PER_SLOT,
@@ -58,9 +58,9 @@ def raise_descriptor_limit() -> int:
 
 
 def most_running(concurrency: int) -> int:
-    """The most requests that run at once with ``concurrency`` slots: one on each slot, and
-    up to ``LENDS_PER_SLOT`` more per slot on lent slots (``Scheduler.most_executing``)."""
-    return concurrency * (1 + LENDS_PER_SLOT)
+    """The most requests that run at once with ``concurrency`` slots
+    (``scheduler.most_executing``, which ``Scheduler.most_executing`` is too)."""
+    return most_executing(concurrency)
 
 
 @dataclass(frozen=True)

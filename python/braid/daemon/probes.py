@@ -2,8 +2,8 @@
 
 ``/healthz`` answers 200 while the process serves; ``/readyz`` 200 only while the daemon
 accepts CNI requests (503 while starting and while draining). A deliberately small HTTP/1.0
-server on asyncio: one GET per connection, no keep-alive, and bounded (``docs/daemon.md``,
-"Bounds"): at most ``max_connections`` at once, a request head of at most
+server, one thread per connection: one GET per connection, no keep-alive, and bounded
+(``docs/daemon.md``, "Bounds"): at most ``max_connections`` at once, a request head of at most
 ``MAX_PROBE_REQUEST_BYTES`` (else 431) sent within ``PROBE_IDLE_SECONDS`` of connecting (else
 the connection is closed), and as long again to take the answer. A connection beyond the bound
 takes the place of the oldest one still silent; when every one is being answered, it is closed
@@ -13,8 +13,11 @@ descriptors nor keep a probe from being answered.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
+import socket
+import threading
+import time
 
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.service import DaemonService
@@ -69,96 +72,139 @@ def _response(status: int, ctype: str, body: bytes) -> bytes:
     return header.encode("latin-1") + body
 
 
-class ProbeConnections:
-    """The connections open now, oldest first, against their bound."""
-
-    def __init__(self, service: DaemonService, max_connections: int) -> None:
-        self.service = service
-        self.max_connections = max_connections
-        self.open: dict[ProbeConnection, None] = {}  # insertion order: oldest first
-
-    def enter(self, connection: ProbeConnection) -> bool:
-        """Takes ``connection`` in, closing the oldest silent one at the bound; False (the
-        caller closes it) when every connection is being answered."""
-        if len(self.open) >= self.max_connections:
-            silent = next((c for c in self.open if not c.answered), None)
-            if silent is None:
-                return False
-            self.open.pop(silent)
-            silent.abort()
-        self.open[connection] = None
-        return True
-
-    def leave(self, connection: ProbeConnection) -> None:
-        self.open.pop(connection, None)
+# What a connection may still send after its head before it is closed (bytes).
+MAX_PROBE_TRAILER_BYTES = 65536
 
 
-class ProbeConnection(asyncio.Protocol):
+def _discard_the_rest(sock: socket.socket) -> None:
+    """Reads what the client sent beyond its head until it closes (a bounded amount, within
+    the send timeout): closing with unread bytes would reset the connection before the client
+    has read its answer."""
+    left = MAX_PROBE_TRAILER_BYTES
+    while left > 0:
+        chunk = sock.recv(min(left, 16384))
+        if not chunk:
+            return
+        left -= len(chunk)
+
+
+class ProbeConnection:
     """One request head in (bounded in size and time), one response out, then closed."""
 
-    def __init__(self, connections: ProbeConnections) -> None:
-        self._connections = connections
-        self._head = bytearray()
-        self._transport: asyncio.Transport | None = None
-        self._timer: asyncio.TimerHandle | None = None
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
         self.answered = False
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)  # noqa: S101 - a stream server's
-        self._transport = transport
-        if not self._connections.enter(self):
-            transport.abort()
-            return
-        self._timer = asyncio.get_running_loop().call_later(PROBE_IDLE_SECONDS, self.abort)
-
-    def data_received(self, data: bytes) -> None:
-        if self.answered:
-            return
-        self._head += data
-        end = self._head.find(END_OF_HEAD)
-        if end < 0 and len(self._head) <= MAX_PROBE_REQUEST_BYTES:
-            return
-        if end < 0 or end + len(END_OF_HEAD) > MAX_PROBE_REQUEST_BYTES:
-            answer = _response(431, "text/plain", b"request head too large\n")
-        else:
-            answer = response_to(self._connections.service, bytes(self._head[:end]))
-        self._answer(answer)
-
-    def eof_received(self) -> bool:
-        if not self.answered:
-            self.abort()  # closed before a whole request head
-        return True
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._connections.leave(self)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _answer(self, response: bytes) -> None:
-        self.answered = True
-        self._head = bytearray()
-        transport = self._transport
-        assert transport is not None  # noqa: S101 - data comes after connection_made
-        transport.write(response)
-        transport.close()  # once the answer is written; ``abort`` if it is not taken in time
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = asyncio.get_running_loop().call_later(PROBE_IDLE_SECONDS, self.abort)
+    def serve(self, service: DaemonService) -> None:
+        """Reads the head within ``PROBE_IDLE_SECONDS`` of connecting and answers it within as
+        long again; anything else (silence, a close, a slow reader) closes the connection."""
+        head = bytearray()
+        deadline = time.monotonic() + PROBE_IDLE_SECONDS
+        try:
+            while True:
+                end = head.find(END_OF_HEAD)
+                if end >= 0 or len(head) > MAX_PROBE_REQUEST_BYTES:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(MAX_PROBE_REQUEST_BYTES + 1)
+                if not chunk:
+                    return  # closed before a whole request head
+                head += chunk
+            if end < 0 or end + len(END_OF_HEAD) > MAX_PROBE_REQUEST_BYTES:
+                answer = _response(431, "text/plain", b"request head too large\n")
+            else:
+                answer = response_to(service, bytes(head[:end]))
+            self.answered = True
+            self.sock.settimeout(PROBE_IDLE_SECONDS)
+            self.sock.sendall(answer)
+            self.sock.shutdown(socket.SHUT_WR)
+            _discard_the_rest(self.sock)
+        except OSError:
+            return  # silent too long, crowded out, or too slow to read
+        finally:
+            self.sock.close()
 
     def abort(self) -> None:
-        """Closes the connection now (silent too long, crowded out, or too slow to read)."""
-        if self._transport is not None:
-            self._transport.abort()
+        """Ends the connection now (crowded out by a newer one, or the server stops)."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
 
 
-async def start_probe_server(
+class ProbeServer:
+    """The endpoint: an accepting thread, a thread per connection, at most ``max_connections``
+    at once (oldest first in ``open``)."""
+
+    def __init__(self, service: DaemonService, host: str, port: int, max_connections: int) -> None:
+        self.service = service
+        self.max_connections = max_connections
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family)
+        self.port: int = self._listener.getsockname()[1]
+        self.open: dict[ProbeConnection, None] = {}  # insertion order: oldest first
+        self._lock = threading.Lock()
+        self._closing = False
+        self._accepting = threading.Thread(target=self._accept, name="braid-probes", daemon=True)
+
+    def start(self) -> ProbeServer:
+        self._accepting.start()
+        return self
+
+    def enter(self, connection: ProbeConnection) -> bool:
+        """Takes ``connection`` in, ending the oldest silent one at the bound; False (the
+        caller closes it) when every connection is being answered."""
+        with self._lock:
+            if len(self.open) >= self.max_connections:
+                silent = next((c for c in self.open if not c.answered), None)
+                if silent is None:
+                    return False
+                self.open.pop(silent)
+                silent.abort()
+            self.open[connection] = None
+            return True
+
+    def _accept(self) -> None:
+        while not self._closing:
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                if self._closing:
+                    return
+                time.sleep(0.1)  # out of descriptors: the next try may succeed
+                continue
+            connection = ProbeConnection(sock)
+            if not self.enter(connection):
+                sock.close()
+                continue
+            threading.Thread(
+                target=self._serve, args=(connection,), name="braid-probe", daemon=True
+            ).start()
+
+    def _serve(self, connection: ProbeConnection) -> None:
+        try:
+            connection.serve(self.service)
+        finally:
+            with self._lock:
+                self.open.pop(connection, None)
+
+    def close(self) -> None:
+        """Stops accepting and ends every open connection."""
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        self._accepting.join(PROBE_IDLE_SECONDS)
+        with self._lock:
+            for connection in self.open:
+                connection.abort()
+
+
+def start_probe_server(
     service: DaemonService, host: str, port: int, max_connections: int
-) -> asyncio.Server:
+) -> ProbeServer:
     """Listens on ``host:port``; the caller closes the returned server."""
-    connections = ProbeConnections(service, max_connections)
-    server = await asyncio.get_running_loop().create_server(
-        lambda: ProbeConnection(connections), host, port
-    )
+    server = ProbeServer(service, host, port, max_connections).start()
     log.info("metrics and probes on http://%s:%d (/metrics, /healthz, /readyz)", host, port)
     return server

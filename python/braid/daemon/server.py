@@ -5,20 +5,20 @@ directory the daemon makes is 0700, one that exists must be root's and writable 
 only). A socket left by a dead daemon is replaced; one that still answers belongs to a live
 daemon and is left alone (the start fails). Readiness turns true once the service has warmed
 up (the Kubernetes caches listed, or their wait bounded); requests are answered before that.
-Connections are accepted by ``most_executing + 1`` acceptor threads, each serving on its own
-thread the requests nothing holds back and handing the others to the event loop
+Connections are accepted by ``most_executing + 1`` acceptor threads, each serving the
+requests nothing holds back itself and giving any other connection a thread of its own
 (``docs/daemon.md``, "Threads"). What clients may hold is bounded (``docs/daemon.md``,
 "Bounds"): connections (beyond the bound one is answered code 11 and closed at once), request
 bytes, and the seconds to send a frame; the descriptor limit is raised at start and shared
 so that no client can starve a CNI call of descriptors (``braid.daemon.descriptors``).
-Shutdown stops accepting (the listener is shut down, which
-wakes the acceptors), turns readiness false, waits for the requests in flight (up to the drain
-time), removes the socket, stops the Kubernetes side and returns.
+Shutdown (SIGTERM, SIGINT, ``stop``) stops accepting (the
+listener is shut down, which wakes the acceptors), turns readiness false, removes the socket,
+waits for the requests in flight (up to the drain time), closes the connections still sending
+their frame, stops the Kubernetes side and returns.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import logging
@@ -31,19 +31,18 @@ import time
 from pathlib import Path
 
 from braid.cni.cache import make_private_dirs
-from braid.daemon.bounds import ClientBounds, Lease
+from braid.daemon.bounds import ClientBounds
 from braid.daemon.connection import (
-    DirectConnection,
+    Connection,
     FirstRead,
-    RequestConnection,
-    Response,
     held_too_much,
     read_first_frame,
+    read_frame,
     refuse_connection,
 )
 from braid.daemon.descriptors import budget_of
 from braid.daemon.logs import DAEMON_LOGGER
-from braid.daemon.probes import start_probe_server
+from braid.daemon.probes import ProbeServer, start_probe_server
 from braid.daemon.protocol import error_response
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import DaemonSettings
@@ -52,9 +51,10 @@ from braid.errors import TRY_AGAIN_LATER, CniError
 log = logging.getLogger(DAEMON_LOGGER)
 ACCEPT_RETRY_SECONDS = 1.0
 REFUSAL_LOG_SECONDS = 1.0
-# How long an acceptor waits for a new connection's frame before the event loop takes over.
+# How long an acceptor waits for a new connection's frame before it gives it a thread.
 FIRST_FRAME_SECONDS = 0.2
-DRAIN_POLL_SECONDS = 0.01
+# How long a stopping daemon waits for its warm-up to notice before it drains.
+WARM_UP_JOIN_SECONDS = 1.0
 
 
 class DaemonAlreadyRunning(Exception):
@@ -139,15 +139,17 @@ class DaemonServer:
     def __init__(self, settings: DaemonSettings, service: DaemonService) -> None:
         self.settings = settings
         self.service = service
-        self.stopping = asyncio.Event()
-        self.serving = asyncio.Event()  # set once the socket accepts requests
-        self._active: set[asyncio.Future[Response]] = set()  # requests not finished yet
-        self._setting_up: set[asyncio.Task[None]] = set()  # transports being made
+        self.stopping = threading.Event()
+        self.serving = threading.Event()  # set once the socket accepts requests
         self._acceptors: list[threading.Thread] = []
         self._closing = False
-        self._inflight = 0  # connections an acceptor thread is serving
-        self._inflight_lock = threading.Lock()
-        self.probe_server: asyncio.Server | None = None
+        self._closing_done = False  # the drain is over: a frame that arrives now is not served
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # notified as requests end
+        self._inflight = 0  # requests being served (a whole frame read)
+        self._reading: set[Connection] = set()  # connections still sending, in threads of their own
+        self._threads: set[threading.Thread] = set()  # the connections' own threads
+        self.probe_server: ProbeServer | None = None
         self._refused = 0  # connections refused since the last log line about it
         self._refusal_logged = 0.0
         self.bounds = ClientBounds(
@@ -159,10 +161,10 @@ class DaemonServer:
         """Begins the graceful shutdown (what SIGTERM and SIGINT do)."""
         self.stopping.set()
 
-    async def serve(self) -> None:
-        """Serves until ``stop``; then drains and cleans up."""
+    def serve(self) -> None:
+        """Serves until ``stop`` (or SIGTERM, SIGINT when called on the main thread); then
+        drains and cleans up."""
         few_malloc_arenas()
-        loop = asyncio.get_running_loop()
         path = self.settings.socket_path
         prepare_socket_dir(path)
         # A burst of pods connects at once: the backlog holds every request the queue admits.
@@ -175,20 +177,30 @@ class DaemonServer:
             listener.close()
             raise
         path.chmod(0o600)
+        inode = path.stat().st_ino
         budget = budget_of(self.settings)
         self.bounds.max_connections = budget.socket_connections
-        self._start_acceptors(listener, loop)
-        inode = path.stat().st_ino
         endpoint = self.settings.metrics_endpoint()
-        probes = (
-            await start_probe_server(self.service, *endpoint, budget.probe_connections)
-            if endpoint
-            else None
-        )
+        try:
+            probes = (
+                start_probe_server(self.service, *endpoint, budget.probe_connections)
+                if endpoint
+                else None
+            )
+        except OSError:
+            listener.close()
+            path.unlink(missing_ok=True)
+            raise
         self.probe_server = probes
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, self.stop)
-        warm_up = asyncio.create_task(self.service.warm_up(self.settings.cache_sync_seconds))
+        self._start_acceptors(listener)
+        handlers = self._handle_signals()
+        warm_up = threading.Thread(
+            target=self.service.warm_up,
+            args=(self.settings.cache_sync_seconds, self.stopping),
+            name="braid-warm-up",
+            daemon=True,
+        )
+        warm_up.start()
         self.serving.set()
         log.info(
             "serving on %s (concurrency %d, queue %d, at most %d connections, %d on the "
@@ -201,26 +213,36 @@ class DaemonServer:
             budget.limit,
         )
         try:
-            await self.stopping.wait()
+            self.stopping.wait()
         finally:
-            warm_up.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await warm_up
-            await self._shut_down(listener, probes, path, inode)
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
+            self.stopping.set()  # ends the warm-up, which then never turns ready
+            warm_up.join(WARM_UP_JOIN_SECONDS)
+            self._shut_down(listener, probes, path, inode)
+            warm_up.join(self.settings.drain_seconds)
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
 
-    def _start_acceptors(self, listener: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+    def _handle_signals(self) -> dict[int, signal._HANDLER]:
+        """SIGTERM and SIGINT stop the daemon (only the main thread may set handlers: a
+        daemon served from another thread is stopped with ``stop``); the handlers before."""
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {
+            signum: signal.signal(signum, lambda *_: self.stop())
+            for signum in (signal.SIGTERM, signal.SIGINT)
+        }
+
+    def _start_acceptors(self, listener: socket.socket) -> None:
         """One thread more than requests may execute at once (``Scheduler.most_executing``:
         the slots, and the slots lent while delegates run) blocks in ``accept``: a request
         that nothing holds back is read, run and answered by the thread that accepted it (no
         hand-off to any other thread on its way), and one thread is always free to take the
-        next connection while every request that may execute does (that one goes to the
-        event loop's queue)."""
+        next connection while every request that may execute does (that one gets a thread of
+        its own, where it waits for its turn)."""
         self._acceptors = [
             threading.Thread(
                 target=self._accept_loop,
-                args=(listener, loop),
+                args=(listener,),
                 name=f"braid-accept-{index}",
                 daemon=True,
             )
@@ -229,7 +251,7 @@ class DaemonServer:
         for thread in self._acceptors:
             thread.start()
 
-    def _accept_loop(self, listener: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+    def _accept_loop(self, listener: socket.socket) -> None:
         while not self._closing:
             try:
                 conn, _ = listener.accept()
@@ -244,7 +266,7 @@ class DaemonServer:
                 self._refused_connection(conn)
                 continue
             try:
-                self._serve_accepted(conn, lease, listener, loop)
+                self._serve_accepted(Connection(conn, lease), listener)
             except Exception:  # a bug must not cost the daemon an acceptor
                 log.exception("serving a connection failed")
                 conn.close()
@@ -263,7 +285,7 @@ class DaemonServer:
                 )
             ),
         )
-        with self._inflight_lock:
+        with self._lock:
             self._refused += 1
             now = time.monotonic()
             if now - self._refusal_logged < REFUSAL_LOG_SECONDS:
@@ -273,62 +295,108 @@ class DaemonServer:
             "refused %d connection(s) beyond the bound of %d", refused, self.bounds.max_connections
         )
 
-    def _serve_accepted(
-        self,
-        conn: socket.socket,
-        lease: Lease,
-        listener: socket.socket,
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
+    def _serve_accepted(self, connection: Connection, listener: socket.socket) -> None:
         """In an acceptor thread: the frame (the shim sends it whole right after connecting),
-        then either the request served here, or the connection handed to the event loop."""
-        with self._inflight_lock:
-            self._inflight += 1
-        try:
-            outcome, body, read = read_first_frame(conn, FIRST_FRAME_SECONDS, lease, listener)
-            if outcome is FirstRead.HELD_TOO_MUCH:
-                log.warning("refused a request: the request bytes held reached their bound")
-                refuse_connection(conn, held_too_much(lease))
-                lease.leave()
-                return
-            if body is not None:
-                direct = DirectConnection(conn, lease)
-                if self.service.serve_in_thread(body, direct):
-                    return
-            loop.call_soon_threadsafe(self._hand_to_loop, conn, lease, read)
-        finally:
-            with self._inflight_lock:
-                self._inflight -= 1
-
-    def _hand_to_loop(self, conn: socket.socket, lease: Lease, read: bytearray) -> None:
-        """On the loop: a connection its acceptor did not serve, with what it read of it."""
-        if self._closing:
-            conn.close()
-            lease.leave()
+        then either the request served here, or the connection given a thread of its own."""
+        deadline = time.monotonic() + self.settings.frame_seconds
+        outcome, body, read = read_first_frame(
+            connection.sock, FIRST_FRAME_SECONDS, connection.lease, listener
+        )
+        if outcome is FirstRead.HELD_TOO_MUCH:
+            log.warning("refused a request: the request bytes held reached their bound")
+            connection.refuse(held_too_much(connection.lease))
             return
-        conn.setblocking(False)
-        setting_up = asyncio.get_running_loop().create_task(self._transport_for(conn, lease, read))
-        self._setting_up.add(setting_up)
-        setting_up.add_done_callback(self._setting_up.discard)
-
-    async def _transport_for(self, conn: socket.socket, lease: Lease, read: bytearray) -> None:
-        """The asyncio way for a connection: ``RequestConnection`` goes on from ``read`` (and
-        puts the request it starts, if any, among those a shutdown drains)."""
-
-        def protocol() -> RequestConnection:
-            return RequestConnection(
-                self.service, self._active, self.settings.frame_seconds, lease, initial=read
-            )
-
+        if body is None:
+            self._give_thread(connection, read, deadline, None)
+            return
+        with self._lock:
+            self._inflight += 1
+        handed = False
         try:
-            await asyncio.get_running_loop().connect_accepted_socket(protocol, conn)
-        except OSError as exc:
-            log.warning("could not serve a client: %s", exc)
-            conn.close()
-            lease.leave()
+            if self.service.serve(body, connection, wait=False):
+                return
+            handed = self._give_thread(connection, read, deadline, body)
+        finally:
+            if not handed:
+                self._request_over()
 
-    async def _shut_down(
-        self, listener: socket.socket, probes: asyncio.Server | None, path: Path, inode: int
+    def _give_thread(
+        self, connection: Connection, read: bytearray, deadline: float, body: bytes | None
+    ) -> bool:
+        """Serves ``connection`` on a thread of its own: from its ``body`` (a request counted
+        in flight already), else from what was ``read`` of its frame. False, the connection
+        answered code 11, when no thread can be started."""
+        thread = threading.Thread(
+            target=self._serve_own_thread,
+            args=(connection, read, deadline, body),
+            name="braid-connection",
+            daemon=True,
+        )
+        with self._lock:
+            if body is None:
+                self._reading.add(connection)
+            self._threads.add(thread)
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the client tries again
+            with self._lock:
+                self._reading.discard(connection)
+                self._threads.discard(thread)
+            connection.refuse(
+                error_response(CniError(TRY_AGAIN_LATER, "the braid daemon is out of threads"))
+            )
+            return False
+        return True
+
+    def _serve_own_thread(
+        self, connection: Connection, read: bytearray, deadline: float, body: bytes | None
+    ) -> None:
+        """A connection's own thread: the rest of its frame (unless its ``body`` is known),
+        then its request, waiting for its turn as long as it takes."""
+        try:
+            if body is not None:
+                try:
+                    self.service.serve(body, connection)
+                finally:
+                    self._request_over()
+                return
+            got = read_frame(
+                connection.sock, read, connection.lease, deadline, self.settings.frame_seconds
+            )
+            with self._lock:
+                self._reading.discard(connection)
+                served = got.body is not None and not self._closing_done
+                if served:
+                    self._inflight += 1
+            if not served:
+                if got.refuse and got.answer is not None:
+                    connection.refuse(got.answer)
+                elif got.answer is not None:
+                    connection.reply(got.answer)
+                else:
+                    connection.close()
+                return
+            assert got.body is not None  # noqa: S101 - served
+            try:
+                self.service.serve(got.body, connection)
+            finally:
+                self._request_over()
+        except Exception:
+            log.exception("serving a connection failed")
+            connection.close()
+        finally:
+            with self._lock:
+                self._reading.discard(connection)
+                self._threads.discard(threading.current_thread())
+
+    def _request_over(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if not self._inflight:
+                self._idle.notify_all()
+
+    def _shut_down(
+        self, listener: socket.socket, probes: ProbeServer | None, path: Path, inode: int
     ) -> None:
         self.service.ready = False
         self._closing = True
@@ -338,21 +406,20 @@ class DaemonServer:
         with contextlib.suppress(FileNotFoundError):
             if path.lstat().st_ino == inode:  # ours, not a successor's
                 path.unlink()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.drain_seconds
-        log.info("draining %d request(s)", len(self._active) + self._inflight)
-        if self._active:
-            _, late = await asyncio.wait(set(self._active), timeout=self.settings.drain_seconds)
-            if late:
-                log.error("%d request(s) still running after the drain time", len(late))
-        while self._inflight and loop.time() < deadline:
-            await asyncio.sleep(DRAIN_POLL_SECONDS)
-        if self._inflight:
-            log.error("%d request(s) still running after the drain time", self._inflight)
-        while any(t.is_alive() for t in self._acceptors) and loop.time() < deadline:
-            await asyncio.sleep(DRAIN_POLL_SECONDS)
+        deadline = time.monotonic() + self.settings.drain_seconds
+        with self._lock:
+            log.info("draining %d request(s)", self._inflight)
+            while self._inflight and (left := deadline - time.monotonic()) > 0:
+                self._idle.wait(left)
+            if self._inflight:
+                log.error("%d request(s) still running after the drain time", self._inflight)
+            self._closing_done = True
+            reading, threads = list(self._reading), list(self._threads)
+        for connection in reading:
+            connection.stop_reading()
+        for thread in [*self._acceptors, *threads]:
+            thread.join(max(0.0, deadline - time.monotonic()))
         if probes is not None:
             probes.close()
-            await probes.wait_closed()
         self.service.close()
         log.info("stopped")

@@ -1,10 +1,10 @@
 """What the daemon answers: one request body in, one response message out.
 
 A ``cni`` request runs ``braid.engine.entry.run_cni`` (the engine ``braid-thin`` runs, so the
-answers are the same) in a worker thread, under the scheduler's rules, with the request's own
-six CNI variables: delegates get the runtime's ``CNI_PATH`` and ``CNI_ARGS``, never the
-daemon's. Plugins are executed by this process, which lives in the host network namespace, so
-delegates run there.
+answers are the same) on the thread that serves its connection, under the scheduler's rules,
+with the request's own six CNI variables: delegates get the runtime's ``CNI_PATH`` and
+``CNI_ARGS``, never the daemon's. Plugins are executed by this process, which lives in the
+host network namespace, so delegates run there.
 
 With the Kubernetes store (``braid.daemon.cluster``) every request that asks for it runs with
 the daemon's cached store and shared status writer instead of a client of its own; readiness
@@ -13,13 +13,11 @@ waits for the caches to list (``warm_up``).
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
@@ -41,7 +39,7 @@ from braid.daemon.protocol import (
     error_response,
     health_response,
 )
-from braid.daemon.scheduler import Overloaded, Scheduler, Ticket, slot_lent
+from braid.daemon.scheduler import ClientGone, Overloaded, Scheduler, slot_lent
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
@@ -58,67 +56,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(DAEMON_LOGGER)
 Engine = Callable[..., tuple[bytes, int]]
-Reply = Callable[[CniResponse | HealthResponse], None]
-# Writes a response from a worker thread; False when it could not (then ``Reply`` is used).
-WriteFromThread = Callable[[CniResponse], bool]
 SYNC_POLL_SECONDS = 0.05
 # How often a daemon whose caches have not synced asks whether the API server answers.
 REACHABLE_PROBE_SECONDS = 2.0
 
 
-class AnswerViaLoop:
-    """The answer of a request the event loop took (queued, or sent in pieces), sent once: early
-    from the engine's thread (``from_engine``, an ADD's result before its final record write, a
-    DEL's success before its record's removal) or by the loop when the work returns
-    (``send``)."""
-
-    def __init__(
-        self, reply: Reply | None, admitted: float, reply_now: WriteFromThread | None = None
-    ) -> None:
-        self._reply = reply
-        self._reply_now = reply_now
-        self.admitted = admitted
-        self._loop = asyncio.get_running_loop()
-        self.response: CniResponse | None = None
-        self.elapsed = 0.0  # admission to answer
-
-    def send(self, stdout: bytes, exit_code: int) -> CniResponse:
-        """On the event loop: the response, sent now unless it already was."""
-        if self.response is None:
-            self.response = cni_response(stdout, exit_code)
-            self.elapsed = time.perf_counter() - self.admitted
-            if self._reply is not None:
-                self._reply(self.response)
-        return self.response
-
-    def from_engine(self, stdout: bytes) -> None:
-        """The engine's early answer (a success), from its worker thread: written to the client
-        from this thread when the connection can take it (no event-loop wake-up on the pod's
-        path), else sent by the loop."""
-        if self._reply_now is not None:
-            response = cni_response(stdout, 0)
-            elapsed = time.perf_counter() - self.admitted
-            if self._reply_now(response):
-                self._loop.call_soon_threadsafe(self._sent_early, response, elapsed)
-                return
-        self._loop.call_soon_threadsafe(self.send, stdout, 0)
-
-    def _sent_early(self, response: CniResponse, elapsed: float) -> None:
-        """On the loop: the record of an answer a worker thread already wrote."""
-        if self.response is None:
-            self.response = response
-            self.elapsed = elapsed
-
-    @property
-    def early(self) -> Callable[[bytes], None] | None:
-        """What the engine gets as ``answer``: only when someone is waiting for a reply."""
-        return self.from_engine if self._reply is not None else None
-
-
 class AcceptedConnection(Protocol):
-    """A connection an acceptor thread answers itself (``connection.DirectConnection``)."""
+    """A client connection a request is answered on (``connection.Connection``)."""
 
-    def reply(self, response: CniResponse | HealthResponse) -> None: ...
+    def reply(self, response: CniResponse | HealthResponse) -> None:
+        """Writes the response and closes (the first response only)."""
+        ...
 
     def gone(self) -> bool:
         """Whether the client has already closed its end (it gave up: nothing is run)."""
@@ -129,13 +77,13 @@ class AcceptedConnection(Protocol):
         ...
 
 
-class AnswerOnThread:
-    """The answer of a request an acceptor thread serves whole: written by that thread, early
-    (an ADD's result before the record's final write, a DEL's success before its removal) or
-    at the end, once."""
+class Answer:
+    """The answer of a CNI request, sent once: early from the engine (an ADD's result before
+    its final record write, a DEL's success before its record's removal) or when the work
+    returns. The thread that serves the request writes it (the engine runs there)."""
 
-    def __init__(self, direct: AcceptedConnection, admitted: float) -> None:
-        self._direct = direct
+    def __init__(self, connection: AcceptedConnection, admitted: float) -> None:
+        self._connection = connection
         self.admitted = admitted
         self.elapsed = 0.0  # admission to answer
         self._sent = False
@@ -148,32 +96,7 @@ class AnswerOnThread:
             return
         self._sent = True
         self.elapsed = time.perf_counter() - self.admitted
-        self._direct.reply(cni_response(stdout, exit_code))
-
-
-class ClientPresence:
-    """Whether the client of a queued request still waits for it: set on the event loop by the
-    connection (``gone``) and by the request as its work starts (``started``). A request whose
-    client has gone before it started is dropped, never run.
-
-    ``probe`` asks the socket itself whether the client has closed its end, for the moment the
-    work would start: the connection's end-of-file may not have been seen yet (a daemon that
-    was stopped finds the frame and the close together)."""
-
-    def __init__(self, probe: Callable[[], bool] | None = None) -> None:
-        self.gone = False
-        self.started = False
-        self.probe = probe
-
-    def left(self) -> bool:
-        """Whether the client has gone, asking the socket when it was not seen to go."""
-        if not self.gone and self.probe is not None and self.probe():
-            self.gone = True
-        return self.gone
-
-
-class ClientGone(Exception):
-    """The request's client left before its work could start."""
+        self._connection.reply(cni_response(stdout, exit_code))
 
 
 class _Versioned(msgspec.Struct):
@@ -274,43 +197,37 @@ class DaemonService:
         # Follows running pods' selection annotations (with the Kubernetes store).
         self.hotplug: HotPlugger | None = None
         self.ready = False
-        # The engine's own threads, one per request that may execute (a slot, or a slot lent):
-        # blocking work never starves the event loop's default executor, and never waits for
-        # a thread once it holds a slot.
-        self.pool = ThreadPoolExecutor(
-            self.scheduler.most_executing, thread_name_prefix="braid-engine"
-        )
 
     def close(self) -> None:
-        """Releases the engine threads and stops the Kubernetes side (after the drain:
-        nothing is running any more)."""
+        """Stops the chores and the Kubernetes side (after the drain: nothing is running any
+        more)."""
         if self.chores is not None:
             self.chores.stop()
-        self.pool.shutdown(wait=False, cancel_futures=True)
         if self.hotplug is not None:
             self.hotplug.stop()
         self.spares.close()
         if self.cluster is not None:
             self.cluster.stop()
 
-    async def warm_up(self, sync_seconds: float) -> None:
+    def warm_up(self, sync_seconds: float, stop: threading.Event | None = None) -> None:
         """Starts the caches and turns ready once the daemon can serve an ADD: once they have
         listed, or, after ``sync_seconds`` without that, once the API server answers (misses
         are then read live until the caches catch up). While neither holds it stays not
-        ready and keeps trying: an ADD then needs the API server, which is away."""
+        ready and keeps trying: an ADD then needs the API server, which is away. Returns,
+        still not ready, once ``stop`` is set."""
+        stop = stop or threading.Event()
         cluster = self.cluster
         if cluster is not None:
             self._start_hotplug(cluster)
             cluster.start()
-            loop = asyncio.get_running_loop()
-            start = loop.time()
+            start = time.monotonic()
             next_probe = start + sync_seconds
             said = False
             while not cluster.synced():
-                now = loop.time()
+                now = time.monotonic()
                 if now >= next_probe:
                     next_probe = now + REACHABLE_PROBE_SECONDS
-                    if await asyncio.to_thread(cluster.reachable):
+                    if cluster.reachable():
                         log.warning(
                             "the caches have not synced after %.0f s but the API server "
                             "answers; ready (misses are read from the API server)",
@@ -324,9 +241,12 @@ class DaemonService:
                             "not answer; not ready until one of them does",
                             now - start,
                         )
-                await asyncio.sleep(SYNC_POLL_SECONDS)
+                if stop.wait(SYNC_POLL_SECONDS):
+                    return
             else:
-                log.info("caches synced in %.2f s", loop.time() - start)
+                log.info("caches synced in %.2f s", time.monotonic() - start)
+        if stop.is_set():
+            return
         self.ready = True
         tasks: list[Callable[[], object]] = []
         if self.operator is not None:
@@ -382,77 +302,75 @@ class DaemonService:
             return cluster
         return open_call_session(config, env, file_stores=self.file_stores)
 
-    async def answer(
-        self,
-        body: bytes,
-        reply: Reply | None = None,
-        reply_now: WriteFromThread | None = None,
-        client: ClientPresence | None = None,
-    ) -> CniResponse | HealthResponse:
-        """The response to one request frame's body; never raises for a bad request.
+    def serve(self, body: bytes, connection: AcceptedConnection, *, wait: bool = True) -> bool:
+        """Answers one request frame's body on ``connection``, on this thread; never raises
+        for a bad request. The answer is written as soon as it is known, which for an ADD can
+        be before the engine's final record write and this request's log line and metrics.
+        A CNI request whose client has gone before its work could start is not run (it is
+        dropped while it waits, or when its turn comes).
 
-        ``reply`` (the connection's) is called with the response as soon as it is known, which
-        for an ADD can be before the engine's final record write and this request's log line
-        and metrics; the returned response is the same one. ``reply_now`` (also the
-        connection's) lets the engine's thread write an early answer itself. A request whose
-        ``client`` has gone by the time its turn comes is not run (nor while it waits: the
-        connection cancels it)."""
+        Without ``wait`` (an acceptor thread), a request that would wait for its turn (or a
+        hot-plug request, which asks the API server) is not served: False, nothing done, and
+        the caller serves it on another thread. True once it is answered and its work over."""
         try:
             request = decode_request(body)
         except CniError as exc:
             log.warning("refused a request: %s", exc)
             self.metrics.requests.labels(verb="none", outcome="malformed").inc()
-            return error_response(exc)
+            connection.reply(error_response(exc))
+            return True
         if request.kind == "health":
-            return health_response(ready=self.ready)
+            connection.reply(health_response(ready=self.ready))
+            return True
         if request.kind == "hotplug":
-            return await asyncio.to_thread(self._hotplug, request)
-        return await self._answer_cni(request, reply, reply_now, client)
+            if not wait:
+                return False
+            connection.reply(self._hotplug(request))
+            return True
+        # Its own context: the request's log tag and phase observer, gone with it.
+        served: bool = contextvars.copy_context().run(self._serve_cni, request, connection, wait)
+        return served
 
-    def _admit_now(self, body: bytes) -> tuple[dict[str, str], RequestTag, bytes, Ticket] | None:
-        """A well-formed CNI request admitted at once (``Scheduler.admit_now``), or None with
-        nothing taken: a health probe, a malformed request (``answer`` reports it), one that
-        must wait, GC."""
-        try:
-            request = decode_request(body)
-            if request.kind != "cni":
-                return None
-            env = request.cni_env()
-            stdin = request.stdin_bytes()
-        except CniError:
-            return None
+    def _serve_cni(self, request: Request, connection: AcceptedConnection, wait: bool) -> bool:
+        env = request.cni_env()
         tag = tag_of(env)
-        ticket = self.scheduler.admit_now(tag.verb, tag.container_id)
-        return None if ticket is None else (env, tag, stdin, ticket)
-
-    def serve_in_thread(self, body: bytes, direct: AcceptedConnection) -> bool:
-        """In an acceptor thread: a CNI request that nothing holds back
-        (``Scheduler.admit_now``) is run and answered right here, and True is returned once its
-        work is over. False, with nothing done, for every other request (a health probe, a
-        malformed or queued one, GC): the event loop takes it."""
-        admitted = self._admit_now(body)
-        if admitted is None:
-            return False
-        env, tag, stdin, ticket = admitted
-        answer = AnswerOnThread(direct, time.perf_counter())
-        if direct.gone():
-            self.scheduler.leave(ticket)
-            direct.close()
+        current_request.set(tag)
+        try:
+            stdin = request.stdin_bytes()
+        except CniError as exc:
+            log.warning("refused a request: %s", exc)
+            self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
+            connection.reply(error_response(exc))
+            return True
+        answer = Answer(connection, time.perf_counter())
+        try:
+            ticket = self.scheduler.try_enter(
+                tag.verb, tag.container_id, wait=wait, gone=connection.gone
+            )
+        except Overloaded as exc:
+            log.warning("refused: the daemon is at its bound (%s)", exc)
+            out = self._overloaded(exc, stdin)
+            answer.send(out, 1)
+            self.metrics.observe_request(tag.verb, "overloaded", answer.elapsed)
+            log_outcome(tag.verb, "overloaded", answer.elapsed, 1, out)
+            return True
+        except ClientGone:
+            connection.close()
             self._dropped(tag.verb, answer.admitted)
             return True
+        if ticket is None:
+            return False
         try:
-            # Its own context: the request's log tag and phase observer, gone with it.
-            contextvars.copy_context().run(self._serve_admitted, env, stdin, tag, answer)
+            self._serve_admitted(env, stdin, tag, answer)
         finally:
             self.scheduler.leave(ticket)
         return True
 
     def _serve_admitted(
-        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: AnswerOnThread
+        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: Answer
     ) -> None:
-        current_request.set(tag)
         observe_phases(self.metrics.observe_phase)
-        self.metrics.observe_phase("queue", 0.0)
+        self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         try:
             out, code = self._run_engine(env, stdin, answer.early)
         except Exception as exc:  # run_cni never raises; an executor or metrics bug might
@@ -469,7 +387,7 @@ class DaemonService:
     def _run_engine(
         self, env: dict[str, str], stdin: bytes, early: Callable[[bytes], None] | None
     ) -> tuple[bytes, int]:
-        """The engine, in a worker thread (in the request's own context, holding a slot), with
+        """The engine, on the request's thread (in its own context, holding a slot), with
         this daemon's store, executor and sessions."""
         self.scheduler.holds_slot()
         return self.engine(
@@ -484,66 +402,9 @@ class DaemonService:
             root=self.root,
         )
 
-    async def _answer_cni(
-        self,
-        request: Request,
-        reply: Reply | None,
-        reply_now: WriteFromThread | None,
-        client: ClientPresence | None,
-    ) -> CniResponse:
-        env = request.cni_env()
-        tag = tag_of(env)
-        current_request.set(tag)  # this connection's task only; worker threads inherit it
-        observe_phases(self.metrics.observe_phase)
-        start = time.perf_counter()
-        try:
-            stdin = request.stdin_bytes()
-        except CniError as exc:
-            log.warning("refused a request: %s", exc)
-            self.metrics.requests.labels(verb=tag.verb or "none", outcome="malformed").inc()
-            return error_response(exc)
-        answer = AnswerViaLoop(reply, start, reply_now)
-        try:
-            out, code = await self.scheduler.run(
-                tag.verb, tag.container_id, lambda: self._execute(env, stdin, answer, client)
-            )
-            outcome = "success" if code == 0 else "error"
-        except ClientGone:
-            self._dropped(tag.verb, answer.admitted)
-            return error_response(CniError(TRY_AGAIN_LATER, "the client left; nothing was run"))
-        except asyncio.CancelledError:
-            if client is not None and client.gone:
-                self._dropped(tag.verb, answer.admitted)
-            raise
-        except Overloaded as exc:
-            log.warning("refused: the daemon is at its bound (%s)", exc)
-            out, code, outcome = self._overloaded(exc, stdin), 1, "overloaded"
-        response = answer.send(out, code)  # the early answer stands if there was one
-        self.metrics.observe_request(tag.verb, outcome, answer.elapsed)
-        log_outcome(tag.verb, outcome, answer.elapsed, code, out)
-        return response
-
     def _dropped(self, verb: str, admitted: float) -> None:
         log.warning("%s dropped: its client left before it started; nothing was run", verb)
         self.metrics.observe_request(verb, "abandoned", time.perf_counter() - admitted)
-
-    async def _execute(
-        self,
-        env: dict[str, str],
-        stdin: bytes,
-        answer: AnswerViaLoop,
-        client: ClientPresence | None,
-    ) -> tuple[bytes, int]:
-        if client is not None:  # on the loop, in the step that was given the slot
-            if client.left():
-                raise ClientGone
-            client.started = True
-        self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
-        # Like asyncio.to_thread: the worker sees this task's context (log tag, phase observer).
-        call = functools.partial(
-            contextvars.copy_context().run, self._run_engine, env, stdin, answer.early
-        )
-        return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 
     def _overloaded(self, exc: Overloaded, stdin: bytes) -> bytes:
         error = CniError(

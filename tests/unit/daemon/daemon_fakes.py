@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
+import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from braid.daemon.server import DaemonServer
 from braid.daemon.service import DaemonService
@@ -23,6 +24,7 @@ ENV = {
     "CNI_ARGS": "IgnoreUnknown=1;K8S_POD_NAMESPACE=team;K8S_POD_NAME=web-0",
     "CNI_PATH": "/runtime/bin",
 }
+T = TypeVar("T")
 STDIN = b'{"cniVersion":"1.0.0","name":"braid","type":"braid"}'
 
 
@@ -45,12 +47,12 @@ class FakeEngine:
         return b'{"cniVersion":"1.0.0"}\n', 0
 
 
-@asynccontextmanager
-async def running(
+@contextmanager
+def running(
     tmp_path: Path, engine: Callable[..., tuple[bytes, int]], **limits: Any
-) -> AsyncIterator[DaemonServer]:
-    """A daemon with ``engine``; ``limits`` are ``DaemonSettings`` fields (concurrency 2 and
-    queue 8 unless given)."""
+) -> Iterator[DaemonServer]:
+    """A daemon with ``engine``, served on a thread of its own; ``limits`` are
+    ``DaemonSettings`` fields (concurrency 2 and queue 8 unless given)."""
     settings = DaemonSettings(
         socket_dir=tmp_path / "run",
         concurrency=limits.pop("concurrency", 2),
@@ -63,25 +65,55 @@ async def running(
         concurrency=settings.concurrency, queue_size=settings.queue_size, engine=engine
     )
     daemon = DaemonServer(settings, service)
-    task = asyncio.create_task(daemon.serve())
-    await asyncio.wait_for(daemon.serving.wait(), 5)
+    failed: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            daemon.serve()
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
+    thread = threading.Thread(target=serve, name="test-daemon")
+    thread.start()
+    assert daemon.serving.wait(5), failed
     try:
         yield daemon
     finally:
         daemon.stop()
-        await asyncio.wait_for(task, 15)
+        thread.join(15)
+        assert not thread.is_alive(), "the daemon did not stop"
+        assert not failed, failed
+
+
+def in_background(call: Callable[..., T], *args: Any) -> Future[T]:
+    """``call(*args)`` on a thread of its own; its outcome in the future."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return future
 
 
 def sock(daemon: DaemonServer) -> Path:
     return daemon.settings.socket_path
 
 
-async def http_get(daemon: DaemonServer, path: str) -> tuple[int, bytes]:
+def port_of(daemon: DaemonServer) -> int:
     assert daemon.probe_server is not None
-    port = daemon.probe_server.sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    data = await reader.read()
-    writer.close()
+    return daemon.probe_server.port
+
+
+def http_get(daemon: DaemonServer, path: str) -> tuple[int, bytes]:
+    with socket.create_connection(("127.0.0.1", port_of(daemon)), timeout=5) as conn:
+        conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body

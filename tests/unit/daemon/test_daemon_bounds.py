@@ -4,7 +4,6 @@ from a request behind them, and a queued request whose client left is dropped, n
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -16,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from daemon_fakes import ENV, STDIN, FakeEngine, running, sock
+from daemon_fakes import ENV, STDIN, FakeEngine, in_background, running, sock
 
 from braid.daemon.client import call_cni, cni_request, exchange
 from braid.daemon.connection import READ_CHUNK
@@ -53,37 +52,37 @@ def connections(path: Path, count: int) -> Iterator[list[socket.socket]]:
             conn.close()
 
 
-async def settled(daemon: DaemonServer, connections: int) -> None:
+def settled(daemon: DaemonServer, connections: int) -> None:
     """Waits until the daemon counts ``connections`` open ones."""
     for _ in range(500):
         if daemon.bounds.connections == connections:
             return
-        await asyncio.sleep(0.01)
+        time.sleep(0.01)
     raise AssertionError(f"{daemon.bounds.connections} connections open, not {connections}")
 
 
 def test_a_connection_beyond_the_bound_is_answered_code_11_at_once(tmp_path: Path) -> None:
-    async def go() -> None:
-        async with running(tmp_path, FakeEngine(), max_connections=3) as daemon:
+    def go() -> None:
+        with running(tmp_path, FakeEngine(), max_connections=3) as daemon:
             with connections(sock(daemon), 3):
-                await settled(daemon, 3)
+                settled(daemon, 3)
                 started = time.monotonic()
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as extra:
                     extra.settimeout(5)
                     extra.connect(str(sock(daemon)))
-                    error = error_of(await asyncio.to_thread(read_answer, extra))
+                    error = error_of(read_answer(extra))
                 assert time.monotonic() - started < 1
                 assert error["code"] == 11
                 assert "connections" in error["msg"]
-            await settled(daemon, 0)
-            assert await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN, 5) == (
+            settled(daemon, 0)
+            assert call_cni(sock(daemon), ENV, STDIN, 5) == (
                 b'{"cniVersion":"1.0.0"}\n',
                 0,
             )
-            await settled(daemon, 0)
+            settled(daemon, 0)
             assert daemon.bounds.held == 0, "a closed connection still holds bytes"
 
-    asyncio.run(go())
+    go()
 
 
 def test_frame_bytes_beyond_the_bound_are_answered_code_11(tmp_path: Path) -> None:
@@ -92,25 +91,25 @@ def test_frame_bytes_beyond_the_bound_are_answered_code_11(tmp_path: Path) -> No
     header = struct.pack(">I", MAX_FRAME)
     part = b"x" * (MAX_FRAME - 1024)
 
-    async def go() -> None:
-        async with running(tmp_path, FakeEngine(), max_held_frame_bytes=6 << 20) as daemon:
+    def go() -> None:
+        with running(tmp_path, FakeEngine(), max_held_frame_bytes=6 << 20) as daemon:
             with connections(sock(daemon), 2) as (first, second):
-                await asyncio.to_thread(first.sendall, header + part)
+                first.sendall(header + part)
                 for _ in range(500):
                     if daemon.bounds.held >= len(part):
                         break
-                    await asyncio.sleep(0.01)
+                    time.sleep(0.01)
                 second.settimeout(5)
                 second.setblocking(True)
-                await asyncio.to_thread(send_all_it_takes, second, header + part)
-                error = error_of(await asyncio.to_thread(read_answer, second))
+                send_all_it_takes(second, header + part)
+                error = error_of(read_answer(second))
                 assert error["code"] == 11
                 assert "request bytes" in error["msg"]
                 assert daemon.bounds.held <= 6 << 20
-            await settled(daemon, 0)
+            settled(daemon, 0)
             assert daemon.bounds.held == 0
 
-    asyncio.run(go())
+    go()
 
 
 def send_all_it_takes(conn: socket.socket, data: bytes) -> None:
@@ -123,32 +122,32 @@ def test_a_frame_never_holds_more_than_its_length(tmp_path: Path) -> None:
     """A header announcing the largest frame followed by more bytes than that: the frame ends
     where its header says (not JSON: code 4); nothing beyond it is held."""
 
-    async def go() -> None:
-        async with running(tmp_path, FakeEngine()) as daemon:
+    def go() -> None:
+        with running(tmp_path, FakeEngine()) as daemon:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                 conn.settimeout(10)
                 conn.connect(str(sock(daemon)))
                 flood = struct.pack(">I", MAX_FRAME) + b"x" * (MAX_FRAME + (1 << 20))
-                task = asyncio.ensure_future(asyncio.to_thread(send_all_it_takes, conn, flood))
+                task = in_background(send_all_it_takes, conn, flood)
                 peak = 0
                 while not task.done():
                     peak = max(peak, daemon.bounds.held)
-                    await asyncio.sleep(0.001)
-                await task
-                error = error_of(await asyncio.to_thread(read_answer, conn))
+                    time.sleep(0.001)
+                task.result(15)
+                error = error_of(read_answer(conn))
             assert error["code"] == 4
             assert peak <= HEADER_BYTES + MAX_FRAME + READ_CHUNK
 
-    asyncio.run(go())
+    go()
 
 
 def test_a_too_large_frame_is_answered_code_4(tmp_path: Path) -> None:
-    async def go() -> dict[str, Any]:
-        async with running(tmp_path, FakeEngine()) as daemon:
+    def go() -> dict[str, Any]:
+        with running(tmp_path, FakeEngine()) as daemon:
             frame = struct.pack(">I", MAX_FRAME + 1) + b"{}"
-            return await asyncio.to_thread(exchange, sock(daemon), frame, 5)
+            return exchange(sock(daemon), frame, 5)
 
-    error = error_of(asyncio.run(go()))
+    error = error_of(go())
     assert error["code"] == 4
     assert "exceeds" in error["msg"]
 
@@ -157,22 +156,24 @@ def test_silent_connections_do_not_delay_a_request_behind_them(tmp_path: Path) -
     """400 connections that say nothing, then an ADD: each silent one used to hold an acceptor
     for 0.2 s (with three acceptors, the ADD waited 26 s)."""
 
-    async def go() -> float:
-        async with running(tmp_path, FakeEngine(), queue_size=512) as daemon:
-            with connections(sock(daemon), 400):
-                started = time.monotonic()
-                answer = await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN, 30)
-                assert answer[1] == 0
-                return time.monotonic() - started
+    def go() -> float:
+        with (
+            running(tmp_path, FakeEngine(), queue_size=512) as daemon,
+            connections(sock(daemon), 400),
+        ):
+            started = time.monotonic()
+            answer = call_cni(sock(daemon), ENV, STDIN, 30)
+            assert answer[1] == 0
+            return time.monotonic() - started
 
-    assert asyncio.run(go()) < 2.0
+    assert go() < 2.0
 
 
-async def queued(daemon: DaemonServer, waiting: int) -> None:
+def queued(daemon: DaemonServer, waiting: int) -> None:
     for _ in range(500):
         if daemon.service.scheduler.waiting == waiting:
             return
-        await asyncio.sleep(0.01)
+        time.sleep(0.01)
     raise AssertionError(f"{daemon.service.scheduler.waiting} requests waiting, not {waiting}")
 
 
@@ -189,30 +190,28 @@ def test_a_queued_add_whose_client_left_is_dropped_before_its_del(tmp_path: Path
     engine = FakeEngine()
     engine.gate.clear()
 
-    async def go() -> None:
-        async with running(tmp_path, engine, concurrency=1, queue_size=2) as daemon:
+    def go() -> None:
+        with running(tmp_path, engine, concurrency=1, queue_size=2) as daemon:
             path = sock(daemon)
-            holder = asyncio.create_task(asyncio.to_thread(call_cni, path, ENV, STDIN, 10))
-            await asyncio.to_thread(engine.entered.wait, 5)
+            holder = in_background(call_cni, path, ENV, STDIN, 10)
+            engine.entered.wait(5)
             gone = send_request(path, {**ENV, "CNI_CONTAINERID": "ctr-2"})
-            await queued(daemon, 1)
+            queued(daemon, 1)
             gone.close()
-            await queued(daemon, 0)
-            delete = asyncio.create_task(
-                asyncio.to_thread(
-                    call_cni,
-                    path,
-                    {**ENV, "CNI_CONTAINERID": "ctr-2", "CNI_COMMAND": "DEL"},
-                    STDIN,
-                    10,
-                )
+            queued(daemon, 0)
+            delete = in_background(
+                call_cni,
+                path,
+                {**ENV, "CNI_CONTAINERID": "ctr-2", "CNI_COMMAND": "DEL"},
+                STDIN,
+                10,
             )
-            await queued(daemon, 1)
+            queued(daemon, 1)
             engine.gate.set()
-            assert (await holder)[1] == 0
-            assert (await delete)[1] == 0
+            assert holder.result(15)[1] == 0
+            assert delete.result(15)[1] == 0
 
-    asyncio.run(go())
+    go()
     ran = [(env["CNI_COMMAND"], env["CNI_CONTAINERID"]) for env, _, _ in engine.calls]
     assert ran == [("ADD", "ctr-1"), ("DEL", "ctr-2")]
 
@@ -221,19 +220,19 @@ def test_a_draining_daemon_drops_a_queued_request_whose_client_left(tmp_path: Pa
     engine = FakeEngine()
     engine.gate.clear()
 
-    async def go() -> None:
-        async with running(tmp_path, engine, concurrency=1, queue_size=1) as daemon:
+    def go() -> None:
+        with running(tmp_path, engine, concurrency=1, queue_size=1) as daemon:
             path = sock(daemon)
-            holder = asyncio.create_task(asyncio.to_thread(call_cni, path, ENV, STDIN, 10))
-            await asyncio.to_thread(engine.entered.wait, 5)
+            holder = in_background(call_cni, path, ENV, STDIN, 10)
+            engine.entered.wait(5)
             gone = send_request(path, {**ENV, "CNI_CONTAINERID": "ctr-2"})
-            await queued(daemon, 1)
+            queued(daemon, 1)
             daemon.stop()
-            await asyncio.sleep(0.1)
+            time.sleep(0.1)
             gone.close()
-            await queued(daemon, 0)
+            queued(daemon, 0)
             engine.gate.set()
-            assert (await holder)[1] == 0
+            assert holder.result(15)[1] == 0
 
-    asyncio.run(go())
+    go()
     assert [env["CNI_CONTAINERID"] for env, _, _ in engine.calls] == ["ctr-1"]

@@ -3,7 +3,6 @@ answer (an ADD answered before the engine's final work, its container still lock
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import socket
@@ -13,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from daemon_fakes import ENV, STDIN, running, sock
+from daemon_fakes import ENV, STDIN, in_background, running, sock
 
 from braid.daemon.client import call_cni, cni_request, exchange
 from braid.daemon.protocol import encode_frame
@@ -44,37 +43,35 @@ def test_an_early_answer_reaches_the_client_while_the_container_stays_locked(
 ) -> None:
     engine = EarlyEngine()
 
-    async def go() -> None:
-        async with running(tmp_path, engine) as daemon:
+    def go() -> None:
+        with running(tmp_path, engine) as daemon:
             path = sock(daemon)
-            answered = await asyncio.to_thread(call_cni, path, ENV, STDIN, 5)
+            answered = call_cni(path, ENV, STDIN, 5)
             assert answered == (EARLY, 0), "answered while the engine still runs"
             assert engine.events == ["start ADD"]
-            delete = asyncio.create_task(
-                asyncio.to_thread(call_cni, path, {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 5)
-            )
-            await asyncio.sleep(0.2)
+            delete = in_background(call_cni, path, {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 5)
+            time.sleep(0.2)
             assert engine.events == ["start ADD"], "a DEL of the container waits for the ADD"
             engine.finish.set()
-            assert await delete == (b"", 0)
+            assert delete.result(15) == (b"", 0)
             assert engine.events == ["start ADD", "end ADD", "start DEL", "end DEL"]
 
-    asyncio.run(go())
+    go()
 
 
 def test_a_draining_daemon_waits_for_work_after_an_early_answer(tmp_path: Path) -> None:
     engine = EarlyEngine()
 
-    async def go() -> None:
-        async with running(tmp_path, engine) as daemon:
-            assert await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN, 5) == (EARLY, 0)
+    def go() -> None:
+        with running(tmp_path, engine) as daemon:
+            assert call_cni(sock(daemon), ENV, STDIN, 5) == (EARLY, 0)
             daemon.stop()
             threading.Timer(0.3, engine.finish.set).start()
             started = time.monotonic()
         assert time.monotonic() - started >= 0.25, "shutdown waited for the ADD to end"
         assert engine.events == ["start ADD", "end ADD"]
 
-    asyncio.run(go())
+    go()
 
 
 def test_a_frame_sent_in_pieces_is_answered(tmp_path: Path) -> None:
@@ -88,11 +85,11 @@ def test_a_frame_sent_in_pieces_is_answered(tmp_path: Path) -> None:
                 time.sleep(0.001)
             return client.recv(1 << 16)
 
-    async def go() -> bytes:
-        async with running(tmp_path, EarlyEngine()) as daemon:
-            return await asyncio.to_thread(send_in_pieces, sock(daemon))
+    def go() -> bytes:
+        with running(tmp_path, EarlyEngine()) as daemon:
+            return send_in_pieces(sock(daemon))
 
-    answer = json.loads(asyncio.run(go())[4:])
+    answer = json.loads(go()[4:])
     assert (answer["exitCode"], base64.b64decode(answer["stdout"])) == (0, b"")
 
 
@@ -104,61 +101,45 @@ def test_a_client_that_closes_mid_frame_gets_an_error(tmp_path: Path) -> None:
             client.shutdown(socket.SHUT_WR)
             return client.recv(1 << 16)
 
-    async def go() -> bytes:
-        async with running(tmp_path, EarlyEngine()) as daemon:
-            got = await asyncio.to_thread(half_frame, sock(daemon))
-            health = await asyncio.to_thread(
-                exchange, sock(daemon), {"protocol": 1, "kind": "health"}, 5
-            )
+    def go() -> bytes:
+        with running(tmp_path, EarlyEngine()) as daemon:
+            got = half_frame(sock(daemon))
+            health = exchange(sock(daemon), {"protocol": 1, "kind": "health"}, 5)
             assert health["ready"] is True, "the daemon goes on answering"
             return got
 
-    error = json.loads(base64.b64decode(json.loads(asyncio.run(go())[4:])["stdout"]))
+    error = json.loads(base64.b64decode(json.loads(go()[4:])["stdout"]))
     assert error["code"] == 4
     assert "frame cut short: 13 of 64 bytes" in error["msg"]
 
 
-class StallingEngine:
-    """Stalls the daemon's event loop (a blocking sleep scheduled on it), then answers early
-    from its worker thread: the answer can only arrive during the stall if the worker thread
-    wrote it to the client itself."""
+class HoldingEngine:
+    """Answers early, then holds its thread until the verb's event is set."""
 
-    def __init__(self, stall: float) -> None:
-        self.stall = stall
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.stalled = threading.Event()
-
-    def _stall(self) -> None:
-        self.stalled.set()
-        time.sleep(self.stall)
+    def __init__(self) -> None:
+        self.hold = {"ADD": threading.Event(), "DEL": threading.Event()}
+        self.ended: list[str] = []
 
     def __call__(self, env: Mapping[str, str], stdin: bytes, **kw: Any) -> tuple[bytes, int]:
-        assert self.loop is not None
-        self.loop.call_soon_threadsafe(self._stall)
-        assert self.stalled.wait(5)
-        kw["answer"](EARLY if env["CNI_COMMAND"] == "ADD" else b"")
-        return (EARLY, 0) if env["CNI_COMMAND"] == "ADD" else (b"", 0)
+        verb = env["CNI_COMMAND"]
+        out = EARLY if verb == "ADD" else b""
+        kw["answer"](out)
+        self.hold[verb].wait(10)
+        self.ended.append(verb)
+        return out, 0
 
 
-def timed_call(path: Path, verb: str) -> tuple[tuple[bytes, int], float]:
-    """One call and how long the client waited for its answer (timed in the client's thread:
-    the test's own event loop is the daemon's, stalled)."""
-    start = time.monotonic()
-    answered = call_cni(path, {**ENV, "CNI_COMMAND": verb}, STDIN, 5)
-    return answered, time.monotonic() - start
-
-
-def test_the_early_answer_is_written_by_the_engine_thread(tmp_path: Path) -> None:
-    engine = StallingEngine(stall=1.5)
-
-    async def go() -> None:
-        engine.loop = asyncio.get_running_loop()
-        async with running(tmp_path, engine) as daemon:
-            path = sock(daemon)
-            for verb, expected in (("ADD", EARLY), ("DEL", b"")):
-                engine.stalled.clear()
-                answered, seconds = await asyncio.to_thread(timed_call, path, verb)
-                assert answered == (expected, 0)
-                assert seconds < 1.0, f"{verb}: the answer waited for the stalled loop"
-
-    asyncio.run(go())
+def test_the_early_answer_is_written_by_the_thread_serving_the_request(tmp_path: Path) -> None:
+    """The ADD served by an acceptor and the DEL that waited for it in a thread of its own
+    are each answered while their engine still runs."""
+    engine = HoldingEngine()
+    with running(tmp_path, engine) as daemon:
+        path = sock(daemon)
+        assert call_cni(path, ENV, STDIN, 5) == (EARLY, 0)
+        delete = in_background(call_cni, path, {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 5)
+        time.sleep(0.2)
+        assert not delete.done(), "the DEL waits for the ADD of its container"
+        engine.hold["ADD"].set()
+        assert delete.result(5) == (b"", 0)
+        assert engine.ended == ["ADD"], "the DEL was answered while its engine ran"
+        engine.hold["DEL"].set()

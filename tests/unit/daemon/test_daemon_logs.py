@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import logging
@@ -33,11 +32,11 @@ def captured() -> Iterator[io.StringIO]:
 def test_every_line_of_a_request_names_its_container_and_pod(
     tmp_path: Path, captured: io.StringIO
 ) -> None:
-    async def go() -> None:
-        async with running(tmp_path, FakeEngine()) as daemon:
-            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
+    def go() -> None:
+        with running(tmp_path, FakeEngine()) as daemon:
+            call_cni(sock(daemon), ENV, STDIN)
 
-    asyncio.run(go())
+    go()
     lines = [json.loads(line) for line in captured.getvalue().splitlines()]
     engine_line = next(li for li in lines if li["msg"] == "engine ran")
     assert engine_line["logger"] == "braid.engine", "the engine's lines go through the daemon"
@@ -77,11 +76,11 @@ def test_a_failed_request_logs_the_cni_errors_code_and_reason(
     def failing(env: object, stdin: bytes, **kw: object) -> tuple[bytes, int]:
         return error, 1
 
-    async def go() -> None:
-        async with running(tmp_path, failing) as daemon:
-            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
+    def go() -> None:
+        with running(tmp_path, failing) as daemon:
+            call_cni(sock(daemon), ENV, STDIN)
 
-    asyncio.run(go())
+    go()
     lines = [json.loads(line) for line in captured.getvalue().splitlines()]
     failed = next(li for li in lines if li["msg"].startswith("ADD failed"))
     assert failed["level"] == "error"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_fakes import ENV, STDIN, FakeEngine, http_get, running, sock
+from daemon_fakes import ENV, STDIN, FakeEngine, http_get, in_background, running, sock
 
 from braid.cni.exec import ProcessExecutor
 from braid.daemon import server as server_module
@@ -30,13 +29,13 @@ from braid.engine.memory import EngineMemory
 def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path) -> None:
     engine = FakeEngine()
 
-    async def go() -> None:
-        async with running(tmp_path, engine) as daemon:
-            out, code = await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
+    def go() -> None:
+        with running(tmp_path, engine) as daemon:
+            out, code = call_cni(sock(daemon), ENV, STDIN)
             assert (out, code) == (b'{"cniVersion":"1.0.0"}\n', 0)
-            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
+            call_cni(sock(daemon), ENV, STDIN)
 
-    asyncio.run(go())
+    go()
     env, stdin, executor = engine.calls[0]
     assert env == ENV
     assert stdin == STDIN
@@ -49,15 +48,15 @@ def test_cni_call_runs_the_engine_with_the_requests_env_and_stdin(tmp_path: Path
 
 
 def test_socket_and_directory_are_private_and_removed_at_exit(tmp_path: Path) -> None:
-    async def go() -> Path:
-        async with running(tmp_path, FakeEngine()) as daemon:
+    def go() -> Path:
+        with running(tmp_path, FakeEngine()) as daemon:
             path = sock(daemon)
             assert stat.S_IMODE(path.stat().st_mode) == 0o600
             assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-            assert await asyncio.to_thread(is_ready, path)
+            assert is_ready(path)
             return path
 
-    assert not asyncio.run(go()).exists()
+    assert not go().exists()
 
 
 def test_a_stale_socket_is_replaced_and_a_live_one_refused(tmp_path: Path) -> None:
@@ -82,17 +81,17 @@ def test_overload_is_answered_with_code_11_at_once(tmp_path: Path) -> None:
     engine = FakeEngine()
     engine.gate.clear()
 
-    async def go() -> tuple[bytes, int]:
-        async with running(tmp_path, engine, concurrency=1, queue_size=0) as daemon:
-            first = asyncio.create_task(asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN))
-            await asyncio.to_thread(engine.entered.wait, 5)
+    def go() -> tuple[bytes, int]:
+        with running(tmp_path, engine, concurrency=1, queue_size=0) as daemon:
+            first = in_background(call_cni, sock(daemon), ENV, STDIN)
+            engine.entered.wait(5)
             other = {**ENV, "CNI_CONTAINERID": "ctr-2"}
-            refused = await asyncio.to_thread(call_cni, sock(daemon), other, STDIN, 5)
+            refused = call_cni(sock(daemon), other, STDIN, 5)
             engine.gate.set()
-            assert (await first)[1] == 0
+            assert first.result(15)[1] == 0
             return refused
 
-    out, code = asyncio.run(go())
+    out, code = go()
     assert code == 1
     error = json.loads(out)
     assert error["code"] == 11
@@ -111,11 +110,11 @@ def test_overload_is_answered_with_code_11_at_once(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_frames_get_a_cni_error(tmp_path: Path, frame: bytes, expected: int) -> None:
-    async def go() -> dict[str, Any]:
-        async with running(tmp_path, FakeEngine()) as daemon:
-            return await asyncio.to_thread(exchange, sock(daemon), frame, 5)
+    def go() -> dict[str, Any]:
+        with running(tmp_path, FakeEngine()) as daemon:
+            return exchange(sock(daemon), frame, 5)
 
-    answer = asyncio.run(go())
+    answer = go()
     assert answer["exitCode"] == 1
     assert json.loads(base64.b64decode(answer["stdout"]))["code"] == expected
 
@@ -126,23 +125,23 @@ def test_malformed_frames_get_a_cni_error(tmp_path: Path, frame: bytes, expected
     ids=["invalid-utf8", "deeply-nested"],
 )
 def test_undecodable_stdin_through_the_daemon_is_code_6(tmp_path: Path, stdin: bytes) -> None:
-    async def go() -> tuple[bytes, int]:
-        async with running(tmp_path, run_cni) as daemon:
-            return await asyncio.to_thread(call_cni, sock(daemon), ENV, stdin, 5)
+    def go() -> tuple[bytes, int]:
+        with running(tmp_path, run_cni) as daemon:
+            return call_cni(sock(daemon), ENV, stdin, 5)
 
-    out, code = asyncio.run(go())
+    out, code = go()
     assert code == 1
     assert json.loads(out)["code"] == 6
 
 
 def test_a_silent_client_is_dropped_with_an_error_after_a_few_seconds(tmp_path: Path) -> None:
-    async def go() -> tuple[dict[str, Any], float]:
-        async with running(tmp_path, FakeEngine()) as daemon:
+    def go() -> tuple[dict[str, Any], float]:
+        with running(tmp_path, FakeEngine()) as daemon:
             started = time.monotonic()
-            answer = await asyncio.to_thread(exchange, sock(daemon), b"\x00\x00", 10)
+            answer = exchange(sock(daemon), b"\x00\x00", 10)
             return answer, time.monotonic() - started
 
-    answer, seconds = asyncio.run(go())
+    answer, seconds = go()
     error = json.loads(base64.b64decode(answer["stdout"]))
     assert error["code"] == 4
     assert "within 3 s" in error["msg"]
@@ -153,39 +152,39 @@ def test_shutdown_refuses_new_work_answers_not_ready_and_drains(tmp_path: Path) 
     engine = FakeEngine()
     engine.gate.clear()
 
-    async def go() -> tuple[bytes, int]:
-        async with running(tmp_path, engine) as daemon:
+    def go() -> tuple[bytes, int]:
+        with running(tmp_path, engine) as daemon:
             path = sock(daemon)
-            inflight = asyncio.create_task(asyncio.to_thread(call_cni, path, ENV, STDIN))
-            await asyncio.to_thread(engine.entered.wait, 5)
+            inflight = in_background(call_cni, path, ENV, STDIN)
+            engine.entered.wait(5)
             daemon.stop()
-            await asyncio.sleep(0.1)
-            assert await http_get(daemon, "/readyz") == (503, b"not ready\n")
+            time.sleep(0.1)
+            assert http_get(daemon, "/readyz") == (503, b"not ready\n")
             assert not path.exists(), "a draining daemon still accepts connections"
             with pytest.raises(OSError):
-                await asyncio.to_thread(exchange, path, {"protocol": 1, "kind": "health"}, 2)
+                exchange(path, {"protocol": 1, "kind": "health"}, 2)
             engine.gate.set()
-            return await inflight
+            return inflight.result(15)
 
-    assert asyncio.run(go()) == (b'{"cniVersion":"1.0.0"}\n', 0)
+    assert go() == (b'{"cniVersion":"1.0.0"}\n', 0)
 
 
 def test_probes_and_metrics_over_http(tmp_path: Path) -> None:
-    async def go() -> None:
-        async with running(tmp_path, FakeEngine()) as daemon:
-            await asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN)
-            assert await http_get(daemon, "/healthz") == (200, b"ok\n")
-            assert await http_get(daemon, "/readyz") == (200, b"ready\n")
-            assert (await http_get(daemon, "/nope"))[0] == 404
+    def go() -> None:
+        with running(tmp_path, FakeEngine()) as daemon:
+            call_cni(sock(daemon), ENV, STDIN)
+            assert http_get(daemon, "/healthz") == (200, b"ok\n")
+            assert http_get(daemon, "/readyz") == (200, b"ready\n")
+            assert (http_get(daemon, "/nope"))[0] == 404
             # A request's metrics are recorded once its work is over, which can be just after
             # its answer reached the client: the scrape is given a moment.
             done = 'braid_daemon_requests_total{outcome="success",verb="ADD"} 1.0'
             for _ in range(200):
-                status, body = await http_get(daemon, "/metrics")
+                status, body = http_get(daemon, "/metrics")
                 text = body.decode()
                 if status != 200 or done in text:
                     break
-                await asyncio.sleep(0.01)
+                time.sleep(0.01)
             assert status == 200
             assert done in text
             assert 'braid_daemon_request_seconds_count{verb="ADD"} 1.0' in text
@@ -193,7 +192,7 @@ def test_probes_and_metrics_over_http(tmp_path: Path) -> None:
             assert "braid_daemon_queue_depth 0.0" in text
             assert "braid_daemon_in_flight 0.0" in text
 
-    asyncio.run(go())
+    go()
 
 
 class CountingEngine:
@@ -219,51 +218,48 @@ class CountingEngine:
 
 
 def test_a_burst_keeps_the_bound_whichever_thread_takes_each_request(tmp_path: Path) -> None:
-    """Requests served by the acceptor threads and those queued on the event loop share one
-    bound: never more than ``concurrency`` at once, and the queued ones all run."""
+    """Requests served by the acceptor threads and those waiting in threads of their own
+    share one bound: never more than ``concurrency`` at once, and the queued ones all run."""
     engine = CountingEngine()
 
-    async def go() -> list[tuple[bytes, int]]:
-        async with running(tmp_path, engine, concurrency=2, queue_size=10) as daemon:
+    def go() -> list[tuple[bytes, int]]:
+        with running(tmp_path, engine, concurrency=2, queue_size=10) as daemon:
             calls = [
-                asyncio.to_thread(
+                in_background(
                     call_cni, sock(daemon), {**ENV, "CNI_CONTAINERID": f"ctr-{i}"}, STDIN, 10
                 )
                 for i in range(8)
             ]
-            pending = asyncio.gather(*calls)
-            await asyncio.sleep(0.5)
+            time.sleep(0.5)
             assert engine.running == 2, "two slots, two requests running"
             engine.release.set()
-            return await pending
+            return [call.result(15) for call in calls]
 
-    answers = asyncio.run(go())
+    answers = go()
     assert all(code == 0 for _, code in answers), answers
     assert engine.peak == 2
     assert sorted(engine.started) == sorted(f"ctr-{i}" for i in range(8))
 
 
 def test_one_container_waits_for_its_running_request(tmp_path: Path) -> None:
-    """A DEL arriving while the container's ADD runs in an acceptor thread waits for it (the
-    queue on the event loop), then runs."""
+    """A DEL arriving while the container's ADD runs in an acceptor thread waits for it (in
+    a thread of its own), then runs."""
     engine = CountingEngine()
 
-    async def go() -> None:
-        async with running(tmp_path, engine, concurrency=4, queue_size=4) as daemon:
-            add = asyncio.create_task(asyncio.to_thread(call_cni, sock(daemon), ENV, STDIN, 10))
-            await asyncio.sleep(0.2)
-            delete = asyncio.create_task(
-                asyncio.to_thread(call_cni, sock(daemon), {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 10)
-            )
-            await asyncio.sleep(0.3)
+    def go() -> None:
+        with running(tmp_path, engine, concurrency=4, queue_size=4) as daemon:
+            add = in_background(call_cni, sock(daemon), ENV, STDIN, 10)
+            time.sleep(0.2)
+            delete = in_background(call_cni, sock(daemon), {**ENV, "CNI_COMMAND": "DEL"}, STDIN, 10)
+            time.sleep(0.3)
             assert engine.started == ["ctr-1"], "the DEL started while its ADD ran"
             engine.release.set()
-            assert (await add)[1] == 0
-            assert (await delete)[1] == 0
+            assert add.result(15)[1] == 0
+            assert delete.result(15)[1] == 0
             assert engine.started == ["ctr-1", "ctr-1"]
             assert engine.peak == 1
 
-    asyncio.run(go())
+    go()
 
 
 def test_an_existing_directory_is_used_as_it_is(tmp_path: Path) -> None:
