@@ -4,8 +4,8 @@ Each accepted connection takes a ``Lease`` (``ClientBounds.enter``; None beyond 
 connection bound: the acceptor answers code 11 and closes it). As its frame arrives the
 connection grows what it holds (``Lease.hold``); False means every connection together would
 hold more than the byte bound, and the connection is answered code 11 and closed. The lease
-gives everything back once, when the connection is closed (``Lease.leave``). Thread-safe: the
-acceptor threads and the event loop share one ``ClientBounds``.
+gives everything back once, when the connection is closed (``Lease.leave``). Thread-safe: every
+thread serving a connection shares one ``ClientBounds``.
 """
 
 from __future__ import annotations

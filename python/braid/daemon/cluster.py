@@ -133,7 +133,7 @@ class DaemonCluster:
 
     def reachable(self) -> bool:
         """Whether the API server answers this daemon's identity now (``GET /version``, a
-        few seconds at most); blocks, so call it off the event loop."""
+        few seconds at most); blocks its caller that long."""
         try:
             self.client.request("GET", "/version", timeout=REACHABLE_TIMEOUT).drain_conn()
         except CniError as exc:

@@ -1,9 +1,8 @@
 """Structured logs of the daemon: one JSON object per line, on stderr.
 
 Every line carries the request it belongs to (``containerId``, ``pod`` as namespace/name from
-``CNI_ARGS``, ``verb``), taken from a context variable that the request's task sets and that
-``asyncio.to_thread`` carries into the worker thread running the engine. Lines outside any
-request carry empty values.
+``CNI_ARGS``, ``verb``), taken from a context variable that the thread serving the request sets
+in the request's own context. Lines outside any request carry empty values.
 """
 
 from __future__ import annotations

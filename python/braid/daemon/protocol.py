@@ -7,7 +7,6 @@ connection. Readers ignore unknown keys.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import struct
@@ -156,23 +155,3 @@ def incomplete_frame(buffer: bytes | bytearray) -> str:
         return "connection closed before a frame header"
     (length,) = _LENGTH.unpack_from(buffer)
     return f"frame cut short: {len(buffer) - _LENGTH.size} of {length} bytes"
-
-
-async def read_frame(reader: asyncio.StreamReader) -> bytes:
-    """Reads one frame's body; ``FrameError`` when it is oversized or cut short."""
-    try:
-        header = await reader.readexactly(_LENGTH.size)
-    except asyncio.IncompleteReadError as exc:
-        raise FrameError("connection closed before a frame header") from exc
-    (length,) = _LENGTH.unpack(header)
-    if length > MAX_FRAME:
-        raise FrameError(f"frame of {length} bytes exceeds the {MAX_FRAME}-byte limit")
-    try:
-        return await reader.readexactly(length)
-    except asyncio.IncompleteReadError as exc:
-        raise FrameError(f"frame cut short: {len(exc.partial)} of {length} bytes") from exc
-
-
-async def write_frame(writer: asyncio.StreamWriter, message: msgspec.Struct) -> None:
-    writer.write(encode_frame(message))
-    await writer.drain()

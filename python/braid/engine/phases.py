@@ -4,8 +4,8 @@ The engine marks a phase with ``with phase("store_lookup"):``; when an observer 
 in the current context (``observe_phases``) it receives the phase's name, its duration in
 seconds and a plugin type ('' but for ``delegate``: each plugin execution, reported by the
 runtime's ``ExecutionPlan`` through ``delegate_observer``). Without one a phase costs a
-context-variable read. Context variables follow
-``asyncio.to_thread``, so an observer set by a request's task sees its worker thread's phases.
+context-variable read. The observer is the current context's: a caller serving several
+requests at once runs each in a context of its own (``contextvars.copy_context``).
 """
 
 from __future__ import annotations

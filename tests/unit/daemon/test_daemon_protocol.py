@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import struct
@@ -19,8 +18,9 @@ from braid.daemon.protocol import (
     cni_response,
     decode_request,
     encode_frame,
+    frame_body,
     health_response,
-    read_frame,
+    incomplete_frame,
 )
 from braid.errors import CniError
 
@@ -126,16 +126,14 @@ def test_stdin_that_is_not_base64_is_code_4() -> None:
 
 
 def read_from(data: bytes) -> bytes:
-    async def go() -> bytes:
-        reader = asyncio.StreamReader()
-        reader.feed_data(data)
-        reader.feed_eof()
-        return await read_frame(reader)
-
-    return asyncio.run(go())
+    """The frame's body as the daemon takes it from the bytes received, or ``FrameError``."""
+    body = frame_body(data)
+    if body is None:
+        raise FrameError(incomplete_frame(data))
+    return body
 
 
-def test_read_frame_returns_the_body() -> None:
+def test_frame_body_is_the_frame_without_what_follows() -> None:
     body = golden("add-request.json")
     assert read_from(struct.pack(">I", len(body)) + body + b"trailing") == body
 
@@ -145,9 +143,16 @@ def test_oversized_frames_are_refused_before_reading_them() -> None:
         read_from(struct.pack(">I", MAX_FRAME + 1))
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00\x00", struct.pack(">I", 10) + b"short"])
-def test_truncated_frames_are_refused(data: bytes) -> None:
-    with pytest.raises(FrameError):
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (b"", "before a frame header"),
+        (b"\x00\x00", "before a frame header"),
+        (struct.pack(">I", 10) + b"short", "frame cut short: 5 of 10 bytes"),
+    ],
+)
+def test_truncated_frames_are_refused(data: bytes, why: str) -> None:
+    with pytest.raises(FrameError, match=why):
         read_from(data)
 
 
