@@ -42,7 +42,6 @@ from braid.cni.request import (
 from braid.cni.results import CachedResults, CallerResults, ResultKeeping
 from braid.cni.versions import (
     CHECK_SINCE,
-    DEFAULT_VERSION_CACHE,
     GC_AND_STATUS_SINCE,
     VersionCache,
     at_least,
@@ -110,7 +109,8 @@ class Runtime:
         self.invoker = PluginInvoker(
             executor or ProcessExecutor(root=root), self.plugin_dirs, self.timeout, plan
         )
-        self.versions = DEFAULT_VERSION_CACHE if version_cache is None else version_cache
+        # Its own unless the caller shares one: a library user gets no process-wide state.
+        self.versions = VersionCache() if version_cache is None else version_cache
 
     def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:
         """Attaches; returns the final result at the list's version and caches it."""

@@ -114,7 +114,8 @@ class EngineContext(msgspec.Struct, dict=True):
         it back as ``prev_result`` to DEL and CHECK. ``plan``: the request's executions (an
         ADD's hook before the first stdin byte and the plugins it expects; the caller fills
         and closes it); by default one that only reports each execution's time to the phase
-        observer (``braid.engine.phases``)."""
+        observer (``braid.engine.phases``). The plugins' VERSION answers are the caller's
+        memory's (``EngineMemory.versions``), else this runtime's own."""
         dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
         unique = list(dict.fromkeys(d for d in dirs if d))
         return Runtime(
@@ -122,6 +123,7 @@ class EngineContext(msgspec.Struct, dict=True):
             cache_dir=self.config.cni_dir,
             executor=self.executor_or_default(),
             timeout=self.config.plugin_timeout,
+            version_cache=None if self.memory is None else self.memory.versions,
             result_cache=False,
             own_locks=False,
             root=self.root,

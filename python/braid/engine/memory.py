@@ -4,17 +4,20 @@ daemon): nothing is kept for the whole process, so two callers in one process ne
 
 from __future__ import annotations
 
+from braid.cni import VersionCache
 from braid.engine.early import FirstDelegates
 from braid.nad.netconf import ConfDirLookups
 
 
 class EngineMemory:
     """Made and kept by a caller (``run_cni(memory=...)``; the daemon keeps its own): the
-    first delegate of its recent ADDs (``FirstDelegates``, started early for the next) and its
+    first delegate of its recent ADDs (``FirstDelegates``, started early for the next), its
     ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
-    unchanged files). A call without one remembers nothing; braid-thin makes one call per
-    process, so it would have nothing to gain."""
+    unchanged files) and the plugins' VERSION answers (``VersionCache``, keyed by each binary's
+    identity). A call without one remembers nothing; braid-thin makes one call per process, so
+    it would have nothing to gain."""
 
     def __init__(self) -> None:
         self.first_delegates = FirstDelegates()
         self.conf_dir = ConfDirLookups()
+        self.versions = VersionCache()

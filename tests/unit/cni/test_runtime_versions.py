@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from braid.cni import VersionCache, network_list_from_bytes
+from braid.cni import Runtime, VersionCache, network_list_from_bytes
 from braid.errors import INCOMPATIBLE_VERSION, CniError
 
 UP_TO_1_0 = json.dumps(
@@ -167,3 +167,10 @@ def test_status_stops_at_first_failure_keeping_its_code(fake_plugins, runtime, m
     env = fake_plugins.calls("STATUS")[0]["env"]
     assert env["CNI_CONTAINERID"] == env["CNI_NETNS"] == env["CNI_IFNAME"] == ""
     assert env["CNI_PATH"] == str(fake_plugins.bin_dir)
+
+
+def test_runtimes_share_no_version_cache_unless_given_one(tmp_path):
+    one, two = Runtime([str(tmp_path)]), Runtime([str(tmp_path)])
+    assert one.versions is not two.versions, "no process-wide cache"
+    shared = VersionCache()
+    assert Runtime([str(tmp_path)], version_cache=shared).versions is shared

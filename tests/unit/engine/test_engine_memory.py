@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from braid.cni import VersionCache
 from braid.engine import run_cni
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest
@@ -93,3 +94,29 @@ def test_spare_pools_carry_no_memory(dirs: Any, reads: list[str]) -> None:
         assert reads == [CLUSTER] * 3
     finally:
         pools.close()
+
+
+def test_plugin_versions_are_kept_in_the_callers_memory_only(
+    dirs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugins' VERSION answers live in the caller's memory; a call without one keeps its
+    own for that call alone (no process-wide cache)."""
+    used: list[VersionCache] = []
+    real = VersionCache.supported
+
+    def spy(cache: VersionCache, path: str, ask: Any, **kwargs: Any) -> list[str]:
+        used.append(cache)
+        return real(cache, path, ask, **kwargs)
+
+    monkeypatch.setattr(VersionCache, "supported", spy)
+    mine = EngineMemory()
+    add(dirs, "c0", memory=mine)
+    add(dirs, "c1", memory=mine)
+    assert used
+    assert all(cache is mine.versions for cache in used)
+    used.clear()
+    add(dirs, "c2")
+    add(dirs, "c3")
+    assert used
+    assert all(cache is not mine.versions for cache in used)
+    assert len({id(cache) for cache in used}) == 2, "each call without memory has its own"
