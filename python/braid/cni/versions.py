@@ -87,4 +87,3 @@ def _binary_key(path: str) -> _BinaryKey:
 
 def _key_of(path: str, identity: Identity) -> _BinaryKey:
     return (path, *identity)
-
