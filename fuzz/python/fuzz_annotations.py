@@ -53,7 +53,12 @@ def as_json_entry(selection: Selection) -> dict[str, Any]:
 
 
 def as_text_entry(selection: Selection) -> str | None:
+    """The selection in the text form, or None when that form cannot carry it: requests beyond
+    an interface, or an interface name holding the form's separators (Linux allows "," and "@"
+    in a name; the JSON form carries them)."""
     if selection.request_keys() not in ([], ["interface"]) or selection.extra:
+        return None
+    if selection.interface is not None and any(c in selection.interface for c in ",@"):
         return None
     ref = f"{selection.namespace}/{selection.name}"
     return ref if selection.interface is None else f"{ref}@{selection.interface}"
