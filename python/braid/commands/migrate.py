@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,15 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a float; one beyond a double (``1e99999``) is refused: it would
+    print as ``Infinity``, which is not JSON."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is beyond what a double holds")
+    return value
+
+
 def _decode(data: bytes, source: str) -> Any:
     """A JSON document, else a YAML one (a ConfigMap as kubectl prints it)."""
     try:
@@ -57,7 +67,7 @@ def _decode(data: bytes, source: str) -> Any:
     except UnicodeDecodeError as exc:
         raise CniError(INVALID_CONFIG, f"{source}: not UTF-8 text ({exc.reason})") from None
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError) as exc:
         json_error = str(exc)
     import yaml  # noqa: PLC0415 - only a YAML ConfigMap pays for it
@@ -91,7 +101,7 @@ def _from_configmap(doc: dict[str, Any], source: str) -> tuple[Any, str]:
         )
     where = f"{source} (ConfigMap key {keys[0]})"
     try:
-        return json.loads(data[keys[0]], parse_constant=_no_constant), where
+        return json.loads(data[keys[0]], parse_constant=_no_constant, parse_float=_finite), where
     except (ValueError, RecursionError) as exc:
         raise CniError(INVALID_CONFIG, f"{where}: not JSON ({exc})") from None
 

@@ -97,6 +97,16 @@ def _check_device(device: str, resource: str, socket: str) -> None:
         )
 
 
+def _check_request(attachment: Attachment, device: str) -> None:
+    """A selection's own ``deviceID`` names a file (``dp_info_path``): it is refused (code 7)
+    unless printable, without spaces or NUL, and at most ``MAX_DEVICE_ID`` characters."""
+    if not device or len(device) > MAX_DEVICE_ID or not _printable(device):
+        raise DeviceRefused(
+            f"{attachment.label}: deviceID {device[:80]!r} is not a device ID (printable, no "
+            f"spaces, at most {MAX_DEVICE_ID} characters, such as 0000:03:00.1)"
+        )
+
+
 class Assignment(msgspec.Struct, frozen=True):
     """The device of one attachment: its resource, its ID, the device plugin's file."""
 
@@ -209,7 +219,9 @@ def assign_devices(
             attachments.append(attachment)
             continue
         device = requested_device(attachment)
-        if device is None:
+        if device is not None:
+            _check_request(attachment, device)
+        else:
             device = _next_device(attachment, resource, free, devices, socket)
             _check_device(device, resource, socket)
             others = elsewhere(resource, device)

@@ -98,6 +98,8 @@ def configmap(data: dict[str, Any]) -> str:
         (b"[1, 2]", "not a JSON object"),
         (b'{"type": "multus", "logOptions": {"maxAge": NaN}}', "nor a ConfigMap"),
         (b"[" * 100000 + b"]" * 100000, "not a JSON object"),
+        (b'{"type": "multus", "logOptions": {"maxAge": 1e99999}}', "1e99999 is beyond"),
+        (configmap({"cni-conf.json": '{"mtu": -1E400}'}).encode(), "-1E400 is beyond"),
         (b'{"type": "flannel"}', 'not a Multus configuration: its type is "flannel"'),
         (b'{"plugins": {"type": "multus"}}', "key `plugins` must be a list"),
         (b'{"plugins": [{"type": "bridge"}]}', "a conflist with 0 Multus plugins"),

@@ -99,6 +99,16 @@ def test_an_allowed_device_id_request_goes_through(devices: Any) -> None:
     assert error["msg"].startswith("listing interfaces"), error  # past the device steps
 
 
+@pytest.mark.parametrize("device", ["d\x009", "", "d 9", "d\n9", "d" * 257])
+def test_an_allowed_request_of_no_device_id_is_code_7(devices: Any, device: str) -> None:
+    with FakeKubelet(str(devices.root / "kubelet.sock"), PODS):
+        error = add(devices, [{"name": "sriov", "deviceID": device}], allowDeviceIDRequests=True)
+    assert error["code"] == 7, error
+    assert "is not a device ID" in error["msg"]
+    assert devices.calls("ADD") == []
+    assert braid_files(devices) == []
+
+
 def test_no_device_nad_no_kubelet(devices: Any) -> None:
     error = add(devices, "plain")  # no socket at all: it is never asked
     assert error["msg"].startswith("listing interfaces"), error
