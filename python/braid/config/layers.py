@@ -76,8 +76,9 @@ class EngineConfig(msgspec.Struct, frozen=True):
 
 class DaemonConfig(msgspec.Struct, frozen=True):
     """``daemonSocketDir``, ``daemonWaitSeconds`` (the shim's), ``daemonConcurrency`` (0: twice
-    the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``hotPlug`` and
-    ``hotPlugNamespaces`` (None: every namespace)."""
+    the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``hotPlug``,
+    ``hotPlugNamespaces`` (None: every namespace), ``hotPlugInterval``, ``hotPlugWorkers`` and
+    ``hotPlugTimeout``."""
 
     socket_dir: str
     wait_seconds: float
@@ -86,6 +87,9 @@ class DaemonConfig(msgspec.Struct, frozen=True):
     metrics_address: str
     hot_plug: str
     hot_plug_namespaces: tuple[str, ...] | None
+    hot_plug_interval: float
+    hot_plug_workers: int
+    hot_plug_timeout: float
 
 
 class KubernetesConfig(msgspec.Struct, frozen=True):

@@ -105,6 +105,11 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     # listed (None: every namespace).
     hot_plug: str = "off"
     hot_plug_namespaces: list[str] | None = None
+    # How often one pod's changes are applied at most (seconds), how many pods are worked on
+    # at once, and how long one change may attach for before it is rolled back.
+    hot_plug_interval: float = 1.0
+    hot_plug_workers: int = 4
+    hot_plug_timeout: float = 120.0
     # Devices (docs/devices.md): kubelet's PodResources API socket and how long braid waits
     # for its answer, the NPWG device-information directory, and whether a pod's own
     # `deviceID` may name the device of a NAD that has a resourceName.
@@ -171,6 +176,9 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             hot_plug_namespaces=(
                 None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)
             ),
+            hot_plug_interval=self.hot_plug_interval,
+            hot_plug_workers=self.hot_plug_workers,
+            hot_plug_timeout=self.hot_plug_timeout,
         )
 
     @cached_property
@@ -347,6 +355,7 @@ def _check_values(config: BraidConfig) -> None:
         raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
     if config.hot_plug not in HOT_PLUG_MODES:
         raise _fail("braid configuration: key `hotPlug` must be 'off', 'annotated' or 'all'")
+    _check_hot_plug(config)
     if config.network_status_keys not in KEY_SETS:
         raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
     if not config.daemon_wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
@@ -369,6 +378,20 @@ def _check_values(config: BraidConfig) -> None:
             raise _fail(
                 f"braid configuration: key `logOptions.{key}` must be an integer, 0 or more"
             )
+
+
+def _check_hot_plug(config: BraidConfig) -> None:
+    if not 0 <= config.hot_plug_interval <= 3600:
+        raise _fail(
+            "braid configuration: key `hotPlugInterval` must be a number of seconds from 0 to 3600"
+        )
+    if not 1 <= config.hot_plug_workers <= 64:
+        raise _fail("braid configuration: key `hotPlugWorkers` must be an integer from 1 to 64")
+    if not 0 < config.hot_plug_timeout <= 3600:
+        raise _fail(
+            "braid configuration: key `hotPlugTimeout` must be a number of seconds above 0, "
+            "at most 3600"
+        )
 
 
 def check_network_name(config: BraidConfig) -> None:
