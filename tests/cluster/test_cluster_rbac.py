@@ -21,6 +21,7 @@ ALLOWED = [
     (*POD, "get"), (*POD, "list"), (*POD, "watch"),
     (*POD_STATUS, "patch"),
     (*EVENT, "create"), ("events.k8s.io", "events", "create"),
+    (*EVENT, "patch"), ("events.k8s.io", "events", "patch"),
     (*CLAIM, "get"), (*CLAIM, "list"), (*CLAIM, "watch"),
     (*SLICE, "get"), (*SLICE, "list"), (*SLICE, "watch"),
 ]  # fmt: skip
@@ -30,7 +31,7 @@ DENIED = [
     (*POD_STATUS, "update"), ("", "pods/exec", "create"), ("", "pods/eviction", "create"),
     ("", "secrets", "get"), ("", "secrets", "list"), ("", "configmaps", "get"),
     ("", "nodes", "get"), ("", "serviceaccounts/token", "create"),
-    (*EVENT, "patch"), (*EVENT, "delete"), (*EVENT, "list"),
+    (*EVENT, "update"), (*EVENT, "delete"), (*EVENT, "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"),
     (*CLAIM, "create"), (*CLAIM, "update"), (*CLAIM, "delete"),
     ("resource.k8s.io", "resourceclaims/status", "patch"), (*SLICE, "create"), (*SLICE, "delete"),

@@ -82,8 +82,8 @@ def error_for_status(
             INVALID_CONFIG,
             (
                 f"{identity} is not allowed to do this: check braid's RBAC role (deploy/base: "
-                "NADs and pods get/list/watch, pods/status patch, events create) and, for a "
-                "status write, the admission policy's message (only the network-status "
+                "NADs and pods get/list/watch, pods/status patch, events create and patch) "
+                "and, for a status write, the admission policy's message (only the network-status "
                 "annotation, only pods on this node, with a token bound to this node)"
             ),
         )

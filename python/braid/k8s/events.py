@@ -2,6 +2,11 @@
 and ``NoNetworkFound`` (Warning) for a selected NAD that does not exist; and ``NoDeviceFound``
 (Warning) for a pod refused for its devices (``braid.nad.devices``). Best effort: a failed
 event is logged and never fails the ADD.
+
+Every event goes through the recorder's ``EventCorrelator`` first (``braid.k8s.event_correlator``:
+repeats counted on one object, similar ones aggregated, a per-pod spam filter), so what a pod
+makes braid write to the API server is bounded. The daemon writes on its background thread
+(``emit`` only queues); ``braid-thin`` writes inline, each write bounded by ``EVENT_TIMEOUT``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import msgspec
 
 from braid.errors import CniError
 from braid.k8s.background import RetryScheduler
-from braid.k8s.client import KubeClient
+from braid.k8s.client import MERGE_PATCH, KubeClient
+from braid.k8s.errors import ApiError
+from braid.k8s.event_correlator import Decision, EventCorrelator
 from braid.k8s.objects import segment
 from braid.nad.devices import ClaimedDevice, ClaimSource, DeviceRefused
 from braid.nad.manifests import NetworkAttachmentDefinition
@@ -64,6 +71,7 @@ class EventRecorder:
         self.component = component
         self.host = host
         self.scheduler = scheduler
+        self.correlator = EventCorrelator()
 
     def added_interfaces(self, pod: PodRef, network_status: bytes) -> None:
         for ifname, ips, network in _interfaces(network_status):
@@ -81,44 +89,78 @@ class EventRecorder:
     def emit(self, pod: PodRef, kind: str, reason: str, message: str) -> None:
         if not pod.name:
             return
-        body = msgspec.json.encode(self._event(pod, kind, reason, message))
+        decision = self.correlator.correlate(
+            (pod.namespace, pod.name, pod.uid), kind, reason, message
+        )
+        if decision.action == "skip":
+            log.debug("event %s for pod %s/%s filtered as spam", reason, pod.namespace, pod.name)
+            return
+        event = self._event(pod, kind, reason, decision)
         if self.scheduler is None:
-            self._post(pod, reason, body)
-        elif not self.scheduler.submit(lambda: self._post(pod, reason, body)):
+            self._write(pod, decision, event)
+        elif not self.scheduler.submit(lambda: self._write(pod, decision, event)):
             log.warning("event %s for pod %s/%s dropped", reason, pod.namespace, pod.name)
 
-    def _event(self, pod: PodRef, kind: str, reason: str, message: str) -> Mapping[str, Any]:
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def _event(self, pod: PodRef, kind: str, reason: str, decision: Decision) -> Mapping[str, Any]:
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
         if pod.uid:
             involved["uid"] = pod.uid
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {
-                "name": f"{pod.name[:200]}.{time.time_ns():x}",
-                "namespace": pod.namespace,
-            },
+            "metadata": {"name": decision.name, "namespace": pod.namespace},
             "involvedObject": involved,
             "reason": reason,
-            "message": message,
+            "message": decision.message,
             "type": kind,
             "source": {"component": self.component, **({"host": self.host} if self.host else {})},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
+            "firstTimestamp": _timestamp(decision.first),
+            "lastTimestamp": _timestamp(time.time()),
+            "count": decision.count,
         }
 
-    def _post(self, pod: PodRef, reason: str, body: bytes) -> None:
-        path = f"/api/v1/namespaces/{segment(pod.namespace)}/events"
+    def _write(self, pod: PodRef, decision: Decision, event: Mapping[str, Any]) -> None:
+        """A new Event, or the count of the one made before raised (made anew when it is
+        gone: expired, or its create failed)."""
+        events = f"/api/v1/namespaces/{segment(pod.namespace)}/events"
+        reason = str(event["reason"])
         try:
+            if decision.action == "patch" and self._patched(
+                f"{events}/{segment(decision.name)}", event
+            ):
+                return
+            body = msgspec.json.encode(event)
             self.client.request(
-                "POST", path, body=body, timeout=EVENT_TIMEOUT, what=f"POST event {reason}"
+                "POST", events, body=body, timeout=EVENT_TIMEOUT, what=f"POST event {reason}"
             ).release_conn()
         except CniError as exc:
             log.warning(
                 "pod %s/%s: event %s not recorded: %s", pod.namespace, pod.name, reason, exc
             )
+
+    def _patched(self, path: str, event: Mapping[str, Any]) -> bool:
+        """The Event at ``path`` given the new count; False when it does not exist."""
+        fields = ("count", "lastTimestamp", "message")
+        body = msgspec.json.encode({k: event[k] for k in fields})
+        try:
+            self.client.request(
+                "PATCH",
+                path,
+                body=body,
+                content_type=MERGE_PATCH,
+                timeout=EVENT_TIMEOUT,
+                what=f"PATCH event {event['reason']}",
+            ).release_conn()
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+
+def _timestamp(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MissRecordingStore:
