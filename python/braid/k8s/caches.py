@@ -10,6 +10,13 @@ With ``claims`` (braid's ``resourceClaims``), every ResourceClaim and this node'
 ResourceSlices are watched too, for Dynamic Resource Allocation (``braid.k8s.dra``): a pod's
 claimed devices are then read from the caches, and a claim the cache does not have, or has not
 seen allocated and reserved for the pod yet, is read live.
+
+What a tenant creates does not grow the daemon without bound. A NAD whose ``spec.config`` is
+over ``maxNadBytes`` is kept as a marker of its size (``nad_entry``), never its spec, and a
+read of it is refused as the engine would refuse it (code 7, naming the NAD and both sizes);
+a request whose own ``maxNadBytes`` is larger reads it live (``store_for``). The NAD and claim
+caches hold at most ``maxCacheBytes`` each (``braid.k8s.budget``): past it, objects are not
+kept and reads of them go live, one GET of that one object.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.budget import OVERSIZED, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.dra import ClaimReader
 from braid.k8s.dra_objects import (
@@ -41,10 +50,47 @@ def _trim_pod(obj: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {k: meta[k] for k in keep if k in meta}, **trim_pod_claims(obj)}
 
 
-def _trim_nad(obj: dict[str, Any]) -> dict[str, Any]:
+# The key of a NAD's marker entry: the bytes of its spec.config, which braid refuses.
+SIZE_KEY = "configBytes"
+
+
+def config_bytes(config: str) -> int:
+    """The size ``maxNadBytes`` bounds (``braid.nad.default_network.delegate_from_nad``)."""
+    return len(config.encode("utf-8", "surrogatepass"))
+
+
+def _placeholder(value: Any) -> Any:
+    """A value of the same JSON type, empty: a field of the wrong type is refused naming its
+    type when the NAD is used, so the type is all the cache keeps of it."""
+    return type(value)()
+
+
+def nad_entry(obj: dict[str, Any], max_nad_bytes: int | None) -> dict[str, Any]:
+    """What the cache keeps of a NAD: its metadata and ``spec.config``; with ``spec.config``
+    over ``max_nad_bytes``, a marker (namespace, name, resourceVersion and ``SIZE_KEY``)."""
     meta = obj.get("metadata") or {}
     keep = ("namespace", "name", "annotations", "resourceVersion")
-    return {"metadata": {k: meta[k] for k in keep if k in meta}, "spec": obj.get("spec")}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return {"metadata": {k: meta[k] for k in keep if k in meta}, "spec": _placeholder(spec)}
+    config = spec.get("config")
+    if isinstance(config, str) and max_nad_bytes is not None:
+        size = config_bytes(config)
+        if size > max_nad_bytes:
+            ident = ("namespace", "name", "resourceVersion")
+            return {"metadata": {k: meta[k] for k in ident if k in meta}, SIZE_KEY: size}
+    if config is not None and not isinstance(config, str):
+        config = _placeholder(config)
+    return {"metadata": {k: meta[k] for k in keep if k in meta}, "spec": {"config": config}}
+
+
+def oversized(namespace: str, name: str, size: int, max_nad_bytes: int) -> CniError:
+    """The refusal of a NAD over ``maxNadBytes``, word for word the engine's."""
+    return CniError(
+        INVALID_CONFIG,
+        f"NetworkAttachmentDefinition {namespace}/{name}: spec.config is {size} bytes, more "
+        f"than the {max_nad_bytes} braid allows (braid configuration key `maxNadBytes`)",
+    )
 
 
 class ClusterCaches:
@@ -59,24 +105,68 @@ class ClusterCaches:
         retry: RetryPolicy | None = None,
         watch_timeout: int = 300,
         claims: bool = False,
+        max_nad_bytes: int | None = None,
+        max_cache_bytes: int | None = None,
     ) -> None:
+        """``max_nad_bytes``: NADs over it are kept as markers; ``max_cache_bytes``: the
+        bound of the NAD cache and of the claim cache, each (None: no bound)."""
         selector = {"fieldSelector": f"spec.nodeName={node_name}"}
+        self.max_nad_bytes = max_nad_bytes
         self.pods = Reflector(
             client, "/api/v1/pods", trim=_trim_pod, query=selector, watch_timeout=watch_timeout
         )
-        self.nads = Reflector(client, nad_path(), trim=_trim_nad, watch_timeout=watch_timeout)
+        refusals = RefusalLog("NetworkAttachmentDefinition")
+        self.nads = Reflector(
+            client,
+            nad_path(),
+            trim=lambda obj: self._nad_entry(obj, refusals),
+            watch_timeout=watch_timeout,
+            max_bytes=max_cache_bytes,
+            refusals=refusals,
+        )
         self.live = KubeStore(client, retry=retry)
         self.claims: Reflector | None = None
         self.slices: Reflector | None = None
         if claims:
             self.claims = Reflector(
-                client, claims_path(), trim=trim_claim, watch_timeout=watch_timeout
+                client,
+                claims_path(),
+                trim=trim_claim,
+                watch_timeout=watch_timeout,
+                max_bytes=max_cache_bytes,
+                refusals=RefusalLog("ResourceClaim"),
             )
             self.slices = Reflector(
                 client, slices_path(), trim=trim_slice, query=selector, watch_timeout=watch_timeout
             )
-        self.store = CachedStore(self)
+        self.store = CachedStore(self, max_nad_bytes=max_nad_bytes)
         self._threads: list[threading.Thread] = []
+
+    def _nad_entry(self, obj: dict[str, Any], refusals: RefusalLog) -> dict[str, Any]:
+        entry = nad_entry(obj, self.max_nad_bytes)
+        if SIZE_KEY in entry:
+            meta = entry["metadata"]
+            refusals.note(
+                OVERSIZED,
+                f"{meta.get('namespace')}/{meta.get('name')}: spec.config is "
+                f"{entry[SIZE_KEY]} bytes, over the {self.max_nad_bytes} braid allows "
+                "(configuration key `maxNadBytes`): kept as a marker of its size, refused "
+                "when used",
+            )
+        return entry
+
+    def store_for(self, max_nad_bytes: int) -> CachedStore:
+        """The store of a request whose ``maxNadBytes`` is ``max_nad_bytes``."""
+        if max_nad_bytes == self.max_nad_bytes:
+            return self.store
+        return CachedStore(self, max_nad_bytes=max_nad_bytes)
+
+    def stats(self) -> list[tuple[str, int, int, dict[str, int]]]:
+        """(cache, objects kept, bytes counted, refusals by reason) of each bounded cache."""
+        found = [("nads", self.nads)]
+        if self.claims is not None:
+            found.append(("claims", self.claims))
+        return [(n, len(r), r.used_bytes, r.refusals.counts()) for n, r in found]
 
     def _reflectors(self) -> list[tuple[str, Reflector]]:
         found = [("pods", self.pods), ("nads", self.nads)]
@@ -105,8 +195,9 @@ class ClusterCaches:
 class CachedStore:
     """The engine's ``Store`` over ``ClusterCaches``."""
 
-    def __init__(self, caches: ClusterCaches) -> None:
+    def __init__(self, caches: ClusterCaches, *, max_nad_bytes: int | None = None) -> None:
         self.caches = caches
+        self.max_nad_bytes = max_nad_bytes
         self.claim_reader = ClaimReader(caches.live.client, retry=caches.live.retry, caches=self)
 
     def get_pod(self, namespace: str, name: str, uid: str) -> Mapping[str, str] | None:
@@ -123,9 +214,14 @@ class CachedStore:
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         cached = self.caches.nads.get(namespace, name)
-        if cached is not None:
+        if cached is None:
+            return self.caches.live.get_nad(namespace, name)
+        size = cached.get(SIZE_KEY)
+        if not isinstance(size, int):
             return nad_definition(cached, namespace, name)
-        return self.caches.live.get_nad(namespace, name)
+        if self.max_nad_bytes is not None and size > self.max_nad_bytes:
+            raise oversized(namespace, name, size, self.max_nad_bytes)
+        return self.caches.live.get_nad(namespace, name)  # this request allows more
 
     def claimed_devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:
         """The devices the pod's ResourceClaims allocated (``braid.k8s.dra``)."""
@@ -136,6 +232,9 @@ class CachedStore:
     def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.caches.pods.get(namespace, name)
 
+    def cached_pods(self) -> list[dict[str, Any]]:
+        return self.caches.pods.values()
+
     def cached_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
         claims = self.caches.claims
         return claims.get(namespace, name) if claims is not None else None
@@ -143,7 +242,3 @@ class CachedStore:
     def cached_slices(self) -> list[dict[str, Any]]:
         slices = self.caches.slices
         return slices.values() if slices is not None else []
-
-    def cached_claims(self) -> list[dict[str, Any]]:
-        claims = self.caches.claims
-        return claims.values() if claims is not None else []

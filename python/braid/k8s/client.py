@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import msgspec
 import urllib3
 
+from braid.errors import TRY_AGAIN_LATER
 from braid.k8s.credentials import CredentialReloader, Snapshot, ssl_context
 from braid.k8s.errors import ApiError, error_for_status, garbage, unreachable
 from braid.k8s.proxy import proxy_for, proxy_headers, without_login
@@ -26,7 +27,10 @@ from braid.k8s.proxy import proxy_for, proxy_headers, without_login
 DEFAULT_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 3.0
 MAX_BODY = 64 << 20
+# An error answer's body is read for its Status message only.
+MAX_ERROR_BODY = 1 << 20
 JSON = "application/json"
+TOO_LARGE = "TooLarge"  # the reason of an answer refused for its size
 MERGE_PATCH = "application/merge-patch+json"
 _NETWORK_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 
@@ -133,7 +137,11 @@ class KubeClient:
             response = self._send(snapshot, call)
         if 200 <= response.status < 300:
             return response
-        data = _body(response, call.what, snapshot)
+        data = (
+            read_bounded(response, call.what, snapshot, MAX_ERROR_BODY, cut=True)
+            if call.stream
+            else _preloaded(response)
+        )
         raise error_for_status(
             call.what,
             response.status,
@@ -142,11 +150,17 @@ class KubeClient:
             retry_after=response.headers.get("Retry-After"),
         )
 
-    def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        """``request`` whose answer must be a JSON object."""
+    def body(self, method: str, path: str, *, max_body: int = MAX_BODY, **kwargs: Any) -> bytes:
+        """``request``'s answer read whole; an answer over ``max_body`` bytes is refused
+        (``TOO_LARGE``) once that many were read, never held whole."""
         what = kwargs.get("what") or f"{method} {path}"
-        response = self.request(method, path, **kwargs)
-        return decode_object(_body(response, what, None), what)
+        response = self.request(method, path, stream=True, **kwargs)
+        return read_bounded(response, what, None, max_body)
+
+    def json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """``request`` whose answer must be a JSON object (at most ``max_body`` bytes)."""
+        what = kwargs.get("what") or f"{method} {path}"
+        return decode_object(self.body(method, path, **kwargs), what)
 
     def close(self) -> None:
         with self._lock:
@@ -168,17 +182,42 @@ def _pool(proxy: str, kwargs: dict[str, Any]) -> urllib3.PoolManager:
     )
 
 
-def _body(response: urllib3.BaseHTTPResponse, what: str, snapshot: Snapshot | None) -> bytes:
+def _preloaded(response: urllib3.BaseHTTPResponse) -> bytes:
+    data = response.data
+    response.release_conn()
+    return data[:MAX_ERROR_BODY]
+
+
+def read_bounded(
+    response: urllib3.BaseHTTPResponse,
+    what: str,
+    snapshot: Snapshot | None,
+    limit: int,
+    *,
+    cut: bool = False,
+) -> bytes:
+    """The answer's body, of at most ``limit`` bytes: more is refused (``TOO_LARGE``), or
+    with ``cut`` cut there. The connection goes back to the pool when the body was read to
+    its end, else it is closed."""
     try:
-        data = response.data
+        data = response.read(limit + 1)  # urllib3 2: that many bytes unless the body ends
     except _NETWORK_ERRORS as exc:
+        response.close()
         server = snapshot.credentials.server if snapshot else "the API server"
         raise unreachable(what, server, exc) from None
-    finally:
+    if len(data) <= limit:
         response.release_conn()
-    if len(data) > MAX_BODY:
-        raise garbage(what, f"the answer is larger than {MAX_BODY} bytes")
-    return data
+        return data
+    response.close()
+    response.release_conn()
+    if cut:
+        return data[:limit]
+    raise ApiError(
+        TRY_AGAIN_LATER,
+        f"Kubernetes API {what}: the answer is larger than {limit} bytes",
+        status=200,
+        reason=TOO_LARGE,
+    )
 
 
 def decode_object(data: bytes, what: str) -> dict[str, Any]:

@@ -13,6 +13,19 @@ network device (a GPU of the same claim, say) and is left out. A driver's
 ``ClaimReader`` reads through ``DraCaches`` (the daemon's watches) when it has them, and the
 API server when they miss or look stale (a claim not yet allocated, or not reserved for the
 pod); a claim still not allocated at the API server fails the ADD with code 11.
+
+A device another pod holds is refused (code 11). Another pod holds a device when a claim of
+that pod is reserved for it and allocates the device: either the device's own claim is
+reserved for another pod too, or another claim allocates it. Such another claim is looked for
+among the claims the other pods of the pod's node name (``spec.resourceClaims``, and
+``status.resourceClaimStatuses`` for those made from a template): a network device is a
+node's, and only a pod of that node can take it into its network namespace; kubelet prepares
+a claim for a pod only when the pod names it. That set is bounded by the node's pods (kubelet's
+``maxPods``) and the API server's 32 claims a pod, whatever the cluster holds, and it is
+complete: the pods come from the daemon's cache of its node's pods, or from one paginated LIST
+with the field selector ``spec.nodeName`` in ``braid-thin``. Each such claim is read from the
+daemon's claim cache, or live (``braid-thin``, a claim the cache does not hold, and one the
+cache shows allocating the device, so that a cache behind a deallocation refuses nothing).
 """
 
 from __future__ import annotations
@@ -32,29 +45,29 @@ from braid.k8s.dra_objects import (
     claims_path,
     device_attributes,
     field_at,
+    named_claims,
     network_data,
     reserved_for,
     slices_path,
+    trim_pod_claims,
+    trim_slice,
 )
 from braid.k8s.errors import ApiError
+from braid.k8s.listing import list_all
 from braid.k8s.objects import check_uid, pod_info
 from braid.k8s.retry import RetryPolicy, call_with_retries
 from braid.nad.devices import ClaimedDevice
 
 log = logging.getLogger("braid.k8s")
-# Without the daemon's caches, every claim is listed live to find a device another pod holds:
-# this many a page, at most this many pages.
-CLAIM_LIST_PAGE = 500
-CLAIM_LIST_PAGES = 20
 
 
 class DraCaches(Protocol):
     """The daemon's watches: the node's pods, every ResourceClaim, the node's slices."""
 
     def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def cached_pods(self) -> list[dict[str, Any]]: ...
     def cached_claim(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def cached_slices(self) -> list[dict[str, Any]]: ...
-    def cached_claims(self) -> list[dict[str, Any]]: ...
 
 
 class ClaimReader:
@@ -90,7 +103,8 @@ class ClaimReader:
         for claim_name in names:
             claim = self._claim(namespace, claim_name, uid)
             found.extend(self._claim_devices(claim, f"{namespace}/{claim_name}", name, uid, slices))
-        return self._held_elsewhere(found, name, uid)
+        held = _Holders(self, namespace, name, uid, node if isinstance(node, str) else "")
+        return held.mark(found)
 
     def _pod(
         self, namespace: str, name: str, uid: str, what: str
@@ -157,36 +171,31 @@ class ClaimReader:
             found.append(ClaimedDevice(resource, device, ref, network, others, key))
         return found
 
-    def _held_elsewhere(
-        self, found: list[ClaimedDevice], pod: str, uid: str
-    ) -> list[ClaimedDevice]:
-        """``found`` with, for each device another claim also allocates to another pod, that
-        pod in ``others``. The other claims come from the caches, each read live first so that
-        a cache behind a deallocation refuses nothing; without caches, from a live LIST of
-        every claim (``CLAIM_LIST_PAGE`` a page, at most ``CLAIM_LIST_PAGES`` pages)."""
+
+class _Holders:
+    """The other pods of the node that hold a device through another claim (module doc)."""
+
+    def __init__(self, reader: ClaimReader, namespace: str, pod: str, uid: str, node: str):
+        self.reader, self.namespace, self.pod, self.uid, self.node = (
+            reader, namespace, pod, uid, node,
+        )  # fmt: skip
+
+    def mark(self, found: list[ClaimedDevice]) -> list[ClaimedDevice]:
+        """``found`` with, for each device another claim allocates to another pod, that pod
+        in ``others``."""
         if not found:
             return found
-        wanted = {c.key: c for c in found}
-        mine = {c.claim for c in found}
-        if self.caches is not None:
-            refs = _claims_allocating(self.caches.cached_claims(), set(wanted), mine)
-            others = [(ref, self._read_claim(ref)) for ref in refs]
-        else:
-            listed = dict(self._list_claims())
-            refs = _claims_allocating(list(listed.values()), set(wanted), mine)
-            others = [(ref, listed[ref]) for ref in refs]
-        holders: dict[tuple[str, str, str], list[str]] = {}
-        for ref, claim in others:
-            if claim is None:
-                continue
+        wanted = {c.key for c in found}
+        holders: dict[DeviceKey, list[str]] = {}
+        for ref, claim in self._other_claims({c.claim for c in found}, wanted):
             what = f"ResourceClaim {ref}"
             namespace = ref.split("/", 1)[0]
             pods = [
                 f"{namespace}/{n}"
                 for n, u in reserved_for(claim, what)
-                if (u != uid if uid else n != pod)
+                if (u != self.uid if self.uid else (namespace, n) != (self.namespace, self.pod))
             ]
-            for key in set(allocated(claim, what) or []) & wanted.keys():
+            for key in set(allocated(claim, what) or []) & wanted:
                 holders.setdefault(key, []).extend(pods)
         return [
             msgspec.structs.replace(c, others=(*c.others, *holders[c.key]))
@@ -195,51 +204,66 @@ class ClaimReader:
             for c in found
         ]
 
-    def _read_claim(self, ref: str) -> dict[str, Any] | None:
-        namespace, name = ref.split("/", 1)
-        return self.get_object(claims_path(namespace, name), f"GET ResourceClaim {ref}")
+    def _other_claims(
+        self, mine: set[str], wanted: set[DeviceKey]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(namespace/name, claim) of the claims the node's other pods name that allocate one
+        of ``wanted``, each as the API server has it (a claim gone is left out)."""
+        caches = self.reader.caches
+        found = []
+        for ref in self._named(mine):
+            namespace, name = ref.split("/", 1)
+            cached = caches.cached_claim(namespace, name) if caches is not None else None
+            if cached is not None and not _allocates(cached, ref, wanted):
+                continue
+            claim = self.reader.get_object(claims_path(namespace, name), f"GET ResourceClaim {ref}")
+            if claim is not None and _allocates(claim, ref, wanted):
+                found.append((ref, claim))
+        return found
 
-    def _list_claims(self) -> list[tuple[str, dict[str, Any]]]:
-        """Every claim of the cluster, live, as (namespace/name, claim)."""
-        claims: list[tuple[str, dict[str, Any]]] = []
-        token = ""
-        for page in range(CLAIM_LIST_PAGES):
-            query = {"limit": str(CLAIM_LIST_PAGE), **({"continue": token} if token else {})}
-            listed = self.get_object(claims_path(), f"LIST ResourceClaims (page {page + 1})", query)
-            items = listed.get("items") if listed else None
-            for item in items if isinstance(items, list) else []:
-                meta = item.get("metadata") if isinstance(item, dict) else None
-                if isinstance(meta, dict):
-                    claims.append((f"{meta.get('namespace')}/{meta.get('name')}", item))
-            token = field_at(listed or {}, "metadata", "continue")
-            if not isinstance(token, str) or not token:
-                return claims
-        log.warning(
-            "more than %d ResourceClaims in the cluster: only those were checked for a device "
-            "another pod holds (braid's daemon watches every claim)",
-            len(claims),
+    def _named(self, mine: set[str]) -> list[str]:
+        """namespace/name of each claim the node's other pods name, but ``mine``."""
+        refs: dict[str, None] = {}
+        for pod in self._node_pods():
+            namespace = field_at(pod, "metadata", "namespace")
+            name = field_at(pod, "metadata", "name")
+            if (namespace, name) == (self.namespace, self.pod) or not isinstance(namespace, str):
+                continue
+            for claim in named_claims(pod):
+                ref = f"{namespace}/{claim}"
+                if ref not in mine:
+                    refs[ref] = None
+        return list(refs)
+
+    def _node_pods(self) -> list[dict[str, Any]]:
+        caches = self.reader.caches
+        if caches is not None:
+            return caches.cached_pods()
+        if not self.node:
+            return []
+        return list_all(
+            self.reader.client,
+            "/api/v1/pods",
+            keep=_pod_claims,
+            query={"fieldSelector": f"spec.nodeName={self.node}"},
+            retry=self.reader.retry,
         )
-        return claims
 
 
-def _claims_allocating(
-    claims: list[dict[str, Any]], keys: set[DeviceKey], mine: set[str]
-) -> list[str]:
-    """namespace/name of each claim (not one of ``mine``) that allocates one of ``keys``;
-    a claim braid cannot read is passed over."""
-    found = []
-    for claim in claims:
-        meta = claim.get("metadata") or {}
-        ref = f"{meta.get('namespace')}/{meta.get('name')}"
-        if ref in mine:
-            continue
-        try:
-            devices = allocated(claim, f"ResourceClaim {ref}") or []
-        except CniError:
-            continue
-        if keys.intersection(devices):
-            found.append(ref)
-    return found
+def _pod_claims(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the check keeps of a listed pod: its key and claims."""
+    meta = obj.get("metadata")
+    keep = {k: meta.get(k) for k in ("namespace", "name")} if isinstance(meta, dict) else {}
+    return {"metadata": keep, **trim_pod_claims(obj)}
+
+
+def _allocates(claim: dict[str, Any], ref: str, wanted: set[DeviceKey]) -> bool:
+    """Whether the claim allocates one of ``wanted``; a claim braid cannot read does not."""
+    try:
+        devices = allocated(claim, f"ResourceClaim {ref}") or []
+    except CniError:
+        return False
+    return not wanted.isdisjoint(devices)
 
 
 def _ready(claim: dict[str, Any], uid: str, what: str) -> bool:
@@ -271,7 +295,10 @@ class _Slices:
         selector = f"spec.driver={driver}"
         if self.node:
             selector = f"spec.nodeName={self.node},{selector}"
-        what = f"LIST ResourceSlices ({selector})"
-        listed = self.reader.get_object(slices_path(), what, {"fieldSelector": selector})
-        items = listed.get("items") if listed else None
-        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        return list_all(
+            self.reader.client,
+            slices_path(),
+            keep=trim_slice,
+            query={"fieldSelector": selector},
+            retry=self.reader.retry,
+        )

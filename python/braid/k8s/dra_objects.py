@@ -161,6 +161,22 @@ def claim_names(pod: dict[str, Any], what: str) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
+def named_claims(pod: dict[str, Any]) -> list[str]:
+    """The names of the pod's ResourceClaim objects known now: those a template has not
+    made yet, and a pod past the API's bounds, give none (for the pods braid does not ADD)."""
+    try:
+        names = claim_names(pod, "pod")
+    except CniError:
+        return []
+    if names is not None:
+        return names
+    entries = field_at(pod, "spec", "resourceClaims")
+    statuses = field_at(pod, "status", "resourceClaimStatuses")
+    found = [_text(e, "resourceClaimName") for e in entries if isinstance(e, dict)]
+    found += [_text(s, "resourceClaimName") for s in statuses or () if isinstance(s, dict)]
+    return list(dict.fromkeys(n for n in found if n))
+
+
 def allocated(claim: dict[str, Any], what: str) -> list[DeviceKey] | None:
     """The devices of the claim's allocation (driver, pool, device), or None when the claim
     is not allocated."""

@@ -1,6 +1,11 @@
 """A watch-based cache of one resource: LIST, then WATCH from the list's resourceVersion;
 a dropped watch resumes from the last resourceVersion seen (bookmarks included), and only a
 410 Gone (the version is too old) makes it LIST again. Failures back off up to 30 s.
+
+The LIST is paginated (``braid.k8s.listing``): each object is trimmed as its page is decoded,
+so a LIST takes the memory of a page. With ``max_bytes`` the cache holds at most that many
+bytes of trimmed objects (``braid.k8s.budget``): an object that does not fit is not kept (and
+an older version of it is dropped), so that a read of it misses and goes live.
 """
 
 from __future__ import annotations
@@ -14,14 +19,18 @@ import msgspec
 import urllib3
 
 from braid.errors import CniError
+from braid.k8s.budget import OVER_BOUND, ByteBudget, RefusalLog, entry_size
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError, garbage
+from braid.k8s.listing import Pager
 from braid.k8s.retry import RetryPolicy
 
 log = logging.getLogger("braid.k8s")
 Key = tuple[str, str]
 Trim = Callable[[dict[str, Any]], dict[str, Any]]
 FAILURE_BACKOFF = RetryPolicy(base_delay=0.2, max_delay=30.0)
+# One watch event (the API server's own bound on an object is 3 MiB of request).
+MAX_EVENT_BYTES = 16 << 20
 
 
 class Gone(Exception):
@@ -56,11 +65,17 @@ class Reflector:
         trim: Trim,
         query: Mapping[str, str] | None = None,
         watch_timeout: int = 300,
+        max_bytes: int | None = None,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self.client, self.path, self.trim = client, path, trim
         self.query = dict(query or {})
         self.watch_timeout = watch_timeout
+        self.pager = Pager(client, path, query=self.query)
         self.items: dict[Key, dict[str, Any]] = {}
+        self.budget = ByteBudget(max_bytes)
+        self.refusals = refusals or RefusalLog(path)
+        self._sizes: dict[Key, int] = {}
         self.resource_version = ""
         self.synced = threading.Event()
         self.lists = 0
@@ -80,6 +95,16 @@ class Reflector:
         """Every cached object (a snapshot)."""
         with self._lock:
             return list(self.items.values())
+
+    @property
+    def used_bytes(self) -> int:
+        """The bytes the kept objects count for (``braid.k8s.budget.entry_size``)."""
+        with self._lock:
+            return self.budget.used
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.items)
 
     def run(self) -> None:
         """The thread's body: until ``stop``."""
@@ -111,22 +136,50 @@ class Reflector:
             response.shutdown()  # unblocks the reading thread
 
     def _list(self) -> None:
-        doc = self.client.json("GET", self.path, query=self.query, what=f"LIST {self.path}")
-        items = doc.get("items")
-        if not isinstance(items, list):
-            raise garbage(f"LIST {self.path}", "field items is not a list")
-        found = {}
-        for item in items:
-            key = object_key(item) if isinstance(item, dict) else None
+        """The objects listed, page by page, each kept (or not) as it comes; then those kept
+        from before and not listed again are dropped."""
+        seen: set[Key] = set()  # the kept ones only: bounded as the cache is
+
+        def each(item: dict[str, Any]) -> None:
+            key = object_key(item)
             if key is not None:
-                found[key] = self.trim(item)
+                entry = self.trim(item)
+                with self._lock:
+                    if self._put(key, entry):
+                        seen.add(key)
+
+        version = self.pager.run(each, seen.clear)
         with self._lock:
-            changed = found.keys() | self.items.keys()
-            self.items = found
-            self.resource_version = _version(doc)
+            gone = self.items.keys() - seen
+            for key in gone:
+                self._drop(key)
+            self.resource_version = version
             self.lists += 1
         self.synced.set()
-        self._tell(changed)
+        self._tell(seen | gone)
+
+    def _put(self, key: Key, entry: dict[str, Any]) -> bool:
+        """Keeps ``entry`` when it fits (under the lock); False when it does not, after
+        dropping what was kept of the object before."""
+        size = entry_size(entry) if self.budget.max_bytes is not None else 0
+        old = self._sizes.get(key, 0)
+        if not self.budget.fits(old, size):
+            self._drop(key)
+            self.refusals.note(
+                OVER_BOUND,
+                f"{'/'.join(key)} ({size} bytes) not kept: the cache holds "
+                f"{self.budget.used} of the {self.budget.max_bytes} bytes braid allows "
+                "(configuration key `maxCacheBytes`); reads of it go to the API server",
+            )
+            return False
+        self.items[key] = entry
+        self._sizes[key] = size
+        self.budget.change(old, size)
+        return True
+
+    def _drop(self, key: Key) -> None:
+        self.items.pop(key, None)
+        self.budget.change(self._sizes.pop(key, 0), 0)
 
     def _watch(self) -> None:
         query = {
@@ -148,7 +201,7 @@ class Reflector:
             self._response = response
             self.watches += 1
         try:
-            for line in response:
+            for line in _lines(response, f"WATCH {self.path}"):
                 if self._stop.is_set():
                     return
                 if line.strip():
@@ -172,12 +225,14 @@ class Reflector:
                 raise Gone
             raise garbage(f"WATCH {self.path}", f"error event: {obj.get('message')}")
         key = object_key(obj)
+        entry = self.trim(obj) if kind in ("ADDED", "MODIFIED") and key is not None else None
+        version = _version(obj)
+        del event, obj  # only the trimmed entry outlives the decoding
         with self._lock:
-            if kind in ("ADDED", "MODIFIED") and key is not None:
-                self.items[key] = self.trim(obj)
+            if entry is not None and key is not None:
+                self._put(key, entry)
             elif kind == "DELETED" and key is not None:
-                self.items.pop(key, None)
-            version = _version(obj)
+                self._drop(key)
             if version:
                 self.resource_version = version
         if key is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
@@ -187,3 +242,16 @@ class Reflector:
         for listener in self.listeners:
             for key in keys:
                 listener(key)
+
+
+def _lines(response: urllib3.BaseHTTPResponse, what: str) -> Iterable[bytes]:
+    """The watch's events, one a line; a line over ``MAX_EVENT_BYTES`` ends the watch."""
+    pending = b""
+    for chunk in response.stream(1 << 16):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from lines
+        if len(pending) > MAX_EVENT_BYTES:
+            raise garbage(what, f"an event is longer than {MAX_EVENT_BYTES} bytes")
+    if pending:
+        yield pending

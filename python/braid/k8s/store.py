@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from braid.errors import CniError
 from braid.k8s.client import KubeClient
 from braid.k8s.dra import ClaimReader
 from braid.k8s.errors import ApiError
+from braid.k8s.listing import list_all
 from braid.k8s.objects import PodInfo, check_uid, nad_definition, nad_path, pod_info, pod_path
 from braid.k8s.retry import RetryPolicy, call_with_retries
 from braid.nad.devices import ClaimedDevice
@@ -59,17 +61,17 @@ class KubeStore:
         return None if obj is None else nad_definition(obj, namespace, name)
 
     def list_nads(self) -> list[NetworkAttachmentDefinition]:
-        """Every NAD of the cluster (one LIST); objects that are not NADs braid can read are
-        left out."""
-        listed = self.client.json("GET", nad_path(), what="LIST NetworkAttachmentDefinitions")
-        found = []
-        for obj in listed.get("items") or []:
-            meta = obj.get("metadata") if isinstance(obj, dict) else None
-            if not isinstance(meta, dict):
-                continue
-            namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
-            try:
-                found.append(nad_definition(obj, namespace, name))
-            except ApiError:
-                continue
-        return found
+        """Every NAD of the cluster (a paginated LIST); objects that are not NADs braid can
+        read are left out."""
+        return list_all(self.client, nad_path(), keep=_nad_or_none, retry=self.retry)
+
+
+def _nad_or_none(obj: dict[str, Any]) -> NetworkAttachmentDefinition | None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+    try:
+        return nad_definition(obj, namespace, name)
+    except CniError:
+        return None
