@@ -51,7 +51,12 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert env["BRAID_CONFIG"] == "/etc/braid/braid.conf"
     assert "--metrics-address=$(BRAID_NODE_IP):9190" in daemon["command"]
     assert daemon["ports"] == [{"name": "metrics", "containerPort": 9190, "protocol": "TCP"}]
-    assert daemon["readinessProbe"]["httpGet"] == {"port": "metrics", "path": "/readyz"}
+    # The probes ask the health endpoint on the node's loopback, apart from the metrics port
+    # every pod of the node reaches.
+    assert "--health-address=127.0.0.1:9191" in daemon["command"]
+    health = {"host": "127.0.0.1", "port": 9191}
+    assert daemon["readinessProbe"]["httpGet"] == {**health, "path": "/readyz"}
+    assert daemon["livenessProbe"]["httpGet"] == {**health, "path": "/healthz"}
     assert "cpu" not in daemon["resources"]["limits"]
     mounts = {m["mountPath"]: m for m in daemon["volumeMounts"]}
     assert mounts["/hostroot"]["mountPropagation"] == "HostToContainer"

@@ -77,6 +77,7 @@ class K8sDaemon:
                     *(sys.executable, "-m", "braid.commands.daemon", *given),
                     *("--socket-dir", str(self.socket.parent), "--node-name", NODE),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
+                    *("--health-address", "127.0.0.1:0"),  # in the host's namespace
                     # Short watches: the proxy's stop waits for the streams it forwards to end.
                     *("--watch-seconds", "3"),
                     *flags,

@@ -68,6 +68,7 @@ class Daemon:
     log_path: Path
     concurrency: int = 4
     metrics_port: int = 19190
+    health_port: int = 19191
     # More `braidctl daemon` flags, and the descriptor limit it starts with (soft, hard).
     extra_args: tuple[str, ...] = ()
     nofile: tuple[int, int] | None = None
@@ -88,6 +89,7 @@ class Daemon:
                     *("--socket-dir", str(self.socket_dir)),
                     *("--concurrency", str(self.concurrency)),
                     *("--metrics-address", f"127.0.0.1:{self.metrics_port}"),
+                    *("--health-address", f"127.0.0.1:{self.health_port}"),
                     *self.extra_args,
                 ],
                 stderr=log,

@@ -86,6 +86,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="HOST:PORT of /metrics, /healthz, /readyz (daemonMetricsAddress; '' disables)",
     )
     parser.add_argument(
+        "--health-address",
+        help="HOST:PORT of /healthz and /readyz alone, for kubelet's probes "
+        "(daemonHealthAddress, default 127.0.0.1:9191; '' disables)",
+    )
+    parser.add_argument(
         "--drain-seconds",
         type=float,
         default=DEFAULT_DRAIN_SECONDS,
@@ -121,6 +126,7 @@ def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSet
         concurrency=args.concurrency,
         queue_size=args.queue_size,
         metrics_address=args.metrics_address,
+        health_address=args.health_address,
         drain_seconds=args.drain_seconds,
         node_name=node_name,
         cache_sync_seconds=args.cache_sync_seconds,

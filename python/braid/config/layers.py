@@ -76,15 +76,16 @@ class EngineConfig(msgspec.Struct, frozen=True):
 
 class DaemonConfig(msgspec.Struct, frozen=True):
     """``daemonSocketDir``, ``daemonWaitSeconds`` (the shim's), ``daemonConcurrency`` (0: twice
-    the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``hotPlug``,
-    ``hotPlugNamespaces`` (None: every namespace), ``hotPlugInterval``, ``hotPlugWorkers`` and
-    ``hotPlugTimeout``."""
+    the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``daemonHealthAddress``,
+    ``hotPlug``, ``hotPlugNamespaces`` (None: every namespace), ``hotPlugInterval``,
+    ``hotPlugWorkers`` and ``hotPlugTimeout``."""
 
     socket_dir: str
     wait_seconds: float
     concurrency: int
     queue_size: int
     metrics_address: str
+    health_address: str
     hot_plug: str
     hot_plug_namespaces: tuple[str, ...] | None
     hot_plug_interval: float

@@ -86,6 +86,8 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     daemon_concurrency: int = 0
     daemon_queue_size: int = 512
     daemon_metrics_address: str = "127.0.0.1:9190"
+    # /healthz and /readyz alone, for kubelet's probes (docs/daemon.md); "": none.
+    daemon_health_address: str = "127.0.0.1:9191"
     # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
     status_write_policy: str = "background"
     skip_status_without_networks: bool = False
@@ -172,6 +174,7 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             concurrency=self.daemon_concurrency,
             queue_size=self.daemon_queue_size,
             metrics_address=self.daemon_metrics_address,
+            health_address=self.daemon_health_address,
             hot_plug=self.hot_plug,
             hot_plug_namespaces=(
                 None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)

@@ -1,14 +1,19 @@
-"""The daemon's HTTP endpoint: ``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``.
+"""The daemon's HTTP endpoints: ``/metrics`` (Prometheus), ``/healthz`` and ``/readyz``.
 
 ``/healthz`` answers 200 while the process serves; ``/readyz`` 200 only while the daemon
-accepts CNI requests (503 while starting and while draining). A deliberately small HTTP/1.0
-server, one thread per connection: one GET per connection, no keep-alive, and bounded
-(``docs/daemon.md``, "Bounds"): at most ``max_connections`` at once, a request head of at most
-``MAX_PROBE_REQUEST_BYTES`` (else 431) sent within ``PROBE_IDLE_SECONDS`` of connecting (else
-the connection is closed), and as long again to take the answer. A connection beyond the bound
-takes the place of the oldest one still silent; when every one is being answered, it is closed
-at once. A client holding connections open can therefore neither take the daemon's
-descriptors nor keep a probe from being answered.
+accepts CNI requests (503 while starting and while draining). Two listeners
+(``docs/daemon.md``): the metrics endpoint (``daemonMetricsAddress``, all three paths), which
+``deploy/`` puts on the node's address where every pod of the node reaches it, and the health
+endpoint (``daemonHealthAddress``, loopback, ``/healthz`` and ``/readyz`` only) that kubelet's
+probes ask: whatever is done to the metrics port, the probes are answered.
+
+Each is a deliberately small HTTP/1.0 server, one thread per connection: one GET per
+connection, no keep-alive, and bounded on its own (``docs/daemon.md``, "Bounds"): at most
+``max_connections`` at once, a request head of at most ``MAX_PROBE_REQUEST_BYTES`` (else 431)
+sent within ``PROBE_IDLE_SECONDS`` of connecting (else the connection is closed), and as long
+again to take the answer. A connection beyond the bound takes the place of the oldest one still
+silent; when every one is being answered, it is closed at once. A client holding connections
+open can therefore take neither the daemon's descriptors nor the other listener's slots.
 """
 
 from __future__ import annotations
@@ -26,11 +31,18 @@ from braid.daemon.settings import MAX_PROBE_REQUEST_BYTES, PROBE_IDLE_SECONDS
 log = logging.getLogger(DAEMON_LOGGER)
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 END_OF_HEAD = b"\r\n\r\n"
+# What each listener serves (any other path: 404).
+METRICS_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
+HEALTH_PATHS = frozenset({"/healthz", "/readyz"})
 
 
-def route(service: DaemonService, path: str) -> tuple[int, str, bytes]:
-    """Status, content type and body for a GET of ``path``."""
+def route(
+    service: DaemonService, path: str, paths: frozenset[str] = METRICS_PATHS
+) -> tuple[int, str, bytes]:
+    """Status, content type and body for a GET of ``path`` on a listener serving ``paths``."""
     path = path.split("?", 1)[0]
+    if path not in paths:
+        return 404, "text/plain", b"not found\n"
     if path == "/metrics":
         return 200, METRICS_TYPE, service.metrics.exposition()
     if path == "/healthz":
@@ -51,7 +63,9 @@ _REASONS = {
 }
 
 
-def response_to(service: DaemonService, head: bytes) -> bytes:
+def response_to(
+    service: DaemonService, head: bytes, paths: frozenset[str] = METRICS_PATHS
+) -> bytes:
     """The whole HTTP response to a request head."""
     try:
         method, path, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
@@ -59,7 +73,7 @@ def response_to(service: DaemonService, head: bytes) -> bytes:
         status, ctype, body = 400, "text/plain", b"bad request\n"
     else:
         status, ctype, body = (
-            route(service, path) if method == "GET" else (400, "text/plain", b"GET only\n")
+            route(service, path, paths) if method == "GET" else (400, "text/plain", b"GET only\n")
         )
     return _response(status, ctype, body)
 
@@ -91,8 +105,9 @@ def _discard_the_rest(sock: socket.socket) -> None:
 class ProbeConnection:
     """One request head in (bounded in size and time), one response out, then closed."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, paths: frozenset[str] = METRICS_PATHS) -> None:
         self.sock = sock
+        self.paths = paths
         self.answered = False
 
     def serve(self, service: DaemonService) -> None:
@@ -116,7 +131,7 @@ class ProbeConnection:
             if end < 0 or end + len(END_OF_HEAD) > MAX_PROBE_REQUEST_BYTES:
                 answer = _response(431, "text/plain", b"request head too large\n")
             else:
-                answer = response_to(service, bytes(head[:end]))
+                answer = response_to(service, bytes(head[:end]), self.paths)
             self.answered = True
             self.sock.settimeout(PROBE_IDLE_SECONDS)
             self.sock.sendall(answer)
@@ -134,12 +149,21 @@ class ProbeConnection:
 
 
 class ProbeServer:
-    """The endpoint: an accepting thread, a thread per connection, at most ``max_connections``
-    at once (oldest first in ``open``)."""
+    """One endpoint serving ``paths``: an accepting thread, a thread per connection, at most
+    ``max_connections`` at once (oldest first in ``open``)."""
 
-    def __init__(self, service: DaemonService, host: str, port: int, max_connections: int) -> None:
+    def __init__(
+        self,
+        service: DaemonService,
+        host: str,
+        port: int,
+        max_connections: int,
+        *,
+        paths: frozenset[str] = METRICS_PATHS,
+    ) -> None:
         self.service = service
         self.max_connections = max_connections
+        self.paths = paths
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.create_server((host, port), family=family)
         self.port: int = self._listener.getsockname()[1]
@@ -174,7 +198,7 @@ class ProbeServer:
                     return
                 time.sleep(0.1)  # out of descriptors: the next try may succeed
                 continue
-            connection = ProbeConnection(sock)
+            connection = ProbeConnection(sock, self.paths)
             if not self.enter(connection):
                 sock.close()
                 continue
@@ -202,9 +226,21 @@ class ProbeServer:
 
 
 def start_probe_server(
-    service: DaemonService, host: str, port: int, max_connections: int
+    service: DaemonService,
+    host: str,
+    port: int,
+    max_connections: int,
+    *,
+    paths: frozenset[str] = METRICS_PATHS,
 ) -> ProbeServer:
-    """Listens on ``host:port``; the caller closes the returned server."""
-    server = ProbeServer(service, host, port, max_connections).start()
-    log.info("metrics and probes on http://%s:%d (/metrics, /healthz, /readyz)", host, port)
+    """Listens on ``host:port`` for GETs of ``paths``; the caller closes the returned server."""
+    server = ProbeServer(service, host, port, max_connections, paths=paths).start()
+    served = ", ".join(sorted(paths))
+    log.info(
+        "http://%s:%d serves %s (at most %d connections)",
+        host,
+        server.port,
+        served,
+        max_connections,
+    )
     return server

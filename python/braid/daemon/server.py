@@ -42,10 +42,10 @@ from braid.daemon.connection import (
 )
 from braid.daemon.descriptors import budget_of
 from braid.daemon.logs import DAEMON_LOGGER
-from braid.daemon.probes import ProbeServer, start_probe_server
+from braid.daemon.probes import HEALTH_PATHS, ProbeServer, start_probe_server
 from braid.daemon.protocol import error_response
 from braid.daemon.service import DaemonService
-from braid.daemon.settings import DaemonSettings
+from braid.daemon.settings import MAX_HEALTH_CONNECTIONS, DaemonSettings
 from braid.errors import TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
@@ -149,7 +149,8 @@ class DaemonServer:
         self._inflight = 0  # requests being served (a whole frame read)
         self._reading: set[Connection] = set()  # connections still sending, in threads of their own
         self._threads: set[threading.Thread] = set()  # the connections' own threads
-        self.probe_server: ProbeServer | None = None
+        self.probe_server: ProbeServer | None = None  # the metrics endpoint
+        self.health_server: ProbeServer | None = None
         self._refused = 0  # connections refused since the last log line about it
         self._refusal_logged = 0.0
         self.bounds = ClientBounds(
@@ -180,18 +181,12 @@ class DaemonServer:
         inode = path.stat().st_ino
         budget = budget_of(self.settings)
         self.bounds.max_connections = budget.socket_connections
-        endpoint = self.settings.metrics_endpoint()
         try:
-            probes = (
-                start_probe_server(self.service, *endpoint, budget.probe_connections)
-                if endpoint
-                else None
-            )
+            probes = self._start_endpoints(budget.probe_connections)
         except OSError:
             listener.close()
             path.unlink(missing_ok=True)
             raise
-        self.probe_server = probes
         self._start_acceptors(listener)
         handlers = self._handle_signals()
         warm_up = threading.Thread(
@@ -221,6 +216,28 @@ class DaemonServer:
             warm_up.join(self.settings.drain_seconds)
             for signum, handler in handlers.items():
                 signal.signal(signum, handler)
+
+    def _start_endpoints(self, metrics_connections: int) -> list[ProbeServer]:
+        """The metrics endpoint and the health endpoint, each with bounds of its own: what
+        holds the metrics port's connections never reaches the probes' (none started when
+        one cannot listen)."""
+        started: list[ProbeServer] = []
+        metrics = self.settings.metrics_endpoint()
+        health = self.settings.health_endpoint()
+        try:
+            if metrics:
+                self.probe_server = start_probe_server(self.service, *metrics, metrics_connections)
+                started.append(self.probe_server)
+            if health:
+                self.health_server = start_probe_server(
+                    self.service, *health, MAX_HEALTH_CONNECTIONS, paths=HEALTH_PATHS
+                )
+                started.append(self.health_server)
+        except OSError:
+            for server in started:
+                server.close()
+            raise
+        return started
 
     def _handle_signals(self) -> dict[int, signal._HANDLER]:
         """SIGTERM and SIGINT stop the daemon (only the main thread may set handlers: a
@@ -396,7 +413,7 @@ class DaemonServer:
                 self._idle.notify_all()
 
     def _shut_down(
-        self, listener: socket.socket, probes: ProbeServer | None, path: Path, inode: int
+        self, listener: socket.socket, probes: list[ProbeServer], path: Path, inode: int
     ) -> None:
         self.service.ready = False
         self._closing = True
@@ -419,7 +436,7 @@ class DaemonServer:
             connection.stop_reading()
         for thread in [*self._acceptors, *threads]:
             thread.join(max(0.0, deadline - time.monotonic()))
-        if probes is not None:
-            probes.close()
+        for server in probes:
+            server.close()
         self.service.close()
         log.info("stopped")

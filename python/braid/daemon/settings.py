@@ -2,8 +2,10 @@
 
 Configuration keys (in braid's conf or conflist, beside the engine's own keys):
 ``daemonSocketDir`` (default ``/run/braid``), ``daemonConcurrency`` (0: twice the cores),
-``daemonQueueSize`` (512) and ``daemonMetricsAddress`` (``127.0.0.1:9190``; empty: no HTTP
-endpoint for metrics, ``/healthz`` and ``/readyz``).
+``daemonQueueSize`` (512), ``daemonMetricsAddress`` (``127.0.0.1:9190``; empty: no HTTP
+endpoint for metrics, ``/healthz`` and ``/readyz``) and ``daemonHealthAddress``
+(``127.0.0.1:9191``; empty: none), the endpoint of ``/healthz`` and ``/readyz`` alone that
+kubelet's probes ask, apart from the metrics port.
 
 With the Kubernetes store the daemon watches the pods of its node: the node's name comes from
 ``--node-name``, else ``BRAID_NODE_NAME``, else ``NODE_NAME`` (the DaemonSet sets it from
@@ -47,6 +49,9 @@ MAX_HELD_FRAME_BYTES = 8 << 20
 # The HTTP endpoint (/metrics, /healthz, /readyz): connections at once, the seconds to send a
 # request head (and, once answered, to take the answer), the head's size.
 MAX_PROBE_CONNECTIONS = 32
+# The health endpoint's connections at once (kubelet probes one at a time; counted in
+# ``BASE_DESCRIPTORS``).
+MAX_HEALTH_CONNECTIONS = 8
 PROBE_IDLE_SECONDS = 2.0
 MAX_PROBE_REQUEST_BYTES = 8192
 # Descriptors kept out of the connections' reach: the interpreter, logs, listeners, the
@@ -75,6 +80,8 @@ class DaemonSettings:
     max_connections: int = 0
     frame_seconds: float = DEFAULT_FRAME_SECONDS
     max_held_frame_bytes: int = MAX_HELD_FRAME_BYTES
+    # HOST:PORT of the health endpoint (/healthz, /readyz; "": none).
+    health_address: str = ""
 
     @property
     def wanted_connections(self) -> int:
@@ -86,16 +93,22 @@ class DaemonSettings:
         return self.socket_dir / SOCKET_NAME
 
     def metrics_endpoint(self) -> tuple[str, int] | None:
-        """``(host, port)`` of the HTTP endpoint, or None when it is disabled."""
-        if not self.metrics_address:
-            return None
-        host, sep, port = self.metrics_address.rpartition(":")
-        if not sep or not port.isdigit():
-            raise CniError(
-                INVALID_CONFIG,
-                f"daemonMetricsAddress {self.metrics_address!r} must be HOST:PORT (or empty)",
-            )
-        return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an explicit ':PORT'
+        """``(host, port)`` of the metrics endpoint, or None when it is disabled."""
+        return endpoint_of("daemonMetricsAddress", self.metrics_address)
+
+    def health_endpoint(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the health endpoint, or None when it is disabled."""
+        return endpoint_of("daemonHealthAddress", self.health_address)
+
+
+def endpoint_of(key: str, address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of ``address`` (configuration key ``key``), None when it is empty."""
+    if not address:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise CniError(INVALID_CONFIG, f"{key} {address!r} must be HOST:PORT (or empty)")
+    return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - an explicit ':PORT'
 
 
 def node_name_of(flag: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -120,6 +133,7 @@ def settings_from(
     concurrency: int | None = None,
     queue_size: int | None = None,
     metrics_address: str | None = None,
+    health_address: str | None = None,
     drain_seconds: float = DEFAULT_DRAIN_SECONDS,
     node_name: str = "",
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
@@ -150,6 +164,7 @@ def settings_from(
         metrics_address=(
             metrics_address if metrics_address is not None else config.metrics_address
         ),
+        health_address=health_address if health_address is not None else config.health_address,
         drain_seconds=drain_seconds,
         node_name=node_name,
         cache_sync_seconds=cache_sync_seconds,
@@ -159,5 +174,12 @@ def settings_from(
         max_connections=max_connections,
         frame_seconds=frame_seconds,
     )
-    settings.metrics_endpoint()  # refuses a malformed address before anything starts
+    # Refuses a malformed address, or one port for both, before anything starts.
+    metrics = settings.metrics_endpoint()
+    if metrics is not None and metrics[1] and metrics == settings.health_endpoint():
+        raise CniError(
+            INVALID_CONFIG,
+            f"daemonHealthAddress {settings.health_address!r} is the metrics endpoint's: give "
+            "the probes a port of their own",
+        )
     return settings

@@ -1,5 +1,6 @@
-"""The HTTP endpoint's bounds: connections held open neither keep /healthz from answering nor
-hold more than the bound, silent ones are closed after a few seconds, heads are bounded."""
+"""The HTTP endpoints' bounds: connections held open neither keep /healthz from answering nor
+hold more than the bound, silent ones are closed after a few seconds, heads are bounded; the
+health endpoint answers the probes (and nothing else) whatever holds the metrics port."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
 from daemon_fakes import FakeEngine, http_get, port_of, running
 
-from braid.daemon.settings import MAX_PROBE_CONNECTIONS, MAX_PROBE_REQUEST_BYTES
+from braid.config.schema import load_braid_config
+from braid.daemon.settings import MAX_PROBE_CONNECTIONS, MAX_PROBE_REQUEST_BYTES, settings_from
+from braid.errors import CniError
 
 
 def connect(port: int, count: int) -> list[socket.socket]:
@@ -84,3 +88,41 @@ def test_a_request_head_beyond_the_bound_is_refused(tmp_path: Path) -> None:
             return answer
 
     assert go().startswith(b"HTTP/1.0 431 ")
+
+
+def get(port: int, path: str) -> int:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    return int(data.split()[1])
+
+
+def test_the_health_endpoint_serves_the_probes_whatever_holds_the_metrics_port(
+    tmp_path: Path,
+) -> None:
+    def go() -> list[int]:
+        with running(tmp_path, FakeEngine(), health_address="127.0.0.1:0") as daemon:
+            assert daemon.health_server is not None
+            health = daemon.health_server.port
+            assert health != port_of(daemon)
+            held = connect(port_of(daemon), MAX_PROBE_CONNECTIONS * 4)
+            try:
+                return [get(health, path) for path in ("/healthz", "/readyz", "/metrics")]
+            finally:
+                for conn in held:
+                    conn.close()
+
+    assert go() == [200, 200, 404]
+
+
+def test_one_port_for_both_endpoints_is_refused() -> None:
+    config = load_braid_config(
+        b'{"type": "braid", "daemonMetricsAddress": "127.0.0.1:9300", '
+        b'"daemonHealthAddress": "127.0.0.1:9300"}'
+    ).config.daemon
+    with pytest.raises(CniError, match=r"daemonHealthAddress '127\.0\.0\.1:9300' is the metrics"):
+        settings_from(config)
+    with pytest.raises(CniError, match="must be HOST:PORT"):
+        settings_from(config, health_address="127.0.0.1:70000")
