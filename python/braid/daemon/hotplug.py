@@ -1,16 +1,18 @@
 """Hot-plug in the daemon: the selection annotation of this node's running pods followed as it
 changes (``docs/hotplug.md``).
 
-The pod cache tells ``HotPlugger`` of every pod it lists or sees change; one thread
-(``braid-hotplug``) takes them in turn. A pod the operator's configuration allows (``hotPlug``,
-``hotPlugNamespaces``, the pod's ``braid-cni.io/hot-plug`` annotation) whose selection
-annotation is not the one last applied is brought to it by the engine
-(``braid.engine.hotplug``), under the container's lock. Then its network-status is written,
-an event is posted per interface added (``AddedInterface``) or removed
-(``RemovedInterface``), and a change that failed, leaving the pod as it was, is posted as
-``HotPlugFailed`` (with ``NoNetworkFound`` for each NAD that does not exist), logged and
-counted. The first listing at start goes through every pod, so a change made while the daemon
-was away, or a hot-plug a crash interrupted, is taken up then.
+The pod cache tells ``HotPlugger`` of every pod it lists or sees change; the pod waits in a
+``PodQueue`` (``braid.daemon.hotplug_queue``) once however often it changed, and starts at most
+once per ``hotPlugInterval``. ``hotPlugWorkers`` threads (``braid-hotplug-N``) take the pods in
+turn, never one pod on two of them, so one pod's slow delegates hold up no other pod. A pod the
+operator's configuration allows (``hotPlug``, ``hotPlugNamespaces``, the pod's
+``braid-cni.io/hot-plug`` annotation) whose selection annotation, read as the worker starts (the
+latest wins), is not the one last applied is brought to it by the engine
+(``braid.engine.hotplug``) under the container's lock, attached within ``hotPlugTimeout``; what
+it did is reported by ``braid.daemon.hotplug_report``. The first listing at start goes through
+every pod, so a change made while the daemon was away, or a hot-plug a crash interrupted, is
+taken up then; and a network-status a crash kept from being written is written then from the
+attachment record.
 """
 
 from __future__ import annotations
@@ -22,21 +24,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
-from prometheus_client import Counter, Histogram
 
 from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.config.schema import BraidConfig
 from braid.daemon.cluster import DaemonCluster
+from braid.daemon.hotplug_queue import PodLocks, PodQueue
+from braid.daemon.hotplug_report import HotplugMetrics, HotplugReporter
 from braid.daemon.logs import DAEMON_LOGGER
-from braid.daemon.metrics import BUCKETS, DaemonMetrics
+from braid.daemon.metrics import DaemonMetrics
 from braid.engine.context import EngineContext
 from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
-from braid.engine.record import AttachmentEntry
 from braid.engine.spares import SparePools
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.events import MissRecordingStore
-from braid.k8s.status import StatusWriter
 from braid.nad.annotations import NETWORKS_ANNOTATION
 from braid.nad.resolve import PodRef
 
@@ -55,33 +56,6 @@ def allowed(config: BraidConfig, namespace: str, annotations: Mapping[str, Any])
     if config.hot_plug_namespaces is not None and namespace not in config.hot_plug_namespaces:
         return False
     return config.hot_plug == "all" or annotations.get(ALLOW_ANNOTATION) == "true"
-
-
-class HotplugMetrics:
-    """``braid_daemon_hotplugs_total{outcome}`` (``changed``, ``failed``),
-    ``braid_daemon_hotplug_interfaces_total{change}`` (``added``, ``removed``) and
-    ``braid_daemon_hotplug_seconds`` (one change, from its start to its record written)."""
-
-    def __init__(self, metrics: DaemonMetrics) -> None:
-        registry = metrics.registry
-        self.changes = Counter(
-            "braid_daemon_hotplugs",
-            "Changes of running pods' selection annotations applied, by outcome",
-            ["outcome"],
-            registry=registry,
-        )
-        self.interfaces = Counter(
-            "braid_daemon_hotplug_interfaces",
-            "Interfaces hot-plugged into or out of running pods",
-            ["change"],
-            registry=registry,
-        )
-        self.seconds = Histogram(
-            "braid_daemon_hotplug_seconds",
-            "Time to apply one change of a running pod's selection annotation",
-            buckets=BUCKETS,
-            registry=registry,
-        )
 
 
 def _text(value: Any) -> str:
@@ -120,60 +94,51 @@ class HotPlugger:
         self.spares = spares
         self.root = root
         self.metrics = HotplugMetrics(metrics)
-        self.writer = StatusWriter(cluster.client, scheduler=cluster.scheduler)
+        self.report = HotplugReporter(cluster, self.metrics)
+        first = config()
+        self.queue = PodQueue(first.hot_plug_interval)
+        self.metrics.waiting.set_function(lambda: len(self.queue))
+        self._locks = PodLocks()  # one change of a pod at a time, whoever asks
         self._applied: dict[Key, tuple[str, str]] = {}  # uid and annotation last applied
-        self._pending: dict[Key, None] = {}
-        self._later: dict[Key, float] = {}  # pods whose ADD was under way, looked at again
         self._tries: dict[Key, int] = {}
         self._last: dict[Key, tuple[str, str, Outcome]] = {}  # the last change of each pod
-        self._wake = threading.Condition()
-        self._one = threading.Lock()  # one change at a time, whoever asks
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="braid-hotplug", daemon=True)
+        self._threads = [
+            threading.Thread(target=self._work, name=f"braid-hotplug-{n}", daemon=True)
+            for n in range(first.hot_plug_workers)
+        ]
 
     def start(self) -> None:
         self.cluster.caches.pods.listeners.append(self.notice)
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        with self._wake:
-            self._stopped = True
-            self._wake.notify()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        self.queue.stop()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(max(deadline - time.monotonic(), 0))
 
     def notice(self, key: Key) -> None:
         """From the pod cache's thread: the pod ``key`` was listed, changed or removed."""
-        with self._wake:
-            self._pending[key] = None
-            self._wake.notify()
+        self.queue.interval = self.config().hot_plug_interval
+        self.queue.notice(key)
 
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._pending and not self._stopped:
-                    self._wake.wait(self._due())
-                if self._stopped:
-                    return
-                key = next(iter(self._pending))
-                del self._pending[key]
+    def _work(self) -> None:
+        while (key := self.queue.take()) is not None:
             try:
                 self.follow(key)
+            except CniError:
+                pass  # reported where it was handled (``HotplugReporter.failed``)
             except Exception:  # one pod's surprise must not end hot-plug for every pod
                 log.exception("hot-plug of pod %s/%s failed inside the daemon", *key)
-
-    def _due(self) -> float | None:
-        """Moves the pods due for another look to the pending ones; the seconds until the
-        next is due (None: none waits). Called holding ``_wake``."""
-        now = time.monotonic()
-        for key, due in list(self._later.items()):
-            if due <= now:
-                del self._later[key]
-                self._pending[key] = None
-        return min(self._later.values()) - now if self._later else None
+            finally:
+                self.queue.done(key)
 
     def follow(self, key: Key) -> Outcome | None:
-        """Applies the cached pod's selection annotation when it is not the one last applied."""
+        """Applies the cached pod's selection annotation when it is not the one last applied;
+        at the first look at a pod, writes its network-status again from the record when a
+        crash kept it from being written."""
         obj = self.cluster.caches.pods.get(*key)
         if obj is None:
             self._applied.pop(key, None)
@@ -186,13 +151,18 @@ class HotPlugger:
             return None
         if self._applied.get(key) == (pod.uid, value):
             return None
-        return self.apply(pod, value, config)
+        first_look = key not in self._applied
+        outcome = self.apply(pod, value, config)
+        if first_look and outcome is not None and not outcome.changed:
+            self.report.republish(pod, outcome.recorded, annotations)
+        return outcome
 
     def apply(self, pod: PodRef, value: str, config: BraidConfig | None = None) -> Outcome | None:
         """Brings ``pod`` to the selection annotation ``value``; None when it has no finished
         ADD on this node. Raises ``CniError`` when the change failed (reported as well)."""
         config = config or self.config()
-        with self._one:
+        key = (pod.namespace, pod.name)
+        with self._locks.hold(key):
             store = MissRecordingStore(self.cluster.caches.store)
             ctx = EngineContext(
                 config=config,
@@ -204,33 +174,48 @@ class HotPlugger:
             container = find_container(ctx.records(), pod)
             if container is None:
                 return None
-            start = time.perf_counter()
-            try:
-                outcome = hotplug(ctx, container, {NETWORKS_ANNOTATION: value}, pod=pod)
-            except NotRunning as why:
-                log.debug("pod %s/%s not hot-plugged: %s", pod.namespace, pod.name, why)
-                self._again(pod, why)
-                return None
-            except PartlyApplied as exc:
-                self._applied[(pod.namespace, pod.name)] = (pod.uid, value)
-                self._changed(pod, exc.outcome, time.perf_counter() - start)
-                self._failed(pod, store, exc, partly=True)
-                raise
-            except CniError as exc:
-                self._applied[(pod.namespace, pod.name)] = (pod.uid, value)
-                self._failed(pod, store, exc)
-                raise
-            self._applied[(pod.namespace, pod.name)] = (pod.uid, value)
-            self._tries.pop((pod.namespace, pod.name), None)
-            if outcome.changed:
-                self._last[(pod.namespace, pod.name)] = (pod.uid, value, outcome)
-                self._changed(pod, outcome, time.perf_counter() - start)
-            return outcome
+            return self._run(ctx, container, pod, value, store)
+
+    def _run(
+        self,
+        ctx: EngineContext,
+        container: str,
+        pod: PodRef,
+        value: str,
+        store: MissRecordingStore,
+    ) -> Outcome | None:
+        key = (pod.namespace, pod.name)
+        start = time.perf_counter()
+        deadline = time.monotonic() + ctx.config.hot_plug_timeout
+        try:
+            outcome = hotplug(
+                ctx, container, {NETWORKS_ANNOTATION: value}, pod=pod, deadline=deadline
+            )
+        except NotRunning as why:
+            log.debug("pod %s/%s not hot-plugged: %s", pod.namespace, pod.name, why)
+            self._again(key, why)
+            return None
+        except PartlyApplied as exc:
+            self._applied[key] = (pod.uid, value)
+            self.report.changed(pod, exc.outcome, time.perf_counter() - start)
+            self.report.failed(pod, store, exc, partly=True)
+            raise
+        except CniError as exc:
+            self._applied[key] = (pod.uid, value)
+            self.report.failed(pod, store, exc)
+            raise
+        self._applied[key] = (pod.uid, value)
+        self._tries.pop(key, None)
+        if outcome.changed:
+            self._last[key] = (pod.uid, value, outcome)
+            self.report.changed(pod, outcome, time.perf_counter() - start)
+        return outcome
 
     def request(self, namespace: str, name: str) -> bytes:
         """``braidctl attach``/``detach``: the pod as the API server has it now brought to its
-        selection annotation, at once; the outcome as JSON. Raises ``CniError`` when the pod
-        is not there, not allowed, has no finished ADD on this node, or the change failed."""
+        selection annotation, at once (no wait for the pod's interval); the outcome as JSON.
+        Raises ``CniError`` when the pod is not there, not allowed, has no finished ADD on
+        this node, or the change failed."""
         where = f"pod {namespace}/{name}"
         live = self.cluster.caches.live.fetch_pod(namespace, name)
         if live is None:
@@ -261,87 +246,12 @@ class HotPlugger:
             }
         )
 
-    def _again(self, pod: PodRef, why: NotRunning) -> None:
+    def _again(self, key: Key, why: NotRunning) -> None:
         """A pod whose ADD is under way is looked at again (its ADD may have read an older
         annotation), for ``RETRY_LIMIT`` times at most."""
-        key = (pod.namespace, pod.name)
         tries = self._tries.get(key, 0)
         if not why.under_way or tries >= RETRY_LIMIT:
             self._tries.pop(key, None)
             return
         self._tries[key] = tries + 1
-        with self._wake:
-            self._later[key] = time.monotonic() + RETRY_SECONDS
-
-    def _changed(self, pod: PodRef, outcome: Outcome, seconds: float) -> None:
-        self.metrics.changes.labels(outcome="changed").inc()
-        self.metrics.seconds.observe(seconds)
-        self.writer.publish(pod, outcome.network_status)
-        events = self.cluster.events
-        ips = _status_ips(outcome.network_status)
-        for entry in outcome.added:
-            self.metrics.interfaces.labels(change="added").inc()
-            listed = " ".join(ips.get(entry.ifname, []))
-            events.emit(
-                pod, "Normal", "AddedInterface", f"Add {entry.ifname} [{listed}] from {entry.name}"
-            )
-        for entry in outcome.removed:
-            self.metrics.interfaces.labels(change="removed").inc()
-            events.emit(
-                pod, "Normal", "RemovedInterface", f"Remove {entry.ifname} from {entry.name}"
-            )
-        log.info(
-            "pod %s/%s hot-plugged in %.1f ms: %s",
-            pod.namespace,
-            pod.name,
-            seconds * 1000,
-            _summary(outcome),
-        )
-
-    def _failed(
-        self, pod: PodRef, store: MissRecordingStore, exc: CniError, *, partly: bool = False
-    ) -> None:
-        self.metrics.changes.labels(outcome="failed").inc()
-        what = (
-            "was applied in part (its new networks are attached, a network to remove is tried "
-            "again at the next change or the pod's DEL)"
-            if partly
-            else "was not applied, the pod keeps its networks"
-        )
-        log.error(
-            "pod %s/%s: the change of %s %s: %s", pod.namespace, pod.name, NETWORKS_ANNOTATION,
-            what, exc,
-        )  # fmt: skip
-        events = self.cluster.events
-        store.report(events, pod, exc)
-        events.emit(
-            pod,
-            "Warning",
-            "HotPlugFailed",
-            f"the change of {NETWORKS_ANNOTATION} {what}: {exc}"[:1000],
-        )
-
-
-def _summary(outcome: Outcome) -> str:
-    def names(sign: str, entries: tuple[AttachmentEntry, ...]) -> list[str]:
-        return [f"{sign}{e.ifname} ({e.name})" for e in entries]
-
-    parts = [
-        *names("+", outcome.added),
-        *names("-", outcome.removed),
-        *names("-", outcome.recovered),
-    ]
-    return ", ".join(parts) or "no change"
-
-
-def _status_ips(network_status: bytes) -> dict[str, list[str]]:
-    try:
-        entries = msgspec.json.decode(network_status)
-    except msgspec.DecodeError:
-        return {}
-    found: dict[str, list[str]] = {}
-    for entry in entries if isinstance(entries, list) else ():
-        if isinstance(entry, dict) and isinstance(entry.get("interface"), str):
-            ips = entry.get("ips")
-            found[entry["interface"]] = [str(i) for i in ips] if isinstance(ips, list) else []
-    return found
+        self.queue.notice(key, delay=RETRY_SECONDS)

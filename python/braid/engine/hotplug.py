@@ -14,14 +14,16 @@ calls for the container never overlap), from the attachment record alone:
    restarted daemon finishes by step 1;
 4. removed entries whose interface a new selection asks for are detached, the new entries are
    attached in order (their requested ``ips`` and ``mac`` verified, requested default routes
-   applied), then the other removed entries are detached. An attach that fails rolls back
-   every new entry, so the pod keeps what it had;
+   applied), then the other removed entries are detached. An attach that fails, or that has
+   not finished by the caller's ``deadline`` (each delegate's timeout shortened to it), rolls
+   back every new entry, so the pod keeps what it had;
 5. the outcome is written durably: new entries ``added`` with their results, removed ones
    gone, the network-status recomputed.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -43,7 +45,7 @@ from braid.engine.record import AttachmentEntry, AttachmentRecord, RecordStore
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, requests_honoured
-from braid.errors import CniError, TeardownError
+from braid.errors import PLUGIN_TIMEOUT, CniError, TeardownError
 from braid.nad.resolve import PodRef
 from braid.nad.status import network_status
 
@@ -53,13 +55,16 @@ MAX_RECORD_BYTES = 4 << 20
 class Outcome(msgspec.Struct, frozen=True):
     """What one hot-plug did: entries ``added`` and ``removed``, entries of an interrupted
     hot-plug torn down first (``recovered``), and the network-status after it (``b""``: the
-    record did not change)."""
+    record did not change). ``recorded``: the network-status the record holds afterwards,
+    also when nothing changed (a status a crash kept from being published is published from
+    it)."""
 
     container_id: str
     added: tuple[AttachmentEntry, ...] = ()
     removed: tuple[AttachmentEntry, ...] = ()
     recovered: tuple[AttachmentEntry, ...] = ()
     network_status: bytes = b""
+    recorded: bytes = b""
 
     @property
     def changed(self) -> bool:
@@ -74,6 +79,15 @@ class NotRunning(Exception):
     def __init__(self, message: str, *, under_way: bool = False) -> None:
         super().__init__(message)
         self.under_way = under_way
+
+
+class Refused(CniError):
+    """The new annotation cannot be attached (a NAD missing, a bound, a name in use): nothing
+    ran. ``cause``: the error that said so."""
+
+    def __init__(self, cause: CniError) -> None:
+        super().__init__(cause.code, cause.msg, cause.details)
+        self.cause = cause
 
 
 class PartlyApplied(CniError):
@@ -124,12 +138,19 @@ def find_container(records: RecordStore, pod: PodRef) -> str | None:
 
 
 def hotplug(
-    ctx: EngineContext, container_id: str, annotations: Mapping[str, str], *, pod: PodRef
+    ctx: EngineContext,
+    container_id: str,
+    annotations: Mapping[str, str],
+    *,
+    pod: PodRef,
+    deadline: float | None = None,
 ) -> Outcome:
-    """Brings the container's attachments to what ``annotations`` select. Raises
-    ``NotRunning`` when there is nothing to hot-plug, ``PartlyApplied`` when the new networks
-    are attached but a removal failed, ``CniError`` when the change failed (the pod then has
-    what it had; an interrupted hot-plug finished first is written)."""
+    """Brings the container's attachments to what ``annotations`` select, the attach done by
+    ``deadline`` (``time.monotonic()``; None: each delegate has ``pluginTimeout``). Raises
+    ``NotRunning`` when there is nothing to hot-plug, ``Refused`` when the annotation cannot
+    be attached, ``PartlyApplied`` when the new networks are attached but a removal failed,
+    ``CniError`` when the change failed (the pod then has what it had; an interrupted hot-plug
+    finished first is written)."""
     with ctx.locks().container(container_id):
         record = _running(ctx, container_id, pod)
         netns = ctx.local(record.netns)
@@ -138,21 +159,28 @@ def hotplug(
         try:
             links = _native.list_links(netns=netns)
             change = diff(ctx.config, ctx.store or NoStore(), record, annotations, links)
-        except CniError:
+        except CniError as exc:
             if recovered:
                 _write_outcome(ctx, record)
-            raise
+            raise Refused(exc) from None
         if change.empty:
             status = _write_outcome(ctx, record) if recovered else b""
-            return Outcome(container_id, recovered=tuple(recovered), network_status=status)
-        removal_failed = _apply(ctx, runtime, record, change, netns)
+            return Outcome(
+                container_id,
+                recovered=tuple(recovered),
+                network_status=status,
+                recorded=bytes(record.network_status),
+            )
+        removal_failed = _apply(ctx, runtime, record, change, netns, deadline)
         kept = {id(e) for e in record.attachments}
+        status = _write_outcome(ctx, record)
         outcome = Outcome(
             container_id,
             added=tuple(e for e, _ in change.added),
             removed=tuple(e for e in change.removed if id(e) not in kept),
             recovered=tuple(recovered),
-            network_status=_write_outcome(ctx, record),
+            network_status=status,
+            recorded=status,
         )
         if removal_failed is not None:
             raise PartlyApplied(removal_failed, outcome)
@@ -220,8 +248,13 @@ def _drop(record: AttachmentRecord, entries: list[AttachmentEntry]) -> None:
     record.attachments = [e for e in record.attachments if id(e) not in gone]
 
 
-def _apply(
-    ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, change: Change, netns: str
+def _apply(  # noqa: PLR0917 - one call site, each argument a distinct piece
+    ctx: EngineContext,
+    runtime: Runtime,
+    record: AttachmentRecord,
+    change: Change,
+    netns: str,
+    deadline: float | None,
 ) -> CniError | None:
     """Steps 3 and 4 of the module's description. Raises when the attach failed (rolled back);
     returns the error of a removal that failed after it (its entry kept, marked), else None."""
@@ -235,8 +268,10 @@ def _apply(
     ctx.records().write(record, durable=True)  # the intent
     _detach(ctx, runtime, record, change.first)
     attempted: list[AttachmentEntry] = []
+    timeout = runtime.invoker.timeout
     try:
         for (entry, plan), ready in zip(change.added, prepared, strict=True):
+            runtime.invoker.timeout = _time_left(deadline, timeout, len(change.added))
             attempted.append(entry)
             entry.state = "failed"  # until it succeeds: the rollback includes it
             result = runtime.add_prepared(ready)
@@ -245,8 +280,10 @@ def _apply(
             requests_honoured(plan, result, netns)
             apply_default_routes(plan, netns)
     except CniError as exc:
+        runtime.invoker.timeout = timeout  # the rollback's DELs get their whole time
         _roll_back(ctx, runtime, record, change, attempted, exc)
         raise
+    runtime.invoker.timeout = timeout
     for entry, _ in change.added:
         entry.error = None
     rest = [e for e in change.removed if not any(e is f for f in change.first)]
@@ -255,6 +292,21 @@ def _apply(
     except CniError as exc:
         return exc
     return None
+
+
+def _time_left(deadline: float | None, timeout: float | None, count: int) -> float | None:
+    """Each delegate's timeout: ``timeout``, cut to what is left before ``deadline``; raises
+    once nothing is left (the attach is then rolled back)."""
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise CniError(
+            PLUGIN_TIMEOUT,
+            f"hot-plug: attaching {count} network(s) took longer than hotPlugTimeout",
+            "the change was rolled back; a delegate may be slow, or the change too large",
+        )
+    return left if timeout is None else min(timeout, left)
 
 
 def _detach(
