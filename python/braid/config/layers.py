@@ -96,7 +96,8 @@ class DaemonConfig(msgspec.Struct, frozen=True):
 class KubernetesConfig(msgspec.Struct, frozen=True):
     """``kubeconfig`` (empty: the in-cluster service account), ``statusWritePolicy``,
     ``skipStatusWithoutNetworks``, ``networkStatusKeys``, and the namespaces of the NAD
-    policy: ``multusNamespace``, ``systemNamespaces``, ``globalNamespaces`` (as a set)."""
+    policy: ``multusNamespace``, ``systemNamespaces``, ``globalNamespaces`` (as a set);
+    ``maxCacheBytes``, the daemon's bound of its NAD cache and of its claim cache."""
 
     kubeconfig: str
     status_write_policy: str
@@ -105,6 +106,7 @@ class KubernetesConfig(msgspec.Struct, frozen=True):
     multus_namespace: str
     system_namespaces: tuple[str, ...]
     global_namespaces: frozenset[str]
+    max_cache_bytes: int
 
 
 class LoggingConfig(msgspec.Struct, frozen=True):

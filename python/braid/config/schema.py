@@ -102,6 +102,9 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     max_nad_bytes: int = 64 * 1024
     max_plan_bytes: int = 1024 * 1024
     max_nad_file_bytes: int = 1024 * 1024
+    # The daemon's NAD cache and its ResourceClaim cache hold at most this many bytes each
+    # (docs/kubernetes.md); past it, reads go to the API server.
+    max_cache_bytes: int = 32 * 1024 * 1024
     # Hot-plug (docs/hotplug.md), read from the daemon's own configuration file: "off",
     # "annotated" (pods annotated braid-cni.io/hot-plug: "true") or "all"; in the namespaces
     # listed (None: every namespace).
@@ -195,6 +198,7 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             multus_namespace=self.multus_namespace,
             system_namespaces=tuple(self.system_namespaces),
             global_namespaces=self.global_namespace_set(),
+            max_cache_bytes=self.max_cache_bytes,
         )
 
     @cached_property

@@ -85,7 +85,10 @@ class DaemonCluster:
             node_name=node_name,
             watch_timeout=watch_seconds,
             claims=config.resource_claims,
+            max_nad_bytes=config.max_nad_bytes,
+            max_cache_bytes=config.kubernetes.max_cache_bytes,
         )
+        metrics.watch_caches(self.caches.stats)
         self.scheduler = RetryScheduler()
         self.events = EventRecorder(client, host=node_name, scheduler=self.scheduler)
         metrics.watch_background(lambda: self.scheduler.pending)
@@ -102,7 +105,8 @@ class DaemonCluster:
     def session_for(self, config: BraidConfig) -> DaemonSession | None:
         if not self.serves(config):
             return None
-        return DaemonSession(self.caches.store, self.writer_for(config), self.events)
+        store = self.caches.store_for(config.max_nad_bytes)
+        return DaemonSession(store, self.writer_for(config), self.events)
 
     def writer_for(self, config: BraidConfig) -> MeasuredStatusWriter:
         """The writer of this policy; writers share the client, the thread and the events."""

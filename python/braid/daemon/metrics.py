@@ -16,6 +16,11 @@ reach them as an observer (``observe_phase``, installed with ``braid.engine.phas
 - ``braid_daemon_status_background_retries_total``: attempts made by the background retries.
 - ``braid_daemon_background_pending``: status retries and events waiting on the background
   thread (only with the Kubernetes store).
+- ``braid_daemon_cache_bytes{cache}`` and ``braid_daemon_cache_objects{cache}``: what the NAD
+  and ResourceClaim caches hold (``nads``, ``claims``; bytes as ``maxCacheBytes`` counts them),
+  and ``braid_daemon_cache_refused_total{cache, reason}``: objects not kept whole,
+  ``oversized`` (a NAD over ``maxNadBytes``, kept as a marker of its size) or ``bound`` (the
+  cache at ``maxCacheBytes``: not kept, read live); read from the caches when scraped.
 - ``braid_daemon_config_reloads_total{outcome}``: new versions of the daemon's configuration
   file: ``applied``, or ``invalid`` (the last good one stays in force).
 - ``braid_build_info{version, python}``: 1, labelled with braid's version.
@@ -42,9 +47,14 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from braid.daemon.scheduler import Scheduler
 from braid.version import package_version
+
+# (cache, objects kept, bytes counted, refusals by reason): ``braid.k8s.caches`` ``stats``.
+CacheStats = list[tuple[str, int, int, dict[str, int]]]
+CACHE_REFUSALS = ("oversized", "bound")
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -130,6 +140,10 @@ class DaemonMetrics:
         )
         gauge.set_function(pending)
 
+    def watch_caches(self, stats: Callable[[], CacheStats]) -> None:
+        """Exposes the bounded caches' sizes and what they did not keep."""
+        self.registry.register(_CacheCollector(stats))
+
     def observe_phase(self, name: str, seconds: float, plugin: str = "") -> None:
         """The engine's phase observer (``braid.engine.phases``); ``plugin`` for delegates."""
         self._child(self.phases, name, plugin).observe(seconds)
@@ -144,3 +158,31 @@ class DaemonMetrics:
     def exposition(self) -> bytes:
         """The text exposition format of every instrument."""
         return generate_latest(self.registry)
+
+
+class _CacheCollector:
+    """The caches' figures, read from them at each scrape."""
+
+    def __init__(self, stats: Callable[[], CacheStats]) -> None:
+        self.stats = stats
+
+    def collect(self) -> list[Metric]:
+        size = GaugeMetricFamily(
+            "braid_daemon_cache_bytes",
+            "Bytes a cache holds, as maxCacheBytes counts them",
+            labels=["cache"],
+        )
+        objects = GaugeMetricFamily(
+            "braid_daemon_cache_objects", "Objects a cache holds", labels=["cache"]
+        )
+        refused = CounterMetricFamily(
+            "braid_daemon_cache_refused",
+            "Objects a cache did not keep whole, by reason: oversized (kept as a marker), bound",
+            labels=["cache", "reason"],
+        )
+        for cache, count, used, reasons in self.stats():
+            size.add_metric([cache], used)
+            objects.add_metric([cache], count)
+            for reason in CACHE_REFUSALS:
+                refused.add_metric([cache, reason], reasons.get(reason, 0))
+        return [size, objects, refused]
