@@ -16,17 +16,16 @@ one device.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from braid.engine.context import EngineContext, log
+from braid.engine.devdirs import io_error, make_levels, open_levels, remove_directory, write_file
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
-from braid.errors import INVALID_CONFIG, IO_FAILURE, TRY_AGAIN_LATER, CniError
+from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.nad.devices import (
     DEVICE_INFO_FILE,
     ClaimedDevice,
@@ -127,33 +126,37 @@ def combined(
 def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePlan) -> None:
     """Copies each assigned device's device-plugin file to the path its delegate gets (no
     file: none is written; the delegate may still write one). A device-plugin file that is
-    not a regular file, too large or not a JSON object fails the ADD before anything ran."""
+    not a regular file, too large or not a JSON object, or a directory level that is a link
+    or not root's (``braid.engine.devdirs``), fails the ADD before anything ran."""
     if not devices.assignments:
         return
     directory = cni_info_dir(ctx.config.engine.devices.device_info_dir, request.container_id)
     by_position = {a.position: a for a in devices.plan.attachments}
     try:
-        Path(ctx.local(directory)).mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = make_levels(_local_base(ctx), ["cni", request.container_id])
+    except OSError as exc:
+        raise io_error(f"written in {directory}", exc) from None
+    try:
         for assigned in devices.assignments:
             what = f"the device plugin's device-information file for device {assigned.device}"
             info = read_device_info(ctx.local(assigned.dp_file), what=what)
             target = by_position[assigned.position].capability_args[DEVICE_INFO_FILE]
-            _write_new(ctx.local(target), info)
+            data = None if info is None else msgspec.json.encode(info)
+            write_file(fd, target.rpartition("/")[2], data)
     except OSError as exc:
-        raise CniError(
-            IO_FAILURE, f"device-information files cannot be written in {directory}", str(exc)
-        ) from None
+        raise io_error(f"written in {directory}", exc) from None
+    finally:
+        os.close(fd)
 
 
-def _write_new(path: str, info: dict[str, Any] | None) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        Path(path).unlink()  # one a failed ADD of the same container left
-    if info is None:
-        return
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(msgspec.json.encode(info))
+def _local_base(ctx: EngineContext) -> str:
+    """``deviceInfoDir`` where this process reaches it: the node's directories above it
+    resolved, its own last component not (``open_levels`` refuses it if it is a link)."""
+    node = ctx.config.engine.devices.device_info_dir.rstrip("/")
+    parent, sep, name = node.rpartition("/")
+    if not sep:
+        return node
+    return f"{ctx.local(parent or '/').rstrip('/')}/{name}"
 
 
 def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict[str, Any]]:
@@ -178,18 +181,20 @@ def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict
 
 def remove_device_info(ctx: EngineContext, container_id: str) -> None:
     """Removes the device-information files braid wrote for the container (none: nothing to
-    do). Failures are logged: they cannot undo a teardown that succeeded."""
+    do), by descriptor: no level is followed when it is a link. Failures are logged: they
+    cannot undo a teardown that succeeded."""
     if not container_id or "/" in container_id or container_id in {".", ".."}:
         return
+    directory = cni_info_dir(ctx.config.engine.devices.device_info_dir, container_id)
     try:
-        directory = ctx.local(cni_info_dir(ctx.config.engine.devices.device_info_dir, container_id))
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return  # no directory (the usual case), or not one braid made
+        cni = open_levels(_local_base(ctx), ["cni"], create=False)
+    except OSError as exc:
+        log.warning("container %s: device-information files not removed: %s", container_id, exc)
+        return
+    if cni is None:
+        return  # no directory: the usual case
     try:
-        for name in os.listdir(fd):  # noqa: PTH208 (by descriptor: no link followed)
-            os.unlink(name, dir_fd=fd)
-        Path(directory).rmdir()
+        remove_directory(cni, container_id)
     except OSError as exc:
         log.warning(
             "container %s: device-information files in %s not removed: %s",
@@ -198,4 +203,4 @@ def remove_device_info(ctx: EngineContext, container_id: str) -> None:
             exc,
         )
     finally:
-        os.close(fd)
+        os.close(cni)
