@@ -38,6 +38,7 @@ __all__ = [
     "error_json",
     "find_plugin",
     "interface_name_problem",
+    "is_meta_plugin",
     "judge_exit",
     "link_info",
     "list_links",
@@ -119,6 +120,7 @@ def namespace_id(*, path: str) -> tuple[int, int]: ...
 def find_plugin(
     *, plugin_type: str, dirs: list[str], seen: list[str] | None = None
 ) -> tuple[int, int, int, int, int]: ...
+def is_meta_plugin(*, plugin_type: str) -> bool: ...
 def plugin_env(
     *,
     environ: dict[str, str],

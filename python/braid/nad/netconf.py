@@ -1,6 +1,7 @@
 """Delegate network configurations: reading a conf or conflist verbatim, injecting a missing
-``name`` (spec 3.4.2), refusing plugin types that name a path, and finding configurations on
-disk by network name (spec 3.4.1 rules 2-3) or by path (Multus ``clusterNetwork``).
+``name`` (spec 3.4.2), refusing plugin types that name a path or a meta-plugin (braid itself,
+Multus: ``braid._native.is_meta_plugin``), and finding configurations on disk by network name
+(spec 3.4.1 rules 2-3) or by path (Multus ``clusterNetwork``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from braid._native import is_meta_plugin
 from braid.cni.config import (
     is_plain_name,
     network_list_from_bytes,
@@ -59,6 +61,12 @@ def _check_plugin(plugin: Any, source: str, where: str) -> None:
         raise _fail(source, f"{where}: key 'type' must be a non-empty string")
     if not is_safe_plugin_type(kind):
         raise _fail(source, f"{where}: plugin type {kind!r} names a path; refused")
+    if is_meta_plugin(plugin_type=kind):
+        raise _fail(
+            source,
+            f"{where}: plugin type {kind!r} is braid or another meta-plugin, which is never a "
+            "delegate (it would take its trusted paths from this configuration); refused",
+        )
     ipam = plugin.get("ipam")
     if ipam is None:
         return

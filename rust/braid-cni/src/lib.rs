@@ -16,5 +16,5 @@ pub mod result;
 pub mod version;
 
 pub use braid_wire::settings::wait_duration;
-pub use braid_wire::{error, readiness, settings, wire};
+pub use braid_wire::{error, readiness, settings, trust, wire};
 pub use error::{codes, CniError, Result};

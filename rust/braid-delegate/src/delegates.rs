@@ -46,6 +46,8 @@ pub struct Delegates {
     dirs: Vec<String>,
     timeout: Duration,
     versions: HashMap<PathBuf, Vec<String>>,
+    /// (device, inode) of files never run, whatever name finds them (braid's own shim).
+    refused: Vec<(u64, u64)>,
 }
 
 impl Delegates {
@@ -55,12 +57,30 @@ impl Delegates {
             dirs: unique_dirs(dirs),
             timeout,
             versions: HashMap::new(),
+            refused: Vec::new(),
         }
+    }
+
+    /// These delegates, refusing (code 7) a plugin that is one of the files `refused` names
+    /// (device, inode), whatever name or link leads to it: braid's own shim executables.
+    #[must_use]
+    pub fn refusing(mut self, refused: Vec<(u64, u64)>) -> Self {
+        self.refused = refused;
+        self
     }
 
     /// The plugin `plugin_type` ([`lookup::find`]).
     pub fn find(&self, plugin_type: &str) -> Result<PathBuf, CniError> {
-        lookup::find(plugin_type, &self.dirs, None).map(|found| found.path)
+        let found = lookup::find(plugin_type, &self.dirs, None)?;
+        let (dev, ino, _, _) = found.identity;
+        if self.refused.contains(&(dev, ino)) {
+            return Err(CniError::config(format!(
+                "plugin {} is braid's own shim under another name, which is never a delegate; \
+                 refused",
+                found.path.display()
+            )));
+        }
+        Ok(found.path)
     }
 
     /// The plugin's `supportedVersions` (asked once per binary).

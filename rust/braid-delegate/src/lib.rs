@@ -12,6 +12,7 @@
 //! - [`delegates`]: plugins run as processes (`braid-exec`) with the CNI variables;
 //! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`;
 //! - [`spares`]: what a spare record file holds, and the spare holding a container's record;
+//! - [`trust`]: the shim's trusted paths read from the node (the node file, `stat(2)`);
 //! - [`devinfo`]: the device-information files braid wrote for a container, removed once its
 //!   attachments are torn down.
 //!
@@ -30,6 +31,7 @@ pub mod lock;
 pub mod lookup;
 pub mod spares;
 pub mod teardown;
+pub mod trust;
 
 /// The most stdout accepted from a plugin; more kills it (code 100).
 pub const MAX_STDOUT_BYTES: usize = 1 << 20;

@@ -27,6 +27,27 @@ pub fn is_plain_name(plugin_type: &str) -> bool {
         && !plugin_type.contains("..")
 }
 
+/// The plugin types braid never runs as a delegate: its own executables (the `braid` front,
+/// the full shim `braid-full`, `braid-thin`) and the known meta-plugins (Multus thin `multus`,
+/// thick `multus-shim`). A meta-plugin delegates again with configuration of its own: run as a
+/// delegate, it takes its trusted paths from a tenant's NAD and runs whatever they name, as
+/// root. Types are file names, so the comparison is exact.
+pub const META_PLUGIN_TYPES: [&str; 5] =
+    ["braid", "braid-full", "braid-thin", "multus", "multus-shim"];
+
+/// Whether `plugin_type` is one braid never delegates to ([`META_PLUGIN_TYPES`]).
+pub fn is_meta_plugin(plugin_type: &str) -> bool {
+    META_PLUGIN_TYPES.contains(&plugin_type)
+}
+
+/// Code 7 for a delegate of a type braid never runs; `source` says where it came from.
+pub fn meta_plugin_refused(plugin_type: &str, source: &str) -> CniError {
+    CniError::config(format!(
+        "{source}: plugin type {plugin_type:?} is braid or another meta-plugin, which is never \
+         a delegate (one of {META_PLUGIN_TYPES:?}); refused"
+    ))
+}
+
 /// Code 7 for a plugin type that is not a plain file name.
 pub fn not_plain(plugin_type: &str) -> CniError {
     CniError::config(format!(
@@ -97,6 +118,22 @@ mod tests {
     fn plugin(path: &Path, mode: u32) {
         fs::write(path, b"#!/bin/sh\n").unwrap();
         fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn meta_plugins_are_recognised_exactly() {
+        for meta in META_PLUGIN_TYPES {
+            assert!(is_meta_plugin(meta), "{meta}");
+            let err = meta_plugin_refused(meta, "NAD ns/x");
+            assert_eq!(err.code, codes::INVALID_CONFIG);
+            assert!(err.msg.starts_with("NAD ns/x: plugin type"), "{err}");
+            assert!(err.msg.contains(&format!("{meta:?}")), "{err}");
+        }
+        for plain in [
+            "bridge", "macvlan", "Braid", "braid ", "braidx", "multus2", "", "thin",
+        ] {
+            assert!(!is_meta_plugin(plain), "{plain:?}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::cache;
 use crate::delegates::{copy_stderr, Call, Delegates};
 use crate::judge::judge_exit;
+use crate::lookup;
 
 /// What one network list's DEL stdins are built from.
 #[derive(Debug, Clone, Copy)]
@@ -204,6 +205,9 @@ impl Teardown<'_> {
             .as_array()
             .map(|plugins| plugins.iter().map(|p| text(&p["type"])).collect())
             .unwrap_or_default();
+        if let Some(meta) = types.iter().find(|t| lookup::is_meta_plugin(t)) {
+            return Err(lookup::meta_plugin_refused(meta, "the attachment record"));
+        }
         let paths = types
             .iter()
             .map(|t| self.delegates.find(t))

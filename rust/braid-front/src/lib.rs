@@ -5,7 +5,7 @@
 //! size the caches, each one a trap to the hypervisor in a virtual machine: 0.45 ms of the
 //! 0.6 ms a static glibc program takes to run at all on braid's test machine, against 0.15 ms
 //! for one without). The front does what almost every call needs and nothing else: it answers
-//! VERSION, reads stdin and braid's settings, sends the request to the daemon
+//! VERSION, reads stdin and braid's settings (its trusted paths from the node, `node`), sends the request to the daemon
 //! (`docs/protocol.md`) and prints its answer, every byte built by `braid-wire` exactly as the
 //! full shim builds it. Whatever else a call needs (the daemon not accepting at once: waiting
 //! for it or, for DEL, replaying the record; a DEL whose readiness indicator file does not
@@ -17,6 +17,7 @@
 extern crate alloc;
 
 mod exchange;
+mod node;
 pub mod sys;
 
 use alloc::format;
@@ -129,6 +130,10 @@ pub fn run(process: Process) -> ! {
     let settings = match settings::parse(&stdin) {
         Ok(settings) => settings,
         Err(err) => fail(&err, ""),
+    };
+    let settings = match node::trusted(settings) {
+        Ok(settings) => settings,
+        Err((err, version)) => fail(&err, &version),
     };
     let is_del = env.command == "DEL";
     let version = settings.cni_version.clone();

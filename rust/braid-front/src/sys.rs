@@ -20,7 +20,9 @@ pub const EAGAIN: isize = 11;
 
 const SYS_READ: usize = 0;
 const SYS_WRITE: usize = 1;
+const SYS_OPEN: usize = 2;
 const SYS_CLOSE: usize = 3;
+const SYS_FSTAT: usize = 5;
 const SYS_LSEEK: usize = 8;
 const SYS_MMAP: usize = 9;
 const SYS_RT_SIGACTION: usize = 13;
@@ -313,6 +315,64 @@ pub fn stat_ok(path: &[u8]) -> bool {
         )
     };
     ret == 0
+}
+
+/// `(st_uid, st_mode)` from the kernel's `struct stat` on x86-64 (144 bytes): `st_mode` and
+/// `st_uid` are the two 32-bit halves of its fourth word.
+fn owner_of(stat: &[u64; 18]) -> (u32, u32) {
+    ((stat[3] >> 32) as u32, stat[3] as u32)
+}
+
+/// `(uid, mode)` of a NUL-terminated `path` by `stat(2)` (links followed); `None` on failure.
+pub fn stat_owner(path: &[u8]) -> Option<(u32, u32)> {
+    const AT_FDCWD: isize = -100;
+    let mut stat = [0_u64; 18];
+    // SAFETY: `path` is NUL-terminated and `stat` a writable buffer of the kernel's size.
+    let ret = unsafe {
+        syscall(
+            SYS_NEWFSTATAT,
+            [
+                AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                stat.as_mut_ptr() as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
+    (ret == 0).then(|| owner_of(&stat))
+}
+
+/// `(uid, mode)` of an open descriptor by `fstat(2)`; `-errno` on failure.
+pub fn fstat_owner(fd: i32) -> Result<(u32, u32), isize> {
+    let mut stat = [0_u64; 18];
+    // SAFETY: `stat` is a writable buffer of the kernel's size.
+    let ret = unsafe {
+        syscall(
+            SYS_FSTAT,
+            [fd as usize, stat.as_mut_ptr() as usize, 0, 0, 0, 0],
+        )
+    };
+    if ret < 0 {
+        Err(ret)
+    } else {
+        Ok(owner_of(&stat))
+    }
+}
+
+/// Opens a NUL-terminated `path` for reading without following a link (`O_NOFOLLOW`, and
+/// `O_NONBLOCK` so a FIFO cannot hold the call up): the descriptor, or `-errno`.
+pub fn open_no_follow(path: &[u8]) -> Result<i32, isize> {
+    const FLAGS: usize = 0o400_000 | 0o2_000_000 | 0o4000; // O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+                                                           // SAFETY: `path` is NUL-terminated.
+    let ret =
+        restarted(|| unsafe { syscall(SYS_OPEN, [path.as_ptr() as usize, FLAGS, 0, 0, 0, 0]) });
+    if ret < 0 {
+        Err(ret)
+    } else {
+        Ok(ret as i32)
+    }
 }
 
 /// `execve(2)`: returns only on failure, with `-errno`.

@@ -34,6 +34,14 @@ fn find_plugin(
     Ok((found.index, dev, ino, mtime, size))
 }
 
+/// Whether `plugin_type` is braid's own or a known meta-plugin, which braid never runs as a
+/// delegate (`braid_delegate::lookup::META_PLUGIN_TYPES`).
+#[pyfunction]
+#[pyo3(signature = (*, plugin_type))]
+fn is_meta_plugin(plugin_type: &str) -> bool {
+    lookup::is_meta_plugin(plugin_type)
+}
+
 /// A plugin's environment for one call: a copy of `environ` with the six CNI variables of the
 /// call over it (`braid_delegate::delegates::call_variables`, `CNI_PATH` from `plugin_dirs` by
 /// `cni_path`), the shim's rule. A variable that is not UTF-8 is left out when the plugin is
@@ -333,6 +341,7 @@ fn version_at_least(version: &str, minimum: &str) -> bool {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
+    m.add_function(wrap_pyfunction!(is_meta_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(plugin_env, m)?)?;
     m.add_function(wrap_pyfunction!(version_env, m)?)?;
     m.add_function(wrap_pyfunction!(judge_exit, m)?)?;

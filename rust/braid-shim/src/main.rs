@@ -66,7 +66,9 @@ fn run() -> Outcome {
     }
     let stdin = settings::read_stdin(std::io::stdin().lock()).map_err(unversioned)?;
     let settings = settings::parse(&stdin).map_err(unversioned)?;
-    let versioned = |err: CniError| (err, settings.cni_version.clone());
+    let version = settings.cni_version.clone();
+    let versioned = |err: CniError| (err, version.clone());
+    let settings = settings::trusted(settings).map_err(versioned)?;
     if env.command == "DEL" {
         delete(&env, stdin, &settings).map_err(versioned)
     } else {

@@ -6,7 +6,9 @@
 //! keeps the record and reports every failure in one error.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,7 +57,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     let mut teardown = Teardown {
         env,
         cache_dir: cni_dir,
-        delegates: Delegates::new(dirs, settings.plugin_timeout),
+        delegates: Delegates::new(dirs, settings.plugin_timeout).refusing(own_files()),
     };
     let order: Vec<&record::Entry> = entries.iter().rev().collect();
     let failures: Vec<CniError> = teardown
@@ -89,6 +91,20 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
     damaged.map_or(Ok(()), |damaged| {
         Err(torn_down_anyway(damaged.error, entries.len()))
     })
+}
+
+/// (device, inode) of braid's shim executables: this one and, beside it, `braid` and
+/// `braid-full`. A delegate that is one of them under another name is refused.
+fn own_files() -> Vec<(u64, u64)> {
+    let Ok(exe) = fs::read_link("/proc/self/exe") else {
+        return Vec::new();
+    };
+    let beside = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    [exe, beside.join("braid"), beside.join("braid-full")]
+        .iter()
+        .filter_map(|path| fs::metadata(path).ok())
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect()
 }
 
 /// Removes the container's device-information directory the torn-down `entries` name. A
@@ -133,16 +149,66 @@ fn lock_container(cni_dir: &Path, container_id: &str, wait: Duration) -> Result<
     })
 }
 
+/// The record, opened as `openat(2)` would: the records directory without following a link
+/// (`O_DIRECTORY | O_NOFOLLOW`), the record inside it through that descriptor, again without
+/// following one; it must be a regular file owned by root. `None` when there is none.
 fn read_record(path: &Path) -> Result<Option<Vec<u8>>, CniError> {
-    match fs::read(path) {
-        Ok(data) => Ok(Some(data)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(CniError::new(
+    let failed = |why: String| {
+        CniError::new(
             codes::IO_FAILURE,
             format!("cannot read the attachment record {}", path.display()),
         )
-        .with_details(err.to_string())),
+        .with_details(why)
+    };
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(failed("no directory and file name".into()));
+    };
+    let records = match open_no_follow(dir, libc::O_DIRECTORY) {
+        Ok(records) => records,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(refused_link(dir, &err).unwrap_or_else(|| failed(err.to_string()))),
+    };
+    // The directory's descriptor stands for it: nothing renamed or linked above it afterwards
+    // changes which directory the record is read from.
+    let inside = Path::new("/proc/self/fd")
+        .join(records.as_raw_fd().to_string())
+        .join(name);
+    let file = match open_no_follow(&inside, 0) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(refused_link(path, &err).unwrap_or_else(|| failed(err.to_string()))),
+    };
+    let meta = file.metadata().map_err(|err| failed(err.to_string()))?;
+    if !meta.is_file() || meta.uid() != 0 {
+        return Err(CniError::config(format!(
+            "the attachment record {} is not a regular file owned by root; refused",
+            path.display()
+        )));
     }
+    let mut data = Vec::new();
+    (&file)
+        .read_to_end(&mut data)
+        .map_err(|err| failed(err.to_string()))?;
+    Ok(Some(data))
+}
+
+fn open_no_follow(path: &Path, flags: i32) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Code 7 when `err` says `path` is a symbolic link (`ELOOP` under `O_NOFOLLOW`, `ENOTDIR`
+/// for a directory opened with `O_DIRECTORY`).
+fn refused_link(path: &Path, err: &io::Error) -> Option<CniError> {
+    matches!(err.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)).then(|| {
+        CniError::config(format!(
+            "{} is a symbolic link or not a directory; braid never follows a link to an \
+             attachment record; refused",
+            path.display()
+        ))
+    })
 }
 
 /// A damaged record is reported even when what it still describes was torn down.

@@ -1,11 +1,23 @@
 //! What the shim reads of braid's configuration on stdin (`braid_wire::settings`, shared with
-//! the `braid` front), and stdin read whole.
+//! the `braid` front), its trusted paths taken from the node (`braid_wire::trust`), and stdin
+//! read whole.
 
 use std::io::Read;
 
 use braid_cni::{codes, CniError};
 pub use braid_wire::settings::{parse, Settings};
 use braid_wire::settings::{stdin_too_large, MAX_STDIN_BYTES};
+
+/// `settings` with the trusted paths of the node file beside this executable, else stdin's
+/// when every component of them is root's and closed (code 7 otherwise).
+pub fn trusted(settings: Settings) -> Result<Settings, CniError> {
+    match braid_delegate::trust::node_file_beside_executable() {
+        Some(node_file) => braid_delegate::trust::trusted_settings(settings, &node_file),
+        None => {
+            braid_wire::trust::trusted(settings, Ok(None), "", braid_delegate::trust::stat_owner)
+        }
+    }
+}
 
 /// Reads stdin whole, refusing more than [`MAX_STDIN_BYTES`] (code 6).
 pub fn read_stdin(mut input: impl Read) -> Result<Vec<u8>, CniError> {

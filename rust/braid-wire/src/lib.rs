@@ -16,6 +16,7 @@ pub mod answer;
 pub mod error;
 pub mod readiness;
 pub mod settings;
+pub mod trust;
 pub mod version;
 pub mod wire;
 
