@@ -27,10 +27,10 @@ from kubernetes.client.exceptions import ApiException
 from test_k8s_devices import delegate_devices, device_conf
 from test_k8s_status import wait_until
 
-import braid.k8s.dra as dra_module
 from braid.config.schema import BraidConfig
 from braid.engine import run_cni
 from braid.engine.session import store_sessions
+from braid.k8s import listing
 from braid.k8s.caches import ClusterCaches
 from braid.k8s.podresources import read_pod_devices
 from braid.k8s.select import connect
@@ -375,22 +375,38 @@ def test_the_documented_objects_give_the_documented_devices(
     assert delegate_devices(node) == [("net1", "0000:03:00.1"), ("net2", "0000:03:00.2")]
 
 
+def thief(dra: Dra, claim: str = "other-claim", *, node: str = "node-a") -> str:
+    """Another pod of ``node`` whose own claim allocates nic-0 and is reserved for it."""
+    dra.claim(claim)
+    body = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "thief"},
+        "spec": {
+            "nodeName": node,
+            "resourceClaims": [{"name": "net", "resourceClaimName": claim}],
+            "containers": [{"name": "c", "image": "pause"}],
+        },
+    }  # fmt: skip
+    created = kubernetes.client.CoreV1Api(dra.admin).create_namespaced_pod(dra.ns, body)
+    results = [{"request": "nics", "driver": DRIVER, "pool": dra.pool, "device": "nic-0"}]
+    reserved = [{"resource": "pods", "name": "thief", "uid": str(created.metadata.uid)}]
+    status = {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
+    dra.api.patch_namespaced_resource_claim_status(claim, dra.ns, {"status": status})
+    return str(created.metadata.uid)
+
+
 def test_the_daemon_refuses_a_device_another_claim_holds_for_another_pod(
     node: Node, dra: Dra, caches: ClusterCaches
 ) -> None:
     dra.claim()
     uid = dra.pod()
     dra.allocate(uid)
-    dra.claim("other-claim")  # a second allocation of nic-0, reserved for another pod
-    results = [{"request": "nics", "driver": DRIVER, "pool": dra.pool, "device": "nic-0"}]
-    reserved = [{"resource": "pods", "name": "thief", "uid": str(uuid.uuid4())}]
-    status = {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
-    dra.api.patch_namespaced_resource_claim_status("other-claim", dra.ns, {"status": status})
+    thief(dra)  # a second allocation of nic-0, to another pod of the node
     assert caches.claims is not None
     other = caches.claims
     assert wait_until(
         lambda: "reservedFor" in (other.get(dra.ns, "other-claim") or {}).get("status", {})
     )
+    assert wait_until(lambda: caches.pods.get(dra.ns, "thief") is not None)
     error, code = add(node, dra, uid, caches)
     assert (code, error["code"]) == (1, 11)
     assert f"{dra.ns}/thief" in error["msg"]
@@ -398,23 +414,37 @@ def test_the_daemon_refuses_a_device_another_claim_holds_for_another_pod(
 
 
 def test_braid_thin_refuses_a_device_another_claim_holds_for_another_pod(
-    node: Node, dra: Dra
+    node: Node, dra: Dra, fault_proxy: faultproxy.FaultProxy
 ) -> None:
-    """Without the daemon's caches the other claims are listed live (in pages)."""
+    """Without the daemon's caches, the other claims are those the node's pods name: one
+    paginated LIST of the node's pods, a GET of each claim, never a LIST of every claim."""
     dra.claim()
     uid = dra.pod()
     dra.allocate(uid)
-    dra.claim("other-claim")
-    results = [{"request": "nics", "driver": DRIVER, "pool": dra.pool, "device": "nic-0"}]
-    reserved = [{"resource": "pods", "name": "thief", "uid": str(uuid.uuid4())}]
-    status = {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
-    dra.api.patch_namespaced_resource_claim_status("other-claim", dra.ns, {"status": status})
-    with mock.patch.object(dra_module, "CLAIM_LIST_PAGE", 1):  # every page is read
+    thief(dra)
+    with mock.patch.object(listing, "PAGE_ITEMS", 1):  # every page is read
         error, code = add(node, dra, uid)
     assert (code, error["code"]) == (1, 11)
     assert f"{dra.ns}/thief" in error["msg"]
     assert node.calls("ADD") == []
+    claim_lists = fault_proxy.requests(where(method="GET", path="resourceclaims"))
+    assert all(not r.path.endswith("/resourceclaims") for r in claim_lists), claim_lists
+    pod_lists = fault_proxy.requests(where(method="GET", path="/api/v1/pods"))
+    assert {r.query.get("fieldSelector") for r in pod_lists} == {"spec.nodeName=node-a"}
+    assert len(pod_lists) >= 2
+    assert all(r.query.get("limit") == "1" for r in pod_lists)
     # The other claim gone: the same ADD goes through.
     dra.api.delete_namespaced_resource_claim("other-claim", dra.ns)
+    result, code = add(node, dra, uid)
+    assert code == 0, result
+
+
+def test_a_claim_of_a_pod_of_another_node_holds_nothing_here(node: Node, dra: Dra) -> None:
+    """A device is a node's: a claim allocating the same name to a pod elsewhere (a broken
+    allocation) is not looked at."""
+    dra.claim()
+    uid = dra.pod()
+    dra.allocate(uid)
+    thief(dra, node="node-b")
     result, code = add(node, dra, uid)
     assert code == 0, result

@@ -47,13 +47,15 @@ class Pager:
         *,
         query: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
-        page_items: int = PAGE_ITEMS,
-        page_bytes: int = PAGE_BYTES,
+        page_items: int | None = None,
+        page_bytes: int | None = None,
     ) -> None:
+        """``page_items``, ``page_bytes``: default ``PAGE_ITEMS``, ``PAGE_BYTES``."""
         self.client, self.path = client, path
         self.query = dict(query or {})
         self.retry = retry
-        self.page_items, self.page_bytes = page_items, page_bytes
+        self.page_items = page_items or PAGE_ITEMS
+        self.page_bytes = page_bytes or PAGE_BYTES
         self.pages = 0  # pages read, over every LIST of this pager
 
     def run(
