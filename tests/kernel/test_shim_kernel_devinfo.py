@@ -90,6 +90,33 @@ def test_the_replayed_del_removes_the_files_and_a_planted_link_not_its_target(
     devices.engine.assert_nothing_left()
 
 
+@pytest.mark.parametrize("level", ["", "cni", "cni/CTR"])
+def test_a_link_planted_at_any_level_is_not_followed(
+    devices: Devices, shim: Path, no_daemon_dir: Path, level: str
+) -> None:
+    """`deviceInfoDir`, its `cni` or the container's directory moved away and a link put in
+    its place: the replay tears the attachments down and leaves the link's target whole."""
+    own = attach(devices)
+    relative = level.replace("CTR", own.name)
+    link = devices.devinfo / relative if relative else devices.devinfo
+    moved = devices.engine.root / "moved"
+    link.rename(moved)
+    link.symlink_to(moved, target_is_directory=True)
+    kept = moved / own.relative_to(link) if relative != f"cni/{own.name}" else moved
+    before = sorted(p.name for p in kept.iterdir())
+
+    code, stdout, stderr = shim_del(devices, shim, no_daemon_dir)
+
+    assert (code, stdout) == (0, b""), stderr
+    assert b"is a link or not a directory" in stderr, stderr
+    assert sorted(p.name for p in kept.iterdir()) == before == [
+        "net1-device.json",
+        "net2-device.json",
+    ]
+    assert link.is_symlink()
+    assert not devices.engine.record_path.exists()
+
+
 def test_a_directory_not_named_by_the_container_is_left(
     devices: Devices, shim: Path, no_daemon_dir: Path
 ) -> None:

@@ -4,13 +4,18 @@
 //! attachments are torn down, their directory goes.
 //!
 //! The directory is taken from the attachments' capability arguments only where it is named
-//! by the container ID and sits in a directory named `cni`. Its entries are removed by
-//! descriptor (`/proc/self/fd`), never followed: a link is removed, not its target, and a
-//! subdirectory is left (and with it the directory).
+//! by the container ID and sits in a directory named `cni`. The directories above
+//! `deviceInfoDir` are the node's and are followed as it names them; `deviceInfoDir`, `cni` and
+//! the container's directory are each opened from the one above by descriptor
+//! (`/proc/self/fd`) with `O_NOFOLLOW`, and one that is a link, not a directory, or not this
+//! process's user's (root's) is refused, never followed. The entries are removed by
+//! descriptor too: a link is removed, not its target, and a subdirectory is left (and with it
+//! the directory).
 
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -64,25 +69,47 @@ pub fn directory_of(args: &[u8], container_id: &str) -> Option<PathBuf> {
     (plain && named && !container_id.is_empty()).then(|| dir.to_path_buf())
 }
 
-/// Removes the files and links in `dir` (at most [`MAX_ENTRIES`]), then `dir`. No directory
-/// is no error; neither `dir` nor anything in it is followed when it is a link. Every failure
-/// is reported, in one error, once everything that could go has gone.
+/// Removes the files and links in `dir` (`<deviceInfoDir>/cni/<container ID>`; at most
+/// [`MAX_ENTRIES`]), then `dir`. No directory is no error; no level from `deviceInfoDir` down
+/// is followed when it is a link (nor is anything in `dir`), and one that is not a directory of
+/// this process's user is refused. Every failure is reported, in one error, once everything
+/// that could go has gone.
 pub fn remove_directory(dir: &Path) -> io::Result<()> {
-    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "no directory"));
+    let no_directory = || io::Error::new(io::ErrorKind::InvalidInput, "no directory");
+    let (Some(cni_dir), Some(own)) = (dir.parent(), dir.file_name()) else {
+        return Err(no_directory());
     };
-    let parent = match open_dir(parent) {
-        Ok(parent) => parent,
+    let (Some(base_dir), Some(cni)) = (cni_dir.parent(), cni_dir.file_name()) else {
+        return Err(no_directory());
+    };
+    let (Some(above), Some(base)) = (base_dir.parent(), base_dir.file_name()) else {
+        return Err(no_directory());
+    };
+    let found = open_dir(above, 0)
+        .and_then(|above| open_level(&above, base, dir))
+        .and_then(|base| open_level(&base, cni, dir));
+    let parent = match found {
+        Ok(cni) => cni,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     };
-    let in_parent = by_descriptor(&parent).join(name);
-    let own = match open_dir(&in_parent) {
+    let in_parent = by_descriptor(&parent).join(own);
+    let own = match open_level(&parent, own, dir) {
         Ok(own) => own,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(err),
     };
-    let inside = by_descriptor(&own);
+    remove_entries(&own)?;
+    drop(own);
+    match fs::remove_dir(&in_parent) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the files and links in the directory `own` is open on (at most [`MAX_ENTRIES`]).
+fn remove_entries(own: &File) -> io::Result<()> {
+    let inside = by_descriptor(own);
     let mut problems = Vec::new();
     for (count, entry) in fs::read_dir(&inside)?.enumerate() {
         if count == MAX_ENTRIES {
@@ -102,21 +129,50 @@ pub fn remove_directory(dir: &Path) -> io::Result<()> {
             _ => {}
         }
     }
-    if !problems.is_empty() {
-        return Err(io::Error::other(problems.join("; ")));
-    }
-    drop(own);
-    match fs::remove_dir(&in_parent) {
-        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
-        _ => Ok(()),
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(io::Error::other(problems.join("; ")))
     }
 }
 
-/// `path` opened as a directory, unless it is a link.
-fn open_dir(path: &Path) -> io::Result<File> {
+/// `name` in the directory `parent` is open on, opened as a directory without following a
+/// link; refused (naming it as a level of `dir`) when it is a link, not a directory, or not
+/// this process's user's.
+fn open_level(parent: &File, name: &OsStr, dir: &Path) -> io::Result<File> {
+    let refused = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} (a level of {}) {why}", name.display(), dir.display()),
+        )
+    };
+    let level = match open_dir(&by_descriptor(parent).join(name), libc::O_NOFOLLOW) {
+        Ok(level) => level,
+        Err(err) if matches!(err.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            return Err(refused(
+                "is a link or not a directory: braid does not follow it",
+            ));
+        }
+        Err(err) => return Err(err),
+    };
+    let meta = level.metadata()?;
+    if !meta.is_dir() || meta.uid() != own_uid()? {
+        return Err(refused("is not a directory of braid's user"));
+    }
+    Ok(level)
+}
+
+/// This process's effective user: the owner of its `/proc/self` (no `unsafe` for `geteuid`).
+fn own_uid() -> io::Result<u32> {
+    Ok(fs::metadata("/proc/self")?.uid())
+}
+
+/// `path` opened as a directory, with the open(2) flags `extra` (`O_NOFOLLOW`: not when its
+/// last component is a link).
+fn open_dir(path: &Path, extra: libc::c_int) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_DIRECTORY | extra | libc::O_CLOEXEC)
         .open(path)
 }
 
@@ -203,6 +259,66 @@ mod tests {
 
         assert_eq!(fs::read(real.join("keep.json")).unwrap(), b"{}");
         assert!(fs::symlink_metadata(&dir).unwrap().file_type().is_symlink());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_link_at_any_level_from_device_info_dir_down_is_not_followed() {
+        for (n, level) in ["", "cni", "cni/ctr1"].into_iter().enumerate() {
+            let root = scratch(&format!("level{n}"));
+            let devinfo = root.join("devinfo");
+            let target = root.join("target");
+            for tree in [&devinfo, &target] {
+                fs::create_dir_all(tree.join("cni").join("ctr1")).unwrap();
+                fs::write(
+                    tree.join("cni").join("ctr1").join("net1-device.json"),
+                    b"{}",
+                )
+                .unwrap();
+            }
+            let at = |tree: &Path| {
+                if level.is_empty() {
+                    tree.to_path_buf()
+                } else {
+                    tree.join(level)
+                }
+            };
+            let (link, real) = (at(&devinfo), at(&target));
+            fs::rename(&link, root.join("moved")).unwrap();
+            std::os::unix::fs::symlink(&real, &link).unwrap();
+            let dir = devinfo.join("cni").join("ctr1");
+
+            let err = remove_directory(&dir).unwrap_err();
+
+            assert!(err.to_string().contains("is a link"), "{level}: {err}");
+            let kept = target.join("cni").join("ctr1").join("net1-device.json");
+            assert_eq!(fs::read(&kept).unwrap(), b"{}", "{level}");
+            assert!(fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            fs::remove_dir_all(&root).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_level_that_is_a_file_or_not_this_users_is_refused() {
+        let root = scratch("owner");
+        let dir = root.join("cni").join("ctr1");
+        fs::write(dir.join("net1-device.json"), b"{}").unwrap();
+        if own_uid().unwrap() == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            let err = remove_directory(&dir).unwrap_err();
+            assert!(
+                err.to_string().contains("not a directory of braid's user"),
+                "{err}"
+            );
+            assert!(dir.join("net1-device.json").exists());
+        }
+        fs::remove_dir_all(root.join("cni")).unwrap();
+        fs::write(root.join("cni"), b"").unwrap();
+        let err = remove_directory(&dir).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
         fs::remove_dir_all(&root).unwrap();
     }
 
