@@ -55,7 +55,15 @@ def test_the_shim_is_replaced_while_the_old_one_runs(node: tuple[Path, Path]) ->
     assert subprocess.run([str(shim)], check=False).returncode == 0
     assert os.access(shim, os.X_OK)
     names = sorted(p.name for p in bin_dir.iterdir())
-    assert names == ["braid", "braid-full"], "a temp file was left"
+    assert names == ["braid", "braid-full", "braid-node.json"], "a temp file was left"
+    node_file = bin_dir / "braid-node.json"
+    assert json.loads(node_file.read_text()) == {
+        "daemonSocketDir": "/run/braid",
+        "cniDir": "/var/lib/cni/braid",
+        "binDir": "/opt/cni/bin",
+        "readinessindicatorfile": "",
+    }
+    assert (node_file.stat().st_mode & 0o7777, node_file.stat().st_uid) == (0o644, 0)
 
 
 def test_the_full_shim_beside_the_source_is_installed_with_it(

@@ -118,7 +118,8 @@ def refused_and_nothing_run(
     proc = in_host(engine, binary, engine.env("ADD"), stdin)
     error = json.loads(proc.stdout)
     assert (proc.returncode, error["code"]) == (1, 7), error
-    assert "default/evil" in error["msg"] and "'braid'" in error["msg"], error
+    assert "default/evil" in error["msg"], error
+    assert "'braid'" in error["msg"], error
     assert set(kernel.links(engine.pod.name)) == links, "something was attached"
     assert not (tenant / "marker").exists(), "the tenant's script ran"
     assert same_record(engine, record)
@@ -153,7 +154,8 @@ def test_the_reproduction_through_braid_thin_is_refused(
     if kind != "braid":  # the message names the type given
         stdin = engine.braid_conf({NETWORKS: "evil"})
         error = json.loads(in_host(engine, BRAID_THIN, engine.env("ADD"), stdin).stdout)
-        assert error["code"] == 7 and repr(kind) in error["msg"], error
+        assert error["code"] == 7, error
+        assert repr(kind) in error["msg"], error
         (tenant / "bin" / "braid").rename(tenant / "bin" / kind)
         hostile_nad(engine, tenant, "braid")
     refused_and_nothing_run(engine, BRAID_THIN, socket_dir, tenant, record)
@@ -183,7 +185,8 @@ def test_a_path_on_stdin_open_to_others_is_refused(
         keys = {"daemonSocketDir": str(socket_dir), key: str(value)}
         proc = shim_del(engine, shim, OTHER, **keys)
         error = json.loads(proc.stdout)
-        assert error["code"] == 7 and f"`{key}`" in error["msg"], error
+        assert error["code"] == 7, error
+        assert f"`{key}`" in error["msg"], error
         assert str(value) in error["msg"], error
     assert set(kernel.links(engine.pod.name)) == links
     assert same_record(engine, victim)
@@ -192,7 +195,7 @@ def test_a_path_on_stdin_open_to_others_is_refused(
 
 @pytest.mark.parametrize("link", ["records", "record"])
 def test_the_replay_never_follows_a_link_to_a_record(
-    engine: EngineSetup, shim: Path, socket_dir: Path, tmp_path: Path, victim: bytes, link: str
+    engine: EngineSetup, shim: Path, socket_dir: Path, tmp_path: Path, *, victim: bytes, link: str
 ) -> None:
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
@@ -205,13 +208,20 @@ def test_the_replay_never_follows_a_link_to_a_record(
     links = set(kernel.links(engine.pod.name))
     proc = shim_del(engine, shim, OTHER, cniDir=str(closed), daemonSocketDir=str(socket_dir))
     error = json.loads(proc.stdout)
-    assert error["code"] == 7 and "symbolic link" in error["msg"], error
+    assert error["code"] == 7, error
+    assert "symbolic link" in error["msg"], error
     assert set(kernel.links(engine.pod.name)) == links, "the replay tore something down"
     assert same_record(engine, victim)
 
 
 def test_the_node_file_beside_the_shim_decides_the_trusted_paths(
-    engine: EngineSetup, shim: Path, socket_dir: Path, tmp_path: Path, tenant: Path, victim: bytes
+    engine: EngineSetup,
+    shim: Path,
+    socket_dir: Path,
+    tmp_path: Path,
+    *,
+    tenant: Path,
+    victim: bytes,
 ) -> None:
     installed = tmp_path / "node-bin"
     installed.mkdir(mode=0o700)
@@ -223,7 +233,8 @@ def test_the_node_file_beside_the_shim_decides_the_trusted_paths(
     node.chmod(0o666)
     proc = shim_del(engine, installed / "braid", OTHER, cniDir=str(tenant))
     error = json.loads(proc.stdout)
-    assert error["code"] == 7 and "writable by group or others" in error["msg"], error
+    assert error["code"] == 7, error
+    assert "writable by group or others" in error["msg"], error
     node.chmod(0o644)
     proc = shim_del(engine, installed / "braid", OTHER, cniDir=str(tenant), binDir=str(tenant))
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stdout + proc.stderr

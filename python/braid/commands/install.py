@@ -1,8 +1,11 @@
 """``braidctl install``: put the ``braid`` shim and braid's configuration on a node.
 
-The shim is copied atomically: a temp file in the CNI bin directory, fsynced, then renamed over
-the old one. A runtime executing the old binary keeps it (the old inode lives on), and no
-reader ever sees a half-written file or ``ETXTBSY``. Configurations are written the same way.
+The shim is copied atomically, with the node file ``braid-node.json`` beside it (the paths
+the shim trusts on this node, whatever a call's stdin says: ``--socket-dir``, ``--cni-dir``,
+``--bin-dir``, ``--readiness-file``; root-owned, 0644): a temp file in the CNI bin directory,
+fsynced, then renamed over the old one. A runtime executing the old binary keeps it (the old
+inode lives on), and no reader ever sees a half-written file or ``ETXTBSY``. Configurations
+are written the same way.
 
 ``--mode auto`` waits for the cluster default network's configuration (the first ``.conf`` or
 ``.conflist`` of the directory that is not braid's), wraps it (``clusterNetwork`` names that
@@ -72,6 +75,23 @@ def install_shim(source: Path, bin_dir: Path) -> Path:
     target = bin_dir / SHIM_NAME
     write_atomically(target, source.read_bytes(), 0o755)
     return target
+
+
+# The shim's trusted paths on this node, beside it (braid_wire::trust): what stdin says of them
+# is ignored while this file exists.
+NODE_FILE = "braid-node.json"
+
+
+def node_file(args: argparse.Namespace) -> bytes:
+    """The node file's text: the node's paths of braid's socket, state, plugins and readiness
+    file, as the shim is to trust them."""
+    keys = {
+        "daemonSocketDir": args.socket_dir or "/run/braid",
+        "cniDir": args.cni_dir,
+        "binDir": args.bin_dir,
+        "readinessindicatorfile": args.readiness_file or "",
+    }
+    return (json.dumps(keys, indent=2) + "\n").encode()
 
 
 def _say(message: str) -> None:
@@ -144,6 +164,7 @@ def uninstall(args: argparse.Namespace) -> int:
         bin_dir = local_dir(args, args.cni_bin_dir)
         (bin_dir / SHIM_NAME).unlink(missing_ok=True)
         (bin_dir / FULL_SHIM_NAME).unlink(missing_ok=True)
+        (bin_dir / NODE_FILE).unlink(missing_ok=True)
     _say("braid's configuration removed" + (" and the shim" if args.remove_binary else ""))
     return 0
 
@@ -167,7 +188,9 @@ def run_install(args: argparse.Namespace) -> int:
         if source is None or not source.is_file():
             _say("no braid shim found: pass --shim PATH (or --skip-binary)")
             return 2
-        _say(f"shim installed at {install_shim(source, local_dir(args, args.cni_bin_dir))}")
+        bin_dir = local_dir(args, args.cni_bin_dir)
+        _say(f"shim installed at {install_shim(source, bin_dir)}")
+        write_atomically(bin_dir / NODE_FILE, node_file(args), 0o644)
     if args.mode == "file":
         return run_file(args)
     if args.mode == "none":
@@ -204,7 +227,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="with --mode file: the configuration to install",
     )
     p.add_argument("--readiness-file", help="auto: also wait for this file to exist")
-    p.add_argument("--socket-dir", help="auto: daemonSocketDir written into the configuration")
+    p.add_argument(
+        "--socket-dir",
+        help="daemonSocketDir of the node file (default /run/braid); auto: of the configuration "
+        "too",
+    )
+    p.add_argument(
+        "--cni-dir", default="/var/lib/cni/braid", help="cniDir of the node file (node's path)"
+    )
+    p.add_argument(
+        "--bin-dir", default="/opt/cni/bin", help="binDir of the node file (node's path)"
+    )
     p.add_argument(
         "--poll-interval",
         type=seconds(zero=False),
