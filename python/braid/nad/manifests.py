@@ -6,7 +6,7 @@ Every problem is a CNI error 7 naming the file, the document and the field; neve
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,9 +102,26 @@ def _load_documents(path: Path, bound: FileBound) -> list[Any]:
     import yaml  # noqa: PLC0415 - imported by yaml_loader already
 
     try:
+        _refuse_aliases(yaml.parse(text, Loader=loader), str(path))
         return list(yaml.load_all(text, Loader=loader))
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         raise _fail(str(path), f"not valid YAML: {exc}") from None
+
+
+def _refuse_aliases(events: Iterable[Any], where: str) -> None:
+    """Refuses a YAML anchor or alias (``&a``, ``*a``, the ``<<`` merge): loaded, an alias
+    is the anchored node again, so a few hundred bytes of nested aliases stand for gigabytes
+    once a ``spec.config`` mapping is written out as JSON. Seen in the parser's events, before
+    any object is built."""
+    import yaml  # noqa: PLC0415 - imported by yaml_loader already
+
+    for event in events:
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _fail(
+                where,
+                "uses a YAML anchor or alias (&name, *name, <<), which braid refuses in "
+                "manifests: each could stand for any amount of data; write the values out",
+            )
 
 
 def _expand(doc: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
