@@ -110,7 +110,7 @@ def test_a_missing_nad_changes_nothing_and_says_why(
     set_networks(kube_admin, ns, "web", "blue, green, nothere")
 
     assert wait_until(
-        lambda: k8s_daemon.metric('braid_daemon_hotplugs_total{outcome="failed"}') == 1
+        lambda: k8s_daemon.metric('braid_daemon_hotplugs_total{outcome="refused"}') == 1
     ), k8s_daemon.log_text()
     assert wait_until(lambda: "HotPlugFailed" in dict(reasons(kube_admin, ns)))
     found = dict(reasons(kube_admin, ns))
@@ -120,7 +120,11 @@ def test_a_missing_nad_changes_nothing_and_says_why(
     )
     assert node.calls("ADD") == [("fakenet", "eth0"), ("fakesec", "net1")]
     assert status_of(kube_admin, ns, "web") == before
-    assert "was not applied, the pod keeps its networks" in k8s_daemon.log_text()
+    # A refusal, not an internal failure: one warning line, no traceback.
+    said = [line for line in k8s_daemon.log_lines() if "was refused" in line["msg"]]
+    assert [line["level"] for line in said] == ["warning"], k8s_daemon.log_text()
+    assert "the pod keeps its networks" in said[0]["msg"]
+    assert not [line for line in k8s_daemon.log_lines() if "error" in line], k8s_daemon.log_text()
 
 
 @pytest.mark.parametrize("allowance", ["off", "annotated-without-annotation", "other-namespace"])

@@ -126,14 +126,15 @@ class HotPlugger:
 
     def _work(self) -> None:
         while (key := self.queue.take()) is not None:
+            idle = False
             try:
-                self.follow(key)
+                idle = self.follow(key) is None
             except CniError:
                 pass  # reported where it was handled (``HotplugReporter.failed``)
             except Exception:  # one pod's surprise must not end hot-plug for every pod
                 log.exception("hot-plug of pod %s/%s failed inside the daemon", *key)
             finally:
-                self.queue.done(key)
+                self.queue.done(key, idle=idle)
 
     def follow(self, key: Key) -> Outcome | None:
         """Applies the cached pod's selection annotation when it is not the one last applied;

@@ -70,10 +70,14 @@ class PodQueue:
                 self._cond.wait(wait)
             return None
 
-    def done(self, key: Key) -> None:
-        """The worker is done with ``key``; noticed meanwhile, it waits for its next turn."""
+    def done(self, key: Key, *, idle: bool = False) -> None:
+        """The worker is done with ``key``; noticed meanwhile, it waits for its next turn.
+        ``idle``: nothing was applied (the pod was as last applied), so the turn does not
+        count against its interval."""
         with self._cond:
             self._busy.discard(key)
+            if idle:
+                self._started.pop(key, None)
             after = self._again.pop(key, None)
             if after is not None:
                 now = self._clock()

@@ -281,6 +281,8 @@ def _apply(  # noqa: PLR0917 - one call site, each argument a distinct piece
             apply_default_routes(plan, netns)
     except CniError as exc:
         runtime.invoker.timeout = timeout  # the rollback's DELs get their whole time
+        if deadline is not None and time.monotonic() >= deadline:
+            exc.details = "; ".join(filter(None, [exc.details, "hotPlugTimeout ran out"]))
         _roll_back(ctx, runtime, record, change, attempted, exc)
         raise
     runtime.invoker.timeout = timeout

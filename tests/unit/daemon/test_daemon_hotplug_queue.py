@@ -136,3 +136,14 @@ def test_interval_zero_or_more_never_loses_a_notice(interval: float) -> None:
     clock.now += interval
     assert queue.take() == A
     queue.stop()
+
+
+def test_an_idle_turn_does_not_count_against_the_interval() -> None:
+    clock = Clock()
+    queue = PodQueue(1.0, clock=clock)
+    queue.notice(A)
+    assert queue.take() == A
+    queue.done(A, idle=True)  # the pod was as last applied (its status written, say)
+    queue.notice(A)
+    assert queue.take() == A  # at once
+    queue.stop()
