@@ -33,6 +33,7 @@ from braid.nad.manifests import (
     object_kind,
     pod_from_object,
 )
+from braid.nad.parsed import RACY_SECONDS, ParsedFiles
 
 POD_ANNOTATIONS_CAPABILITY = "io.kubernetes.cri.pod-annotations"
 
@@ -97,19 +98,30 @@ def _index(found: _Found[_Manifest], item: _Manifest, what: str) -> None:
 POD_FILE_BOUND = FileBound(1 << 20, POD_FILES)
 
 
-def _read_kind(directory: Path | None, kind: str, make: Callable[[dict[str, Any], str], _Manifest],
-               what: str, bound: FileBound) -> _Found[_Manifest]:  # fmt: skip
-    """Every object of ``kind`` in the directory's manifest files; a file that cannot be read,
-    or is larger than ``bound``, is recorded as a problem and the other files are still
-    read."""
+def _read_kind(
+    directory: Path | None,
+    kind: str,
+    make: Callable[[dict[str, Any], str], _Manifest],
+    what: str,
+    *,
+    bound: FileBound,
+    parsed: ParsedFiles[_Manifest],
+) -> _Found[_Manifest]:
+    """Every object of ``kind`` in the directory's manifest files, each file parsed once per
+    version (``parsed``); a file that cannot be read, or is larger than ``bound``, is recorded
+    as a problem and the other files are still read."""
+
+    def parse(path: Path) -> list[_Manifest]:
+        return [
+            make(obj, where)
+            for where, obj in manifest_objects(path, bound)
+            if object_kind(obj, where) == kind
+        ]
+
     found: _Found[_Manifest] = _Found()
     for path in manifest_files(directory) if directory is not None else []:
         try:
-            items = [
-                make(obj, where)
-                for where, obj in manifest_objects(path, bound)
-                if object_kind(obj, where) == kind
-            ]
+            items = parsed.items(path, bound, parse)
         except CniError as exc:
             found.problems.append(exc)
             continue
@@ -118,9 +130,9 @@ def _read_kind(directory: Path | None, kind: str, make: Callable[[dict[str, Any]
     return found
 
 
-# A file whose mtime is this close to the moment it was read may still change within the same
-# timestamp tick (kernel timestamps are coarse): its snapshot is not trusted, it is read again.
-RACY_SECONDS = 2.0
+# Each version of a manifest file parsed once, whatever store reads it (bounded).
+_PARSED_NADS: ParsedFiles[NetworkAttachmentDefinition] = ParsedFiles()
+_PARSED_PODS: ParsedFiles[PodManifest] = ParsedFiles()
 
 Stamp = tuple[tuple[str, int, int, int, int], ...]
 
@@ -180,11 +192,11 @@ class _Snapshot(Generic[_Manifest]):
 
 def _read_nads(directory: Path | None, bound: FileBound) -> _Found[NetworkAttachmentDefinition]:
     what = "NetworkAttachmentDefinition"
-    return _read_kind(directory, NAD_KIND, nad_from_object, what, bound)
+    return _read_kind(directory, NAD_KIND, nad_from_object, what, bound=bound, parsed=_PARSED_NADS)
 
 
 def _read_pods(directory: Path | None, bound: FileBound) -> _Found[PodManifest]:
-    return _read_kind(directory, POD_KIND, pod_from_object, "pod", bound)
+    return _read_kind(directory, POD_KIND, pod_from_object, "pod", bound=bound, parsed=_PARSED_PODS)
 
 
 class FileStore:
