@@ -29,6 +29,7 @@ CONNECT_TIMEOUT = 3.0
 MAX_BODY = 64 << 20
 # An error answer's body is read for its Status message only.
 MAX_ERROR_BODY = 1 << 20
+READ_CHUNK = 1 << 20
 JSON = "application/json"
 TOO_LARGE = "TooLarge"  # the reason of an answer refused for its size
 MERGE_PATCH = "application/merge-patch+json"
@@ -199,12 +200,21 @@ def read_bounded(
     """The answer's body, of at most ``limit`` bytes: more is refused (``TOO_LARGE``), or
     with ``cut`` cut there. The connection goes back to the pool when the body was read to
     its end, else it is closed."""
+    parts: list[bytes] = []
+    total = 0
     try:
-        data = response.read(limit + 1)  # urllib3 2: that many bytes unless the body ends
+        while total <= limit:  # a read of at most a MiB: no buffer of ``limit`` up front
+            chunk = response.read(min(READ_CHUNK, limit + 1 - total))
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
     except _NETWORK_ERRORS as exc:
         response.close()
         server = snapshot.credentials.server if snapshot else "the API server"
         raise unreachable(what, server, exc) from None
+    data = b"".join(parts)
+    del parts
     if len(data) <= limit:
         response.release_conn()
         return data
