@@ -26,7 +26,8 @@ from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, default_routes, m
 from braid.cni import ProcessExecutor
 from braid.config.schema import load_braid_config
 from braid.engine.context import EngineContext
-from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
+from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, hotplug
+from braid.engine.hotplug_find import find_container
 from braid.errors import CniError
 from braid.nad.resolve import PodRef
 from braid.nad.store import FileStore

@@ -34,7 +34,8 @@ from braid.daemon.hotplug_report import HotplugMetrics, HotplugReporter
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.metrics import DaemonMetrics
 from braid.engine.context import EngineContext
-from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, find_container, hotplug
+from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, hotplug
+from braid.engine.hotplug_find import find_container
 from braid.engine.spares import SparePools
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.events import MissRecordingStore
