@@ -35,14 +35,14 @@ def braidctl_command() -> list[str]:
 
 
 def daemon_command(socket_dir: Path, concurrency: int | None = None) -> list[str]:
-    """``braidctl daemon`` on ``socket_dir``, without metrics; at its default concurrency
-    (twice the cores) unless given."""
+    """``braidctl daemon`` on ``socket_dir``, without metrics or probe endpoints; at its default
+    concurrency (twice the cores) unless given."""
     limit = ("--concurrency", str(concurrency)) if concurrency is not None else ()
     return [
         *braidctl_command(),
         "daemon",
         *("--socket-dir", str(socket_dir), *limit),
-        *("--metrics-address", ""),
+        *("--metrics-address", "", "--health-address", ""),
     ]
 
 

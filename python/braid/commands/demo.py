@@ -105,7 +105,8 @@ class DemoNode:
 
     def start_daemon(self) -> None:
         command = [sys.executable, "-m", "braid.commands.daemon", "--socket-dir",
-                   str(self.socket_dir), "--metrics-address", ""]  # fmt: skip
+                   str(self.socket_dir), "--metrics-address", "",
+                   "--health-address", ""]  # fmt: skip
         log = (self.tmp / "daemon.log").open("wb")
         self.daemon = subprocess.Popen(
             ["ip", "netns", "exec", self.host_ns, *command], stdout=log, stderr=log
