@@ -6,7 +6,9 @@ maxCacheBytes, objects are not kept and reads go live, still right."""
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,8 +111,18 @@ def test_oversized_nads_are_kept_as_markers_and_refused_on_use(
     ns = kube_namespace
     # Pages of at most 3 MiB: the first page of 250 NADs is too large and is asked for again
     # with fewer items, as a cluster whose NADs pass the 64 MiB a LIST answer may have would be.
-    with mock.patch.object(listing, "PAGE_BYTES", 3 << 20):
-        caches = start_caches(max_nad_bytes=MAX_NAD)
+    tracemalloc.start()
+    try:
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        with mock.patch.object(listing, "PAGE_BYTES", 3 << 20):
+            caches = start_caches(max_nad_bytes=MAX_NAD)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    # An independent oracle of what the caches hold: the 8 MB of NADs are not in memory.
+    assert held < 2 << 20, held
     create_nad(kube_admin, ns, "small")
     create_nad(kube_admin, ns, "late", json.dumps({"type": "fakesec", "x": "y" * BIG}))
     assert wait_until(lambda: caches.nads.get(ns, "late") is not None)

@@ -5,7 +5,8 @@ the cluster holds.
 Each page is read with a byte bound (``PAGE_BYTES``) and decoded one item at a time: the page
 holds its items as raw JSON and each item is decoded only to be handed to ``each`` (which keeps
 what braid reads of it and drops the rest). A page over the byte bound is asked for again with
-a quarter of the items, down to one; an expired ``continue`` token (410 Gone) starts the LIST
+a quarter of the items, down to one (and the next page with twice as many, up to
+``PAGE_ITEMS`` again); an expired ``continue`` token (410 Gone) starts the LIST
 again from the beginning (``restart`` is told), at most ``MAX_RESTARTS`` times.
 """
 
@@ -56,7 +57,6 @@ class Pager:
         self.retry = retry
         self.page_items = page_items or PAGE_ITEMS
         self.page_bytes = page_bytes or PAGE_BYTES
-        self.pages = 0  # pages read, over every LIST of this pager
 
     def run(
         self, each: Callable[[dict[str, Any]], None], restart: Callable[[], None] = lambda: None
@@ -88,6 +88,7 @@ class Pager:
             token = page.metadata.continue_
             if not token:
                 return page.metadata.resourceVersion
+            items = min(self.page_items, items * 2)  # a large region of the list is passed
 
     def _fetch(self, token: str, items: int) -> bytes:
         query = {**self.query, "limit": str(items), **({"continue": token} if token else {})}
@@ -98,9 +99,7 @@ class Pager:
                 "GET", self.path, query=query, what=what, max_body=self.page_bytes
             )
 
-        data = attempt() if self.retry is None else call_with_retries(attempt, self.retry)
-        self.pages += 1
-        return data
+        return attempt() if self.retry is None else call_with_retries(attempt, self.retry)
 
     def _decode(self, data: bytes) -> _Page:
         try:
