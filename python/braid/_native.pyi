@@ -12,6 +12,7 @@ __all__ = [
     "MAX_CACHE_ENTRY_BYTES",
     "MAX_CONTAINER_ID_BYTES",
     "MAX_STDOUT_BYTES",
+    "NODE_FILE_NAME",
     "READINESS_POLL_SECONDS",
     "READINESS_TIMEOUT_SECONDS",
     "RECORD_KIND",
@@ -27,6 +28,7 @@ __all__ = [
     "build_cni_args",
     "cache_entry_path",
     "cached_result",
+    "check_closed_path",
     "check_container_id",
     "conf_to_list",
     "container_id_problem",
@@ -69,6 +71,7 @@ __all__ = [
     "start_durable_write",
     "start_plugin",
     "supported_versions",
+    "trusted_paths",
     "version_at_least",
     "version_env",
     "write_durable",
@@ -89,6 +92,7 @@ MAX_STDOUT_BYTES: int
 VERSION_STDIN: bytes
 SPARE_SIZE: int
 SPARE_SUFFIX: str
+NODE_FILE_NAME: str
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...
@@ -245,3 +249,9 @@ def decode_record(
 def record_container(*, data: bytes) -> str | None: ...
 def merge_capability_args(*, runtime: bytes, own: bytes) -> bytes: ...
 def split_capability_args(*, runtime: bytes, entries: list[bytes]) -> tuple[bytes, list[bytes]]: ...
+
+# The shim's trusted paths (braid_wire::trust).
+def trusted_paths(
+    *, socket_dir: str, cni_dir: str, bin_dir: str, readiness_file: str, node_file: str
+) -> tuple[str, str, str, str]: ...
+def check_closed_path(*, key: str, path: str) -> None: ...

@@ -26,7 +26,7 @@ import kernel_netns
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
-from kernel_daemon import Daemon
+from kernel_daemon import Daemon, call
 
 pytestmark = pytest.mark.kernel
 
@@ -240,3 +240,27 @@ def test_the_node_file_beside_the_shim_decides_the_trusted_paths(
     assert (proc.returncode, proc.stdout) == (0, b""), proc.stdout + proc.stderr
     assert not (engine.cni_dir / "records" / f"{OTHER}.json").exists(), "the node's record"
     assert not (tenant / "marker").exists()
+
+
+def test_braid_thin_and_the_daemon_refuse_open_paths_on_stdin_too(
+    engine: EngineSetup, socket_dir: Path, tmp_path: Path, tenant: Path
+) -> None:
+    """A nested braid-thin (a delegate of another meta-plugin) or a call the daemon serves
+    without the operator's configuration reads the paths by the shim's rule."""
+    links = set(kernel.links(engine.pod.name))
+    stdin = engine.braid_conf({NETWORKS: "net-a"}, binDir=str(tenant / "bin"))
+    error = json.loads(in_host(engine, BRAID_THIN, engine.env("ADD"), stdin).stdout)
+    assert error["code"] == 7, error
+    assert "`binDir`" in error["msg"], error
+    daemon = Daemon(engine.host, socket_dir, tmp_path / "daemon.log").start()
+    try:
+        # Straight to the daemon's socket: the shim would refuse this stdin itself.
+        stdin = engine.braid_conf({NETWORKS: "net-a"}, cniDir=str(tenant))
+        error, code = call(daemon, engine, "ADD", stdin)
+        assert (code, error["code"]) == (1, 7), error
+        assert "`cniDir`" in error["msg"], error
+    finally:
+        daemon.stop()
+    assert set(kernel.links(engine.pod.name)) == links, "something was attached"
+    assert not (tenant / "marker").exists()
+    assert not (tenant / "engine").exists(), "braid wrote into the tenant's directory"

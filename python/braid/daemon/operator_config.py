@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from braid.cni.hostroot import HostRoot
 from braid.config.schema import BraidConfig, LoadedConfig, load_braid_config
+from braid.config.trust import check_from_stdin
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.policy import Localizer, overlay, policy_attributes
@@ -127,4 +128,5 @@ class OperatorConfig:
         if self.path is not None and self._clock() - self._checked >= CHECK_SECONDS:
             self.refresh()
         policy, attributes = self._policy
+        check_from_stdin(runtime, attributes, self.localize.local)  # the paths stdin decides
         return self.localize(overlay(runtime, policy, attributes))

@@ -25,6 +25,7 @@ import msgspec
 from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor, Step, StepOutcome
 from braid.cni.hostroot import HostRoot
 from braid.config.schema import BraidConfig
+from braid.config.trust import check_from_stdin
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
@@ -59,6 +60,13 @@ Engine = Callable[..., tuple[bytes, int]]
 SYNC_POLL_SECONDS = 0.05
 # How often a daemon whose caches have not synced asks whether the API server answers.
 REACHABLE_PROBE_SECONDS = 2.0
+
+
+def stdin_decides(runtime: BraidConfig) -> BraidConfig:
+    """A call's configuration without the operator's: stdin's, whose trusted paths must be
+    root's and closed (``braid.config.trust``, the shim's rule)."""
+    check_from_stdin(runtime, (), str)
+    return runtime
 
 
 class AcceptedConnection(Protocol):
@@ -398,7 +406,7 @@ class DaemonService:
             spares=self.spares,
             memory=self.memory,
             answer=early,
-            policy=None if self.operator is None else self.operator.apply,
+            policy=stdin_decides if self.operator is None else self.operator.apply,
             root=self.root,
         )
 

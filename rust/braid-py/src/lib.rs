@@ -10,6 +10,7 @@ mod exec;
 mod helpers;
 mod netns;
 mod record;
+mod trust;
 
 use braid_cni::{args, config, inject, names, readiness, result, version, CniError};
 use pyo3::prelude::*;
@@ -271,6 +272,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     durable::register(m)?;
     exec::register(m)?;
     record::register(m)?;
+    trust::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     m.add("MAX_CONTAINER_ID_BYTES", names::MAX_CONTAINER_ID_BYTES)?;
