@@ -161,21 +161,39 @@ def _local_base(ctx: EngineContext) -> str:
 
 def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict[str, Any]]:
     """Per attachment position, the device-information its delegate left in the file braid
-    gave it (the device plugin's, or the delegate's own). A file that cannot be read is
-    logged and left out of the status: the attachment itself succeeded."""
+    gave it (the device plugin's, or the delegate's own), read by the directory's descriptor
+    (no level followed when it is a link). A file that cannot be read is logged and left out
+    of the status: the attachment itself succeeded."""
     own = cni_info_dir(ctx.config.engine.devices.device_info_dir, record.container_id) + "/"
+    files = {
+        entry.position: (entry.label, path)
+        for entry in record.attachments
+        if isinstance(path := entry.capability_args.get(DEVICE_INFO_FILE), str)
+        and path.startswith(own)
+        and "/" not in path[len(own) :]
+    }
+    if not files:
+        return {}
+    try:
+        fd = open_levels(_local_base(ctx), ["cni", record.container_id], create=False)
+    except OSError as exc:
+        log.warning("container %s: device-information not read: %s", record.container_id, exc)
+        return {}
+    if fd is None:
+        return {}
     found: dict[int, dict[str, Any]] = {}
-    for entry in record.attachments:
-        path = entry.capability_args.get(DEVICE_INFO_FILE)
-        if not isinstance(path, str) or not path.startswith(own):
-            continue
-        try:
-            info = read_device_info(ctx.local(path), what="device-information file")
-        except (CniError, OSError) as exc:  # OSError: the node's links loop
-            log.warning("container %s: %s: %s", record.container_id, entry.label, exc)
-            continue
-        if info is not None:
-            found[entry.position] = info
+    try:
+        for position, (label, path) in files.items():
+            name = path[len(own) :]
+            try:
+                info = read_device_info(name, what="device-information file", dir_fd=fd, shown=path)
+            except CniError as exc:
+                log.warning("container %s: %s: %s", record.container_id, label, exc)
+                continue
+            if info is not None:
+                found[position] = info
+    finally:
+        os.close(fd)
     return found
 
 

@@ -273,32 +273,36 @@ def _next_device(
     )
 
 
-def read_device_info(path: str, *, what: str) -> dict[str, Any] | None:
-    """A device-information file's JSON object, or None when there is no file. A file that
-    is not a regular file, larger than ``MAX_DEVICE_INFO_BYTES`` or not a JSON object fails
-    (code 5 or 6) naming ``what``."""
+def read_device_info(
+    path: str, *, what: str, dir_fd: int | None = None, shown: str = ""
+) -> dict[str, Any] | None:
+    """A device-information file's JSON object, or None when there is no file (``path`` in
+    the directory ``dir_fd`` is open on, if given; named ``shown`` in errors, if given). A
+    file that is not a regular file, larger than ``MAX_DEVICE_INFO_BYTES`` or not a JSON
+    object fails (code 5 or 6) naming ``what``."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    named = shown or path
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
         why = "is a link" if exc.errno == errno.ELOOP else exc.strerror
-        raise CniError(IO_FAILURE, f"{what} {path} cannot be read: {why}") from None
+        raise CniError(IO_FAILURE, f"{what} {named} cannot be read: {why}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CniError(IO_FAILURE, f"{what} {path} is not a regular file")
+            raise CniError(IO_FAILURE, f"{what} {named} is not a regular file")
         data = os.read(fd, MAX_DEVICE_INFO_BYTES + 1)
     except OSError as exc:
-        raise CniError(IO_FAILURE, f"{what} {path} cannot be read: {exc.strerror}") from None
+        raise CniError(IO_FAILURE, f"{what} {named} cannot be read: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > MAX_DEVICE_INFO_BYTES:
         raise CniError(
             DECODE_FAILURE,
-            f"{what} {path} is larger than the {MAX_DEVICE_INFO_BYTES} bytes braid reads",
+            f"{what} {named} is larger than the {MAX_DEVICE_INFO_BYTES} bytes braid reads",
         )
     try:
         return msgspec.json.decode(data, type=dict[str, Any])
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise CniError(DECODE_FAILURE, f"{what} {path} is not a JSON object", str(exc)) from None
+        raise CniError(DECODE_FAILURE, f"{what} {named} is not a JSON object", str(exc)) from None

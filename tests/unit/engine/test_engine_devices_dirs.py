@@ -1,7 +1,7 @@
 """The device-information directories braid makes and walks: every level it creates is 0700
 under umask 0, and a level that is a link (planted at `deviceInfoDir`, `cni` or
-`cni/<container>`), not a directory, or not root's is refused at ADD and at DEL, never
-followed: the link's target is left as it was."""
+`cni/<container>`), not a directory, or not root's is refused at ADD, at DEL and when the
+files are read back, never followed: the link's target is left as it was."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from braid.config.schema import BraidConfig
 from braid.engine.context import EngineContext
-from braid.engine.devices import remove_device_info, write_device_info
+from braid.engine.devices import device_infos, remove_device_info, write_device_info
+from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import IO_FAILURE, CniError
 from braid.nad.devices import DEVICE_INFO_FILE, Assignment, DevicePlan
@@ -134,6 +135,26 @@ def test_a_link_at_any_level_is_not_followed_at_del(tmp_path: Path, level: str) 
 
     assert snapshot(tmp_path / "target") == before, "the link's target is untouched"
     assert (tmp_path / level).is_symlink()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_link_at_any_level_is_not_read_through(tmp_path: Path, level: str) -> None:
+    devinfo, _ = plant_link(tmp_path, level)
+    entry = AttachmentEntry(
+        name="default/sriov",
+        network_name="sriov",
+        ifname="net1",
+        config="{}",
+        position=1,
+        capability_args={DEVICE_INFO_FILE: f"{devinfo}/cni/ctr1/net1-device.json"},
+    )
+    record = AttachmentRecord(
+        container_id="ctr1", netns="", kind="k", version=1, attachments=[entry]
+    )
+    assert device_infos(context(devinfo), record) == {}
+    (tmp_path / level).unlink()
+    (tmp_path / "moved").rename(tmp_path / level)
+    assert device_infos(context(devinfo), record) == {1: {"target": True}}
 
 
 def test_a_level_that_is_a_file_or_not_roots_is_refused(
