@@ -25,7 +25,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.budget import OVERSIZED, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.dra import ClaimReader
@@ -40,6 +39,7 @@ from braid.k8s.informers import Reflector
 from braid.k8s.objects import check_uid, nad_definition, nad_path, pod_info
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.store import KubeStore
+from braid.nad.default_network import config_too_large
 from braid.nad.devices import ClaimedDevice
 from braid.nad.manifests import NetworkAttachmentDefinition
 
@@ -82,15 +82,6 @@ def nad_entry(obj: dict[str, Any], max_nad_bytes: int | None) -> dict[str, Any]:
     if config is not None and not isinstance(config, str):
         config = _placeholder(config)
     return {"metadata": {k: meta[k] for k in keep if k in meta}, "spec": {"config": config}}
-
-
-def oversized(namespace: str, name: str, size: int, max_nad_bytes: int) -> CniError:
-    """The refusal of a NAD over ``maxNadBytes``, word for word the engine's."""
-    return CniError(
-        INVALID_CONFIG,
-        f"NetworkAttachmentDefinition {namespace}/{name}: spec.config is {size} bytes, more "
-        f"than the {max_nad_bytes} braid allows (braid configuration key `maxNadBytes`)",
-    )
 
 
 class ClusterCaches:
@@ -220,7 +211,7 @@ class CachedStore:
         if not isinstance(size, int):
             return nad_definition(cached, namespace, name)
         if self.max_nad_bytes is not None and size > self.max_nad_bytes:
-            raise oversized(namespace, name, size, self.max_nad_bytes)
+            raise config_too_large(namespace, name, size, self.max_nad_bytes)
         return self.caches.live.get_nad(namespace, name)  # this request allows more
 
     def claimed_devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:

@@ -176,9 +176,8 @@ class _Holders:
     """The other pods of the node that hold a device through another claim (module doc)."""
 
     def __init__(self, reader: ClaimReader, namespace: str, pod: str, uid: str, node: str):
-        self.reader, self.namespace, self.pod, self.uid, self.node = (
-            reader, namespace, pod, uid, node,
-        )  # fmt: skip
+        self.reader = reader
+        self.namespace, self.pod, self.uid, self.node = namespace, pod, uid, node
 
     def mark(self, found: list[ClaimedDevice]) -> list[ClaimedDevice]:
         """``found`` with, for each device another claim allocates to another pod, that pod

@@ -47,6 +47,16 @@ class Network(msgspec.Struct, frozen=True):
     auxiliary_chain: bool = False
 
 
+def config_too_large(namespace: str, name: str, size: int, max_bytes: int) -> CniError:
+    """The refusal of a NAD whose ``spec.config`` is ``size`` bytes, over ``maxNadBytes``
+    (also answered from the daemon's cache, which keeps only the size of such a NAD)."""
+    return CniError(
+        INVALID_CONFIG,
+        f"NetworkAttachmentDefinition {namespace}/{name}: spec.config is {size} bytes, more "
+        f"than the {max_bytes} braid allows (braid configuration key `maxNadBytes`)",
+    )
+
+
 def delegate_from_nad(
     nad: NetworkAttachmentDefinition,
     conf_dir: str,
@@ -62,11 +72,7 @@ def delegate_from_nad(
     if nad.config is not None:
         data = nad.config.encode("utf-8", "surrogatepass")
         if max_bytes is not None and len(data) > max_bytes:
-            raise CniError(
-                INVALID_CONFIG,
-                f"{where}: spec.config is {len(data)} bytes, more than the {max_bytes} braid "
-                "allows (braid configuration key `maxNadBytes`)",
-            )
+            raise config_too_large(nad.namespace, nad.name, len(data), max_bytes)
         source = f"{where} ({nad.source})" if nad.source else where
         return delegate_from_bytes(data, source=source, default_name=nad.name)
     found = find_in_confdir(conf_dir, nad.name, lookups=lookups)
