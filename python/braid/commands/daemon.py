@@ -62,6 +62,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "it in line",
     )
     parser.add_argument(
+        "--shim-dir",
+        default=os.environ.get("BRAID_SHIM_DIR", ""),
+        help="with --cni-conf-dir: the node's directory of the braid shim ($BRAID_SHIM_DIR), "
+        "where the daemon keeps the node file braid-node.json in line with its configuration",
+    )
+    parser.add_argument(
         "--socket-dir", help="directory of braid.sock (daemonSocketDir; a node path)"
     )
     parser.add_argument(
@@ -161,6 +167,7 @@ def follower_of(
         root=root,
         readiness_file=operator.loaded.config.readinessindicatorfile,
         settings=lambda: shim_settings(operator, socket_dir),
+        shim_dir=args.shim_dir,
     )
     return ConfListFollower(writer)
 

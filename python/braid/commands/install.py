@@ -39,9 +39,11 @@ from braid.commands.args import existing_file, seconds
 from braid.daemon.conflist import (
     BRAID_CONFLIST,
     FULL_SHIM_NAME,
+    NODE_FILE,
     SHIM_NAME,
     ConfListWriter,
     default_network_file,
+    node_file_text,
     wrapped_conflist,
     write_atomically,
 )
@@ -77,21 +79,16 @@ def install_shim(source: Path, bin_dir: Path) -> Path:
     return target
 
 
-# The shim's trusted paths on this node, beside it (braid_wire::trust): what stdin says of them
-# is ignored while this file exists.
-NODE_FILE = "braid-node.json"
-
-
 def node_file(args: argparse.Namespace) -> bytes:
     """The node file's text: the node's paths of braid's socket, state, plugins and readiness
     file, as the shim is to trust them."""
     keys = {
-        "daemonSocketDir": args.socket_dir or "/run/braid",
+        "daemonSocketDir": args.socket_dir,
         "cniDir": args.cni_dir,
         "binDir": args.bin_dir,
-        "readinessindicatorfile": args.readiness_file or "",
+        "readinessindicatorfile": args.readiness_file,
     }
-    return (json.dumps(keys, indent=2) + "\n").encode()
+    return node_file_text(keys)
 
 
 def _say(message: str) -> None:

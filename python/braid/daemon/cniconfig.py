@@ -5,8 +5,10 @@ CNI configuration directory around the node's default network, and keeps it in l
 second (``braid.daemon.conflist.ConfListWriter``): a changed default network, a changed operator
 configuration (the keys the shim reads) or a removed file are followed. The file carries what
 the shim and the node's default network need and nothing else; the policy stays in the
-daemon's configuration. Stopping the daemon leaves the file: the shim still tears pods down
-without the daemon, and a successor takes over.
+daemon's configuration. With ``--shim-dir`` it keeps the node file beside the shim
+(``braid-node.json``, the paths the shim trusts) in line with the same keys. Stopping the daemon
+leaves both files: the shim still tears pods down without the daemon, and a successor takes
+over.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from braid.daemon.conflist import BRAID_CONFLIST, ConfListWriter
+from braid.daemon.conflist import BRAID_CONFLIST, NODE_FILE, ConfListWriter
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.operator_config import OperatorConfig
 
@@ -50,6 +52,7 @@ class ConfListFollower:
     def __init__(self, writer: ConfListWriter) -> None:
         self.writer = writer
         self._last = ""
+        self._node_last = ""
 
     def look(self) -> str:
         """One reconciliation; logs what changed."""
@@ -63,4 +66,16 @@ class ConfListFollower:
             level = logging.WARNING if state in ("waiting", "removed") else logging.INFO
             log.log(level, "%s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, state)
         self._last = state
+        self._keep_node_file()
         return state
+
+    def _keep_node_file(self) -> None:
+        try:
+            node = self.writer.keep_node_file()
+        except OSError as exc:
+            node = "failed"
+            if self._node_last != node:
+                log.error("cannot write %s in %s: %s", NODE_FILE, self.writer.shim_dir, exc)  # noqa: TRY400
+        if node == "written":
+            log.info("%s in %s: written", NODE_FILE, self.writer.shim_dir)
+        self._node_last = node

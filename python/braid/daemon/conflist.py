@@ -26,6 +26,15 @@ SHIM_NAME = "braid"
 FULL_SHIM_NAME = "braid-full"
 NETWORK_NAME = "braid-cni-network"
 CONFIG_SUFFIXES = (".conf", ".conflist")
+# The paths the shim trusts on a node, in a file beside it (braid_wire::trust): what a call's
+# stdin says of them is ignored while it exists. Each key with the shim's default.
+NODE_FILE = "braid-node.json"
+NODE_KEYS = (
+    ("daemonSocketDir", "/run/braid"),
+    ("cniDir", "/var/lib/cni/braid"),
+    ("binDir", "/opt/cni/bin"),
+    ("readinessindicatorfile", ""),
+)
 
 
 def write_atomically(target: Path, data: bytes, mode: int) -> bool:
@@ -45,6 +54,12 @@ def write_atomically(target: Path, data: bytes, mode: int) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def node_file_text(settings: dict[str, Any]) -> bytes:
+    """The node file for braid's keys ``settings`` (a key left out: the shim's default)."""
+    keys = {key: settings.get(key) or default for key, default in NODE_KEYS}
+    return (json.dumps(keys, indent=2) + "\n").encode()
 
 
 def default_network_file(conf_dir: Path) -> Path | None:
@@ -107,7 +122,9 @@ class ConfListWriter:
     removed when it is gone. ``conf_dir`` and ``readiness_file`` are the node's paths, reached
     through ``root`` when given; ``clusterNetwork`` names the default network's file as the
     node sees it. ``settings`` gives braid's keys for the plugin at each look (what the shim
-    reads: the daemon's socket directory, ``cniDir``, ...; ``capabilities`` to declare)."""
+    reads: the daemon's socket directory, ``cniDir``, ...; ``capabilities`` to declare).
+    ``shim_dir``: the node's directory of the shim, where ``keep_node_file`` keeps the node
+    file (``NODE_FILE``) in line with the same keys."""
 
     def __init__(
         self,
@@ -116,11 +133,13 @@ class ConfListWriter:
         root: HostRoot | None = None,
         readiness_file: str = "",
         settings: Callable[[], dict[str, Any]] = dict,
+        shim_dir: str = "",
     ) -> None:
         self.conf_dir = conf_dir.rstrip("/") or "/"
         self.root = root
         self.readiness_file = readiness_file
         self.settings = settings
+        self.shim_dir = shim_dir
 
     def _local(self, path: str) -> str:
         return path if self.root is None else self.root.local(path)
@@ -155,3 +174,14 @@ class ConfListWriter:
         if wanted is None:
             return "unchanged" if target.exists() else "waiting"
         return "written" if write_atomically(target, wanted, 0o644) else "unchanged"
+
+    def keep_node_file(self) -> str:
+        """Brings the node file beside the shim in line with braid's keys once; says what it
+        did ("none" without ``shim_dir`` or without a shim there)."""
+        if not self.shim_dir:
+            return "none"
+        directory = Path(self._local(self.shim_dir))
+        if not (directory / SHIM_NAME).is_file():
+            return "none"
+        text = node_file_text(self.settings())
+        return "written" if write_atomically(directory / NODE_FILE, text, 0o644) else "unchanged"

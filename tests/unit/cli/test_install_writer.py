@@ -22,8 +22,9 @@ def node_root(tmp_path: Path) -> Path:
 
 
 def default_network(root: Path, caps: dict[str, bool]) -> None:
-    doc = {"cniVersion": "0.4.0", "name": "cluster", "plugins": [{"type": "bridge"}]}
-    doc["plugins"].append({"type": "portmap", "capabilities": caps})
+    plugins: list[dict[str, object]] = [{"type": "bridge"}]
+    doc = {"cniVersion": "0.4.0", "name": "cluster", "plugins": plugins}
+    plugins.append({"type": "portmap", "capabilities": caps})
     (root / "etc/cni/net.d/10-cluster.conflist").write_text(json.dumps(doc))
 
 
@@ -128,3 +129,34 @@ def test_install_writes_the_readiness_file_as_the_node_names_it(tmp_path: Path) 
     assert written_plugin(root)["readinessindicatorfile"] == "/run/ready"
     assert writer.root is not None
     writer.root.close()
+
+
+def test_the_daemon_keeps_the_node_file_beside_the_shim(tmp_path: Path) -> None:
+    root = node_root(tmp_path)
+    default_network(root, {})
+    policy = tmp_path / "braid.conf"
+    policy.write_text(json.dumps({"type": "braid", "cniDir": "/var/lib/b", "binDir": "/opt/b"}))
+    host = HostRoot(str(root))
+    operator = OperatorConfig(str(policy), host)
+    writer = ConfListWriter(
+        "/etc/cni/net.d",
+        root=host,
+        settings=lambda: shim_settings(operator, "/run/braid"),
+        shim_dir="/opt/cni/bin",
+    )
+    follower = ConfListFollower(writer)
+    node_file = root / "opt/cni/bin/braid-node.json"
+    assert follower.look() == "written"
+    assert not node_file.exists(), "no shim there: nothing to trust the file"
+    (root / "opt/cni/bin").mkdir(parents=True)
+    (root / "opt/cni/bin/braid").write_bytes(b"shim")
+    assert writer.keep_node_file() == "written"
+    assert json.loads(node_file.read_text()) == {
+        "daemonSocketDir": "/run/braid",
+        "cniDir": "/var/lib/b",
+        "binDir": "/opt/b",
+        "readinessindicatorfile": "",
+    }
+    assert node_file.stat().st_mode & 0o7777 == 0o644
+    assert writer.keep_node_file() == "unchanged"
+    assert ConfListWriter("/etc/cni/net.d", root=host).keep_node_file() == "none"
