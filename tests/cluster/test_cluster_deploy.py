@@ -48,6 +48,8 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     env = {e["name"]: e.get("value") for e in daemon["env"]}
     assert env["BRAID_HOST_ROOT"] == "/hostroot"
     assert env["BRAID_CNI_CONF_DIR"] == "/etc/cni/net.d"
+    # The node file beside the shim the install container put there, kept by the daemon.
+    assert env["BRAID_SHIM_DIR"] == "/opt/cni/bin"
     assert env["BRAID_CONFIG"] == "/etc/braid/braid.conf"
     assert "--metrics-address=$(BRAID_NODE_IP):9190" in daemon["command"]
     assert daemon["ports"] == [{"name": "metrics", "containerPort": 9190, "protocol": "TCP"}]
