@@ -224,6 +224,27 @@ pub fn copy_stderr(stderr: &[u8]) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_refused_file_is_not_run_whatever_its_name() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = std::env::temp_dir().join(format!("braid-refused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let shim = dir.join("braid");
+        std::fs::write(&shim, b"#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::hard_link(&shim, dir.join("bridge2")).unwrap();
+        let meta = std::fs::metadata(&shim).unwrap();
+        let dirs = [dir.display().to_string()];
+        let plain = Delegates::new(dirs.clone(), Duration::from_secs(1));
+        assert!(plain.find("bridge2").is_ok());
+        let refusing = plain.refusing(vec![(meta.dev(), meta.ino())]);
+        let err = refusing.find("bridge2").unwrap_err();
+        assert_eq!(err.code, braid_cni::codes::INVALID_CONFIG);
+        assert!(err.msg.contains("braid's own shim"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     fn some(name: &str, value: &str) -> (Option<String>, Option<String>) {
         (Some(name.to_owned()), Some(value.to_owned()))
     }

@@ -283,6 +283,32 @@ mod tests {
     }
 
     #[test]
+    fn a_record_or_records_directory_that_is_a_link_is_refused_with_code_7() {
+        let dir = std::env::temp_dir().join(format!("braid-replay-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let real = dir.join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        let data = br#"{"kind": "braidAttachmentRecord"}"#;
+        std::fs::write(real.join("ctr1.json"), data).unwrap();
+        std::fs::create_dir(dir.join("records")).unwrap();
+        std::os::unix::fs::symlink(real.join("ctr1.json"), dir.join("records/ctr1.json")).unwrap();
+        std::os::unix::fs::symlink(&real, dir.join("linked")).unwrap();
+        for path in [dir.join("records/ctr1.json"), dir.join("linked/ctr1.json")] {
+            let err = super::read_record(&path).unwrap_err();
+            assert_eq!(err.code, codes::INVALID_CONFIG, "{err}");
+            assert!(err.msg.contains("symbolic link"), "{err}");
+        }
+        assert_eq!(super::read_record(&dir.join("records/none.json")), Ok(None));
+        assert_eq!(super::read_record(&dir.join("absent/none.json")), Ok(None));
+        let owner = std::fs::metadata(&real).map(|m| std::os::unix::fs::MetadataExt::uid(&m));
+        if owner.ok() == Some(0) {
+            let found = super::read_record(&real.join("ctr1.json")).unwrap();
+            assert_eq!(found.as_deref(), Some(data.as_slice()));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_damaged_record_nothing_was_torn_down_from_is_kept_with_code_11() {
         // Read whole (its `attachments` array ends) yet damaged (no `containerId`, no
         // `netns`), it lists nothing to tear down: it stays, and the DEL is to be retried.
