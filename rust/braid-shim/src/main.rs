@@ -1,6 +1,8 @@
 //! `braid-full`: the compiled CNI entrypoint behind the `braid` front (`braid-front`). It
 //! answers VERSION itself and forwards every other verb to the per-node daemon
-//! (`docs/protocol.md`), printing exactly the daemon's answer.
+//! (`docs/protocol.md`), printing exactly the daemon's answer. The paths it trusts (the
+//! daemon's socket, `cniDir`, `binDir`, the readiness file) come from the node file beside it,
+//! not from stdin (`braid_wire::trust`).
 //! Every wait is bounded (`braid_wire::answer`). DEL never depends on the daemon: when it is
 //! unreachable, silent for a few seconds or unable to serve the DEL, the shim replays the
 //! container's attachment record itself (`replay`). With `readinessindicatorfile` set, a DEL

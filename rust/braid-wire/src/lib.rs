@@ -1,7 +1,8 @@
 //! What the two executables of braid's shim share with each other and with the rest of braid:
 //! the shim ↔ daemon protocol ([`wire`]), the CNI error type and its rendering ([`error`]), the
 //! CNI versions braid speaks ([`version`]) and the shim's reading of braid's configuration on
-//! stdin ([`settings`]), how long the shim waits for the daemon's answer ([`answer`]) and for
+//! stdin ([`settings`]), where the paths it trusts come from ([`trust`]: the node file, else
+//! paths owned by root and closed), how long the shim waits for the daemon's answer ([`answer`]) and for
 //! the cluster default network's readiness ([`readiness`]).
 //!
 //! `no_std` (with `alloc`): the `braid` front (`rust/braid-front`) runs without a C library,
