@@ -11,6 +11,8 @@ Kubernetes store (``kubeconfig``, or the in-cluster service account).
   kubelet reader.
 - ``braid.k8s.client.KubeClient``: credentials (re-read when rotated) and one request.
 - ``braid.k8s.store.KubeStore``: live GETs with the UID check (the engine's ``Store``).
-- ``braid.k8s.caches.ClusterCaches``: the daemon's watch-based caches and their ``Store`` view.
+- ``braid.k8s.caches.ClusterCaches``: the daemon's watch-based caches and their ``Store`` view,
+  bounded (``braid.k8s.budget``: ``maxCacheBytes``, NADs over ``maxNadBytes`` as markers).
+- ``braid.k8s.listing.Pager``: every LIST, in pages (``limit``, ``continue``).
 - ``braid.k8s.status.StatusWriter``: the ``StatusPublisher`` (network-status PATCH, events).
 """
