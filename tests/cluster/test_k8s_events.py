@@ -31,7 +31,7 @@ def client(tmp_path: Path, kube_apiserver: apiserver.ApiServer) -> Iterator[Kube
 
 def listed(admin: kubernetes.client.ApiClient, ns: str) -> list[tuple[str, str, int]]:
     found = kubernetes.client.CoreV1Api(admin).list_namespaced_event(ns).items
-    return sorted((e.involved_object.name, e.message or "", e.count or 0) for e in found)
+    return sorted((e.involved_object.name or "", e.message or "", e.count or 0) for e in found)
 
 
 def test_a_repeat_counts_and_a_deleted_event_is_made_again(
@@ -47,7 +47,7 @@ def test_a_repeat_counts_and_a_deleted_event_is_made_again(
 
     core = kubernetes.client.CoreV1Api(kube_admin)
     for event in core.list_namespaced_event(ns).items:
-        core.delete_namespaced_event(event.metadata.name, ns)
+        core.delete_namespaced_event(str(event.metadata.name), ns)
     events.emit(pod, "Warning", "HotPlugFailed", "the same failure")
     assert listed(kube_admin, ns) == [("web", "the same failure", 4)]
 
