@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from braid.config import load_braid_config
+from braid.daemon.conflist import node_file_text
 from braid.errors import CniError
 from braid.nad import (
     FileStore,
@@ -52,8 +53,10 @@ def fenced_blocks(page: str, language: str) -> list[str]:
 
 
 def test_configuration_page_shows_the_example_configuration() -> None:
-    (block,) = fenced_blocks("configuration.md", "json")
-    assert block == (EXAMPLES / "braid.conf").read_text()
+    example, node_file = fenced_blocks("configuration.md", "json")
+    assert example == (EXAMPLES / "braid.conf").read_text()
+    # The node file shown is what braid writes for the default paths.
+    assert json.loads(node_file) == json.loads(node_file_text({}))
 
 
 def test_annotations_page_error_example_is_what_braid_says() -> None:
