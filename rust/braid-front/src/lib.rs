@@ -1,17 +1,16 @@
 //! The `braid` front: the CNI executable the runtime starts for every call, without a C
 //! library.
 //!
-//! Starting a program linked with glibc costs its start-up (about 80 `cpuid` instructions to
-//! size the caches, each one a trap to the hypervisor in a virtual machine: 0.45 ms of the
-//! 0.6 ms a static glibc program takes to run at all on braid's test machine, against 0.15 ms
-//! for one without). The front does what almost every call needs and nothing else: it answers
-//! VERSION, reads stdin and braid's settings (its trusted paths from the node, `node`), sends
-//! the request to the daemon (`docs/protocol.md`) and prints its answer, every byte built by
-//! `braid-wire` exactly as the full shim builds it. Whatever else a call needs (the daemon not accepting at once: waiting
-//! for it or, for DEL, replaying the record; a DEL whose readiness indicator file does not
-//! exist yet: waiting for it; an unknown command) is handed over to `braid-full`, the full
-//! shim next to it, by `execve` with the same arguments and environment and the stdin already
-//! read.
+//! Starting a program linked with glibc costs its start-up (about 80 `cpuid` instructions to size
+//! the caches, each one a trap to the hypervisor in a virtual machine: 0.45 ms of the 0.6 ms a
+//! static glibc program takes to run at all on braid's test machine, against 0.15 ms for one
+//! without). The front does what almost every call needs and nothing else: it answers VERSION,
+//! reads stdin and braid's settings (its trusted paths from the node, `node`), sends the request to
+//! the daemon (`docs/protocol.md`) and prints its answer, every byte built by `braid-wire` exactly
+//! as the full shim builds it. Whatever else a call needs (the daemon not accepting at once:
+//! waiting for it or, for DEL, replaying the record; a DEL whose readiness indicator file does not
+//! exist yet: waiting for it; an unknown command) is handed over to `braid-full`, the full shim
+//! next to it, by `execve` with the same arguments and environment and the stdin already read.
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
