@@ -1,12 +1,13 @@
 """``braidctl attach``/``detach --running NAMESPACE/NAME``: a network hot-plugged into or out of
 a running pod (``docs/hotplug.md``).
 
-The pod's selection annotation is edited with the operator's own credentials (``--kubeconfig``,
-else ``$KUBECONFIG``, else ``~/.kube/config``; a merge PATCH with the pod's
-``resourceVersion``, so a concurrent edit is never lost), then the node's daemon is asked to
-bring the pod to it at once (``hotplug`` request over its socket) and answers with what it
-attached and detached. The annotation stays the truth: the daemon would apply the same change
-from its watch, and a later edit of the annotation is diffed against it.
+The pod's selection annotation is edited with the operator's own credentials, read as kubectl
+reads them (``--kubeconfig``, else the ``$KUBECONFIG`` list merged, else ``~/.kube/config``;
+``--context``, else the current context; ``braid.k8s.kubeconfig_merge``), by a merge PATCH
+with the pod's ``resourceVersion`` (so a concurrent edit is never lost), then the node's daemon
+is asked to bring the pod to it at once (``hotplug`` request over its socket) and answers
+with what it attached and detached. The annotation stays the truth: the daemon would apply
+the same change from its watch, and a later edit of the annotation is diffed against it.
 """
 
 from __future__ import annotations
@@ -159,19 +160,22 @@ class _Answer(msgspec.Struct):
     stdout: str
 
 
-def _kubeconfig(given: str | None) -> str:
-    return (
-        given
-        or os.environ.get("KUBECONFIG", "").split(":")[0]
-        or str(Path.home() / ".kube" / "config")
+def operator_client(args: argparse.Namespace) -> Any:
+    """A client with the operator's credentials, as kubectl would read them."""
+    from braid.k8s.client import KubeClient  # noqa: PLC0415 - the HTTP client, only here
+    from braid.k8s.credentials import CredentialReloader  # noqa: PLC0415
+    from braid.k8s.kubeconfig import kubeconfig_credentials  # noqa: PLC0415
+    from braid.k8s.kubeconfig_merge import operator_files  # noqa: PLC0415
+
+    files = operator_files(args.kubeconfig, os.environ)
+    context = args.context or ""
+    return KubeClient(
+        CredentialReloader(lambda: kubeconfig_credentials(files, context=context)), timeout=10.0
     )
 
 
 def running_verb(args: argparse.Namespace) -> int:
     """``attach``/``detach`` with ``--running NAMESPACE/NAME NETWORK``."""
-    from braid.config.schema import BraidConfig  # noqa: PLC0415
-    from braid.k8s.select import connect  # noqa: PLC0415
-
     namespace, _, name = args.running.rpartition("/")
     if not name or not args.network:
         sys.stderr.write(
@@ -180,9 +184,7 @@ def running_verb(args: argparse.Namespace) -> int:
         )
         return USAGE_ERROR
     try:
-        client = connect(
-            BraidConfig(kubeconfig=_kubeconfig(args.kubeconfig)).kubernetes, os.environ
-        )
+        client = operator_client(args)
         try:
             attach = args.verb == "ADD"
             patch_annotation(client, namespace or "default", name, args.network, attach=attach)
@@ -209,7 +211,12 @@ def add_running_options(
     parser.add_argument(
         "network", nargs="?", metavar="NETWORK", help="with --running: [namespace/]name[@if]"
     )
-    parser.add_argument("--kubeconfig", help="with --running: the operator's kubeconfig")
+    parser.add_argument(
+        "--kubeconfig", help="with --running: the operator's kubeconfig (default: $KUBECONFIG)"
+    )
+    parser.add_argument(
+        "--context", help="with --running: the kubeconfig's context (default: its current one)"
+    )
     parser.add_argument(
         "--socket-dir", default=DEFAULT_SOCKET_DIR, help="with --running: the daemon's socket dir"
     )

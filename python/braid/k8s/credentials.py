@@ -2,7 +2,8 @@
 
 Before each request braid compares the signature (inode, size, mtime) of every file the
 credentials came from (the kubeconfig, a token file, the CA, a client certificate and key);
-when one changed it reads them all again. A 401 forces the same re-read (the client then
+when one changed, or when an exec plugin's token reached its ``expirationTimestamp``, it reads
+them all again (and so runs the plugin again). A 401 forces the same re-read (the client then
 retries once). The TLS material has its own generation number, so the HTTP client rebuilds
 its connection pool only when the CA, the client certificate or the proxy changed.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ssl
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +59,13 @@ class CredentialReloader:
         self.reloads = 0
 
     def current(self) -> Snapshot:
-        """The credentials, read again first when one of their files changed."""
+        """The credentials, read again first when one of their files changed or they
+        expired."""
         with self._lock:
-            if file_signature(self._credentials.files) != self._signature:
+            expires = self._credentials.expires
+            if (expires and time.time() >= expires) or file_signature(
+                self._credentials.files
+            ) != self._signature:
                 self._reload()
             return self._snapshot()
 

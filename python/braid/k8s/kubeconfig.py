@@ -2,23 +2,22 @@
 
 The common kubeconfig forms are read here directly (server, CA file or data, bearer token or
 ``tokenFile``, client certificate and key files or data, ``insecure-skip-tls-verify``,
-``tls-server-name``, ``proxy-url``). Users with ``exec`` or ``auth-provider`` are handed to
-the ``kubernetes`` package's loader, imported only then. Relative paths are relative to the
-kubeconfig's folder.
+``tls-server-name``, ``proxy-url``), from one file or a ``$KUBECONFIG`` list merged as kubectl
+merges it (``braid.k8s.kubeconfig_merge``), for the current context or a named one. Users with
+``exec`` run their credential plugin (``braid.k8s.kubeconfig_exec``); users with
+``auth-provider`` are handed to the ``kubernetes`` package's loader, imported only then.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from braid.errors import INVALID_CONFIG, CniError
+from braid.k8s.kubeconfig_merge import fail, read_merged
 from braid.k8s.proxy import checked_proxy_url
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -43,6 +42,7 @@ class Credentials:
     tls_server_name: str = ""
     proxy_url: str = ""
     files: tuple[str, ...] = ()
+    expires: float = 0.0  # an exec plugin's token: seconds since the epoch; 0: never
 
     def bearer_token(self) -> str:
         """The token to send: ``token_file``'s content (read now) or ``token``."""
@@ -54,8 +54,7 @@ class Credentials:
             raise _fail(self.source, f"cannot read token file {self.token_file}: {exc}") from None
 
 
-def _fail(source: str, msg: str) -> CniError:
-    return CniError(INVALID_CONFIG, f"Kubernetes credentials ({source}): {msg}")
+_fail = fail
 
 
 def in_cluster_credentials(
@@ -81,27 +80,6 @@ def in_cluster_credentials(
     )
 
 
-def _named(doc: dict[str, Any], section: str, name: str, source: str) -> dict[str, Any]:
-    key = section[:-1]
-    for item in doc.get(section) or []:
-        if isinstance(item, dict) and item.get("name") == name:
-            value = item.get(key) or {}
-            if not isinstance(value, dict):
-                raise _fail(source, f"{section} entry {name!r}: field {key} must be a mapping")
-            return value
-    raise _fail(source, f"no {key} named {name!r} in {section}")
-
-
-def _read_kubeconfig(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise _fail(f"kubeconfig {path}", f"cannot be read: {exc}") from None
-    if not isinstance(doc, dict):
-        raise _fail(f"kubeconfig {path}", "not a mapping")
-    return doc
-
-
 def _decoded(value: Any, field: str, source: str) -> bytes:
     if not value:
         return b""
@@ -111,61 +89,67 @@ def _decoded(value: Any, field: str, source: str) -> bytes:
         raise _fail(source, f"{field} is not valid base64") from None
 
 
-def _path(value: Any, base: Path) -> str:
-    if not value:
-        return ""
-    path = Path(str(value)).expanduser()
-    return str(path if path.is_absolute() else base / path)
-
-
-def kubeconfig_credentials(path: str) -> Credentials:
-    """Credentials of the current context of the kubeconfig at ``path``."""
-    file = Path(path)
-    source = f"kubeconfig {file}"
-    doc = _read_kubeconfig(file)
-    context_name = doc.get("current-context")
-    if not isinstance(context_name, str) or not context_name:
-        raise _fail(source, "current-context is not set")
-    context = _named(doc, "contexts", context_name, source)
-    cluster = _named(doc, "clusters", str(context.get("cluster", "")), source)
-    user = _named(doc, "users", str(context.get("user", "")), source)
-    if user.get("exec") or user.get("auth-provider"):
+def kubeconfig_credentials(path: str | Sequence[str], *, context: str = "") -> Credentials:
+    """Credentials of ``context`` (default: the current one) of the kubeconfig at ``path``,
+    or of the ``$KUBECONFIG`` list ``path`` merged as kubectl merges it
+    (``braid.k8s.kubeconfig_merge``)."""
+    merged = read_merged(path)
+    source = merged.source
+    name = context or merged.current_context
+    if not name:
+        raise _fail(source, "current-context is not set; pass a context")
+    if name not in merged.entries["contexts"]:
+        raise _fail(source, f"no context named {name!r} in contexts")
+    ctx = merged.entries["contexts"][name]
+    cluster = merged.named("clusters", str(ctx.get("cluster", "")))
+    user = merged.named("users", str(ctx.get("user", "")))
+    if user.get("auth-provider"):
         from braid.k8s.kubeconfig_plugins import plugin_credentials  # noqa: PLC0415
 
-        return plugin_credentials(path, source)
+        return plugin_credentials(merged.files, name, source)
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise _fail(source, f"cluster {context.get('cluster')!r}: server must be an URL")
-    base = file.parent
+        raise _fail(source, f"cluster {ctx.get('cluster')!r}: server must be an URL")
     creds = Credentials(
         server=server.rstrip("/"),
-        source=source,
+        source=source if not context else f"{source}, context {name}",
         token=str(user.get("token") or ""),
-        token_file=_path(user.get("tokenFile"), base),
-        ca_file=_path(cluster.get("certificate-authority"), base),
+        token_file=str(user.get("tokenFile") or ""),
+        ca_file=str(cluster.get("certificate-authority") or ""),
         ca_data=_decoded(cluster.get("certificate-authority-data"), "CA data", source).decode(
             "ascii", "replace"
         ),
-        cert_file=_path(user.get("client-certificate"), base),
-        key_file=_path(user.get("client-key"), base),
+        cert_file=str(user.get("client-certificate") or ""),
+        key_file=str(user.get("client-key") or ""),
         cert_data=_decoded(user.get("client-certificate-data"), "certificate data", source),
         key_data=_decoded(user.get("client-key-data"), "key data", source),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         tls_server_name=str(cluster.get("tls-server-name") or ""),
         proxy_url=_proxy_url(cluster.get("proxy-url"), source),
     )
-    watched = (str(file), creds.token_file, creds.ca_file, creds.cert_file, creds.key_file)
-    return _with_files(creds, tuple(f for f in watched if f))
+    if user.get("exec"):
+        creds = _with_exec(creds, user["exec"], cluster)
+    watched = (creds.token_file, creds.ca_file, creds.cert_file, creds.key_file)
+    return replace(creds, files=merged.files + tuple(f for f in watched if f))
+
+
+def _with_exec(creds: Credentials, spec: Any, cluster: dict[str, Any]) -> Credentials:
+    """The plugin's answer in place of the user's token or client certificate."""
+    from braid.k8s.kubeconfig_exec import exec_answer  # noqa: PLC0415
+
+    answer = exec_answer(spec, cluster, creds.source)
+    if answer.cert_data:
+        creds = replace(creds, cert_file="", key_file="", cert_data=answer.cert_data,
+                        key_data=answer.key_data)  # fmt: skip
+    if answer.token:
+        creds = replace(creds, token=answer.token, token_file="")
+    return replace(creds, source=f"{creds.source} (exec user)", expires=answer.expires)
 
 
 def _proxy_url(value: Any, source: str) -> str:
     if not value:
         return ""
     return checked_proxy_url(str(value), f"proxy-url of the cluster in {source}")
-
-
-def _with_files(creds: Credentials, files: tuple[str, ...]) -> Credentials:
-    return Credentials(**{**creds.__dict__, "files": files})
 
 
 def file_signature(paths: tuple[str, ...]) -> tuple[tuple[str, int, int, int], ...]:

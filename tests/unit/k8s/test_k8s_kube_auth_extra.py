@@ -1,5 +1,6 @@
-"""An ``exec``/``auth-provider`` kubeconfig user without the optional ``kubernetes`` package:
-a configuration error (code 7) that names the extra to install."""
+"""An ``auth-provider`` kubeconfig user without the optional ``kubernetes`` package: a
+configuration error (code 7) that names the extra to install. (``exec`` users need no extra:
+tests/unit/k8s/test_k8s_kubeconfig_exec.py.)"""
 
 from __future__ import annotations
 
@@ -13,16 +14,10 @@ from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.kubeconfig import kubeconfig_credentials
 
 
-@pytest.mark.parametrize(
-    "user",
-    [
-        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "get-token"}},
-        {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}},
-    ],
-)
-def test_plugin_user_without_kubernetes_names_the_extra(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user: dict[str, object]
+def test_auth_provider_user_without_kubernetes_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    user = {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}}
     path = tmp_path / "kc"
     path.write_text(
         json.dumps(
