@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap zsh
+APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap zsh tcsh
 # One line per step of `make install` and the demos, so a long step is never silent.
 step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
@@ -30,11 +30,11 @@ $(STAMPS)/system:
 
 venv: $(STAMPS)/venv ## create the virtualenv with the development tools
 $(STAMPS)/venv: pyproject.toml
-	$(call step,[2/4] virtualenv $(VENV) with maturin)
+	$(call step,[2/4] virtualenv $(VENV) with the development tools (pyproject.toml [dependency-groups] dev))
 	@mkdir -p $(STAMPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.9,<2"
+	$(PY) -m pip install -q --group dev
 	@touch $@
 
 build: shim native ## build the shim and the extension (release)
@@ -44,8 +44,8 @@ shim: ## build the compiled shim at target/release/: `braid` (the front) and `br
 	packaging/build-shim.sh
 
 native: venv ## build braid._native into the virtualenv
-	$(call step,[4/4] braid._native (Rust, release) and braid with its dev tools into $(VENV))
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -E dev -q
+	$(call step,[4/4] braid._native (Rust, release) and braid into $(VENV))
+	BRAID_BUILD=$$(packaging/build-id.sh) VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/maturin develop --release --locked -q
 
 wheel-stage: shim ## stage this machine's shim (braid, braid-full) where `maturin build` takes it
 	rm -rf braid._native.data && mkdir -p braid._native.data/scripts
