@@ -32,6 +32,9 @@
 #                                            those flags instead of building (what `make lint` runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The build both executables report (`braid --version`, the VERSION answer's braidBuild).
+BRAID_BUILD=$(packaging/build-id.sh)
+export BRAID_BUILD
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo_dir=${CARGO_TARGET_DIR:-target}
 front_flags="-C relocation-model=static -C target-feature=+crt-static -C panic=abort"

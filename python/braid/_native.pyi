@@ -4,6 +4,8 @@ from collections.abc import Sequence
 from typing import Any, Literal, final
 
 __all__ = [
+    "BRAID_BUILD",
+    "BRAID_VERSION",
     "CACHE_KIND",
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
@@ -58,6 +60,7 @@ __all__ = [
     "parse_plugin_result",
     "parse_version_output",
     "plugin_env",
+    "plugin_search_dirs",
     "plugin_stdin",
     "record_container",
     "result_version",
@@ -79,6 +82,8 @@ __all__ = [
 
 CNI_VERSIONS: list[str]
 CNI_CURRENT_VERSION: str
+BRAID_VERSION: str
+BRAID_BUILD: str
 MAX_CONTAINER_ID_BYTES: int
 READINESS_POLL_SECONDS: float
 READINESS_TIMEOUT_SECONDS: float
@@ -125,6 +130,7 @@ def find_plugin(
     *, plugin_type: str, dirs: list[str], seen: list[str] | None = None
 ) -> tuple[int, int, int, int, int]: ...
 def is_meta_plugin(*, plugin_type: str) -> bool: ...
+def plugin_search_dirs(*, bin_dir: str, cni_path: str) -> list[str]: ...
 def plugin_env(
     *,
     environ: dict[str, str],

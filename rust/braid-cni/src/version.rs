@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::error::{codes, CniError, Result};
 
-pub use braid_wire::version::{ALL, CURRENT};
+pub use braid_wire::version::{ALL, BUILD, CURRENT, PACKAGE};
 
 /// A parsed `major.minor.patch` triple.
 type Triple = (u64, u64, u64);

@@ -56,6 +56,13 @@ pub fn not_plain(plugin_type: &str) -> CniError {
     ))
 }
 
+/// The directories plugins are looked for in, in order: `binDir`, then the entries of the
+/// runtime's `CNI_PATH`, empty and repeated entries dropped. The engine, the shim's DEL replay,
+/// `braidctl attach` and `braidctl doctor` all search these.
+pub fn search_dirs(bin_dir: &str, cni_path: &str) -> Vec<String> {
+    crate::delegates::unique_dirs(std::iter::once(bin_dir).chain(cni_path.split(':')))
+}
+
 /// Finds `plugin_type` in `dirs`. `seen`, when given, holds for each directory the path at
 /// which this process reaches that directory's `plugin_type` (the node's root seen from a
 /// container); the path returned is always the one under `dirs`.
@@ -183,5 +190,14 @@ mod tests {
         let found = find("p", &["/opt/cni/bin".into()], Some(&seen)).unwrap();
         assert_eq!(found.path, Path::new("/opt/cni/bin/p"));
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn search_dirs_are_bin_dir_then_cni_path_without_empty_or_repeated_entries() {
+        assert_eq!(
+            search_dirs("/opt/cni/bin", ":/usr/lib/cni::/opt/cni/bin:/x"),
+            ["/opt/cni/bin", "/usr/lib/cni", "/x"]
+        );
+        assert_eq!(search_dirs("", ""), Vec::<String>::new());
     }
 }

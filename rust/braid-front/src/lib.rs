@@ -4,10 +4,11 @@
 //! Starting a program linked with glibc costs its start-up (about 80 `cpuid` instructions to size
 //! the caches, each one a trap to the hypervisor in a virtual machine: 0.45 ms of the 0.6 ms a
 //! static glibc program takes to run at all on braid's test machine, against 0.15 ms for one
-//! without). The front does what almost every call needs and nothing else: it answers VERSION,
-//! reads stdin and braid's settings (its trusted paths from the node, `node`), sends the request to
-//! the daemon (`docs/protocol.md`) and prints its answer, every byte built by `braid-wire` exactly
-//! as the full shim builds it. Whatever else a call needs (the daemon not accepting at once:
+//! without). The front does what almost every call needs and nothing else: it answers VERSION
+//! (and `--version`, with braid's version and build: `braid_wire::version`), reads stdin and
+//! braid's settings (its trusted paths from the node, `node`), sends the request to the daemon
+//! (`docs/protocol.md`) and prints its answer, every byte built by `braid-wire` exactly as the
+//! full shim builds it. Whatever else a call needs (the daemon not accepting at once:
 //! waiting for it or, for DEL, replaying the record; a DEL whose readiness indicator file does not
 //! exist yet: waiting for it; an unknown command) is handed over to `braid-full`, the full shim
 //! next to it, by `execve` with the same arguments and environment and the stdin already read.
@@ -26,7 +27,7 @@ use core::time::Duration;
 
 use braid_wire::answer;
 use braid_wire::settings::{self, MAX_STDIN_BYTES};
-use braid_wire::version::version_output;
+use braid_wire::version::{version_line, version_output, VERSION_ARG};
 use braid_wire::wire::{encode_request, frame, CniEnv, CniResponse, Request, SOCKET_NAME};
 use braid_wire::{codes, CniError};
 
@@ -57,6 +58,20 @@ impl Process {
                 argv,
                 envp: argv.add(count + 1),
             }
+        }
+    }
+
+    /// Whether the first argument is `arg` (libcni starts a plugin with none).
+    #[allow(unsafe_code)]
+    pub fn first_arg_is(&self, arg: &str) -> bool {
+        // SAFETY: `argv` is NULL-terminated: argv[0] is there (maybe NULL), argv[1] read only
+        // when argv[0] is not NULL.
+        unsafe {
+            if (*self.argv).is_null() {
+                return false;
+            }
+            let first = *self.argv.add(1);
+            !first.is_null() && c_bytes(first) == arg.as_bytes()
         }
     }
 
@@ -104,6 +119,10 @@ unsafe fn c_bytes<'a>(text: *const u8) -> &'a [u8] {
 /// Runs one CNI call and exits; hands the call over to `braid-full` when it needs more.
 pub fn run(process: Process) -> ! {
     sys::ignore_sigpipe();
+    if process.first_arg_is(VERSION_ARG) {
+        emit(version_line("braid").as_bytes());
+        sys::exit(0)
+    }
     let env = CniEnv::from_lookup(|name| process.var(name));
     match env.command.as_str() {
         "VERSION" => {

@@ -339,7 +339,16 @@ fn version_at_least(version: &str, minimum: &str) -> bool {
     version::at_least(version, minimum)
 }
 
+/// The plugin directories: `bin_dir`, then `cni_path`'s entries, without empty or repeated
+/// ones (`braid_delegate::lookup::search_dirs`).
+#[pyfunction]
+#[pyo3(signature = (*, bin_dir, cni_path))]
+fn plugin_search_dirs(bin_dir: &str, cni_path: &str) -> Vec<String> {
+    lookup::search_dirs(bin_dir, cni_path)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(plugin_search_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(is_meta_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(plugin_env, m)?)?;

@@ -275,6 +275,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     trust::register(m)?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
+    m.add("BRAID_VERSION", version::PACKAGE)?;
+    m.add("BRAID_BUILD", version::BUILD)?;
     m.add("MAX_CONTAINER_ID_BYTES", names::MAX_CONTAINER_ID_BYTES)?;
     m.add(
         "READINESS_TIMEOUT_SECONDS",

@@ -1,5 +1,5 @@
 //! `braid-full`: the compiled CNI entrypoint behind the `braid` front (`braid-front`). It
-//! answers VERSION itself and forwards every other verb to the per-node daemon
+//! answers VERSION (and `--version`: braid's version and build) itself and forwards every other verb to the per-node daemon
 //! (`docs/protocol.md`), printing exactly the daemon's answer. The paths it trusts (the
 //! daemon's socket, `cniDir`, `binDir`, the readiness file) come from the node file beside it,
 //! not from stdin (`braid_wire::trust`).
@@ -48,6 +48,14 @@ fn success(stdout: Vec<u8>) -> CniResponse {
 }
 
 fn run() -> Outcome {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == braid_wire::version::VERSION_ARG)
+    {
+        return Ok(success(
+            braid_wire::version::version_line("braid-full").into_bytes(),
+        ));
+    }
     let env = CniEnv::from_lookup(|name| std::env::var(name).ok());
     let unversioned = |err: CniError| (err, String::new());
     match env.command.as_str() {

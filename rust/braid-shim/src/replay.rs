@@ -52,8 +52,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         Ok(decoded) => (decoded.attachments, None),
         Err(damaged) => (damaged.salvaged.clone(), Some(damaged)),
     };
-    let dirs =
-        std::iter::once(settings.bin_dir.clone()).chain(env.path.split(':').map(str::to_owned));
+    let dirs = braid_delegate::lookup::search_dirs(&settings.bin_dir, &env.path);
     let mut teardown = Teardown {
         env,
         cache_dir: cni_dir,
