@@ -141,7 +141,8 @@ def _entry(item: Any, section: str, key: str, source: str) -> tuple[str, dict[st
 def _resolved(inner: dict[str, Any], section: str, base: Path) -> dict[str, Any]:
     out = dict(inner)
     for name in _PATH_FIELDS[section]:
-        out[name] = _absolute(out.get(name), base)
+        if name in out:
+            out[name] = _absolute(out[name], base)
     command = (out.get("exec") or {}).get("command") if isinstance(out.get("exec"), dict) else None
     if isinstance(command, str) and "/" in command:
         out["exec"] = {**out["exec"], "command": _absolute(command, base)}
