@@ -24,6 +24,9 @@ reach them as an observer (``observe_phase``, installed with ``braid.engine.phas
 - ``braid_daemon_config_reloads_total{outcome}``: new versions of the daemon's configuration
   file: ``applied``, or ``invalid`` (the last good one stays in force).
 - ``braid_build_info{version, python}``: 1, labelled with braid's version.
+- ``braid_shim_info{version, build}``: 1, labelled with the version and build of the shim in
+  the node's CNI bin directory as it answered VERSION when the daemon started (``unreadable``
+  for both when it did not answer with them; absent without a shim directory).
 - The Prometheus client's process and platform collectors (``process_*``: CPU, memory,
   descriptors; ``python_info``) and garbage collector metrics.
 
@@ -130,6 +133,15 @@ class DaemonMetrics:
         if child is None:
             child = self._children[key] = metric.labels(*values)
         return child
+
+    def report_shim(self, version: str, build: str) -> None:
+        """Sets ``braid_shim_info`` for the shim the daemon found on the node."""
+        Gauge(
+            "braid_shim_info",
+            "The version and build of the shim in the node's CNI bin directory (always 1)",
+            ["version", "build"],
+            registry=self.registry,
+        ).labels(version, build).set(1)
 
     def watch_background(self, pending: Callable[[], int]) -> None:
         """Exposes the background thread's backlog (status retries and events)."""

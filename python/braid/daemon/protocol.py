@@ -71,10 +71,13 @@ class CniResponse(msgspec.Struct, frozen=True):
 
 
 class HealthResponse(msgspec.Struct, frozen=True):
-    """The answer to a ``health`` request."""
+    """The answer to a ``health`` request, with the daemon's braid version and build (what
+    ``braidctl doctor`` compares with the shim's)."""
 
     protocol: int
     ready: bool
+    braidVersion: str = ""
+    braidBuild: str = ""
 
 
 def cni_response(stdout: bytes, exit_code: int) -> CniResponse:
@@ -90,8 +93,10 @@ def error_response(error: CniError) -> CniResponse:
     return cni_response(error.to_json(), 1)
 
 
-def health_response(*, ready: bool) -> HealthResponse:
-    return HealthResponse(protocol=PROTOCOL_VERSION, ready=ready)
+def health_response(*, ready: bool, version: str, build: str) -> HealthResponse:
+    return HealthResponse(
+        protocol=PROTOCOL_VERSION, ready=ready, braidVersion=version, braidBuild=build
+    )
 
 
 def encode_frame(message: msgspec.Struct | dict[str, Any]) -> bytes:

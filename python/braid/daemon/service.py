@@ -28,6 +28,7 @@ from braid.config.schema import BraidConfig
 from braid.config.trust import check_from_stdin
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
+from braid.daemon.conflist import SHIM_NAME
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
 from braid.daemon.metrics import DaemonMetrics
 from braid.daemon.operator_config import OperatorConfig
@@ -41,6 +42,7 @@ from braid.daemon.protocol import (
     health_response,
 )
 from braid.daemon.scheduler import ClientGone, Overloaded, Scheduler, slot_lent
+from braid.daemon.shim_version import own_version, report_shim
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import observe_phases
@@ -224,6 +226,7 @@ class DaemonService:
         ready and keeps trying: an ADD then needs the API server, which is away. Returns,
         still not ready, once ``stop`` is set."""
         stop = stop or threading.Event()
+        self._report_shim()
         cluster = self.cluster
         if cluster is not None:
             self._start_hotplug(cluster)
@@ -263,6 +266,15 @@ class DaemonService:
             tasks.append(self.follower.look)
         self.chores = Chores(tasks)
         self.chores.start()
+
+    def _report_shim(self) -> None:
+        """The shim's version, logged and in ``braid_shim_info`` (with a shim directory)."""
+        shim_dir = self.follower.writer.shim_dir if self.follower is not None else ""
+        if not shim_dir:
+            return
+        shown = f"{shim_dir.rstrip('/')}/{SHIM_NAME}"
+        local = shown if self.root is None else self.root.local(shown)
+        report_shim(local, shown, self.metrics.report_shim)
 
     def _start_hotplug(self, cluster: DaemonCluster) -> None:
         """Hot-plug follows the pod cache from its first listing (``braid.daemon.hotplug``)."""
@@ -328,7 +340,10 @@ class DaemonService:
             connection.reply(error_response(exc))
             return True
         if request.kind == "health":
-            connection.reply(health_response(ready=self.ready))
+            own = own_version()
+            connection.reply(
+                health_response(ready=self.ready, version=own.version, build=own.build)
+            )
             return True
         if request.kind == "hotplug":
             if not wait:

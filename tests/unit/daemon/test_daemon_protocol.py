@@ -58,7 +58,10 @@ def test_add_request_fixture_reencodes_to_the_same_object() -> None:
             "add-response.json",
             cni_response(b'{"cniVersion":"1.0.0","ips":[{"address":"10.1.0.5/16"}]}', 0),
         ),
-        ("health-response.json", health_response(ready=True)),
+        (
+            "health-response.json",
+            health_response(ready=True, version="0.1.0", build="0123456789ab"),
+        ),
     ],
 )
 def test_responses_encode_as_the_golden_frames(
