@@ -6,6 +6,10 @@ host-local, tuning, portmap; declared for ``cniVersions`` 0.4.0-1.1.0, so it neg
 what the installed plugins speak) into the pod with every plugin executed inside the private
 host namespace, shows the result and the pod's addresses, runs CHECK and DEL, removes both
 namespaces and shows that nothing is left.
+
+Every step's outcome is told apart: braid's own failure, or a delegate plugin's that braid ran
+and passed on (with the reason when it is a known bug of that plugin). The summary at the end
+names each failed step, and the exit status is 1 when any step failed or anything was left.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from braid.cni.request import RuntimeRequest
 from braid.cni.runtime import Runtime
 from braid.commands.args import existing_file
 from braid.commands.demo_files import DEMO_CONFLIST, examples_dir
-from braid.errors import CniError
+from braid.commands.demo_outcome import Outcome
 
 PORT_MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]
 
@@ -44,6 +48,12 @@ def add_parser(subparsers: Any) -> None:
         "--examples",
         metavar="DIR",
         help="the example files (default: those installed with braid; the repository's examples/)",
+    )
+    parser.add_argument(
+        "--no-port-mappings",
+        dest="port_mappings",
+        action="store_false",
+        help="ask portmap for no port mapping (it then sets up and checks nothing)",
     )
     parser.set_defaults(handler=run)
 
@@ -62,20 +72,24 @@ def run(args: argparse.Namespace) -> int:
         return 1
     tag = secrets.token_hex(3)
     host, pod = f"braid-demo-host-{tag}", f"braid-demo-pod-{tag}"
+    outcome = Outcome()
     with tempfile.TemporaryDirectory(prefix="braid-demo-") as tmp:
         _ip("netns", "add", host)
         try:
             _ip("netns", "add", pod)
             try:
-                return _attach_and_detach(args, Path(tmp), host, pod)
+                _attach_and_detach(args, Path(tmp), host, pod, outcome)
             finally:
                 _ip("netns", "del", pod)
         finally:
             _ip("netns", "del", host)
-            _show_left(host, pod, Path(tmp))
+            _show_left(host, pod, Path(tmp), outcome)
+    return outcome.summary()
 
 
-def _attach_and_detach(args: argparse.Namespace, tmp: Path, host: str, pod: str) -> int:
+def _attach_and_detach(
+    args: argparse.Namespace, tmp: Path, host: str, pod: str, outcome: Outcome
+) -> None:
     confdir = tmp / "net.d"
     confdir.mkdir()
     doc = msgspec.json.decode(Path(args.conflist).read_bytes())
@@ -92,52 +106,39 @@ def _attach_and_detach(args: argparse.Namespace, tmp: Path, host: str, pod: str)
         container_id=pod,
         netns=f"/run/netns/{pod}",
         ifname="eth0",
-        capability_args={"portMappings": PORT_MAPPINGS},
+        capability_args={"portMappings": PORT_MAPPINGS} if args.port_mappings else {},
     )
-    try:
-        _step("VERSION (negotiation)", runtime.version(net).to_json())
-        _step(f"ADD {net.name} into {pod}", runtime.add(net, req))
+    outcome.step("VERSION (negotiation)", lambda: _json(runtime.version(net).to_json()))
+    if outcome.step(f"ADD {net.name} into {pod}", lambda: _json(runtime.add(net, req))):
         _show(f"ip -n {pod} addr", ["ip", "-n", pod, "addr"])
         dnat = ["ip", "netns", "exec", host, "iptables", "-t", "nat", "-S", "CNI-HOSTPORT-DNAT"]
         _show(f"port mappings in {host}", dnat)
-        _check(runtime, net, req)
-        runtime.delete(net, req)
-        print(f"== DEL {net.name}: ok")
-    except CniError as exc:
-        sys.stdout.buffer.write(exc.to_json())
-        return 1
-    return 0
+        outcome.step(f"CHECK {net.name}", lambda: runtime.check(net, req))
+    # After a failed ADD too (the runtime has rolled it back already): a DEL after any ADD.
+    outcome.step(f"DEL {net.name}", lambda: runtime.delete(net, req))
 
 
-def _check(runtime: Runtime, net: Any, req: RuntimeRequest) -> None:
-    try:
-        runtime.check(net, req)
-    except CniError as exc:
-        # Debian's portmap 1.1.1 checks its IPv4 rules in the IPv6 table too, so its CHECK
-        # fails wherever ip6tables works: reported, not hidden; the DEL still runs.
-        print(f"== CHECK {net.name}: a plugin reported a failure: {exc}")
-        return
-    print(f"== CHECK {net.name}: ok")
-
-
-def _step(title: str, output: bytes) -> None:
-    print(f"== {title}")
+def _json(output: bytes) -> None:
     print(msgspec.json.format(output, indent=2).decode())
 
 
 def _show(title: str, cmd: list[str]) -> None:
     print(f"== {title}")
-    print(subprocess.run(cmd, capture_output=True, text=True, check=False).stdout, end="")
+    print(
+        subprocess.run(cmd, capture_output=True, text=True, check=False).stdout or "(none)\n",
+        end="",
+    )
 
 
-def _show_left(host: str, pod: str, tmp: Path) -> None:
+def _show_left(host: str, pod: str, tmp: Path, outcome: Outcome) -> None:
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     left = [n for n in (host, pod) if n in names.stdout]
     leases = [p.name for p in (tmp / "ipam").rglob("*") if p.name[0].isdigit() or ":" in p.name]
-    cached = list((tmp / "cache" / "results").glob("*"))
+    cached = [p.name for p in (tmp / "cache" / "results").glob("*")]
     print("== left behind")
-    print(f"namespaces: {left or 'none'}; IP leases: {leases or 'none'}; cached results: ", end="")
-    print([p.name for p in cached] or "none")
+    print(f"namespaces: {left or 'none'}; IP leases: {leases or 'none'}; ", end="")
+    print(f"cached results: {cached or 'none'}")
+    outcome.left_behind([*left, *leases, *cached])
 
 
 def _ip(*argv: str) -> None:
