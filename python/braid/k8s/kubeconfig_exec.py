@@ -127,10 +127,10 @@ def _cluster_info(cluster: dict[str, Any]) -> dict[str, Any]:
         ("certificate-authority-data", ca),
         ("proxy-url", cluster.get("proxy-url")),
         ("disable-compression", cluster.get("disable-compression")),
-        ("config", _extension(cluster)),
     ):
         if value:
             info[key] = value
+    info["config"] = _extension(cluster)  # null when absent, as kubectl sends it
     return info
 
 

@@ -104,7 +104,7 @@ def test_without_provide_cluster_info_the_spec_has_no_cluster(tmp_path: Path) ->
     plugin(tmp_path, answer({"token": "t"}, "client.authentication.k8s.io/v1beta1"))
     spec = {"command": "./bin/plugin", "apiVersion": "client.authentication.k8s.io/v1beta1"}
     kubeconfig_credentials(kubeconfig(tmp_path, spec))  # v1beta1: IfAvailable by default
-    info = json.loads(seen(tmp_path)["env"]["KUBERNETES_EXEC_INFO"])
+    info = json.loads(seen(tmp_path)["env"]["KUBERNETES_EXEC_INFO"])  # no cluster, no prompt
     assert info["spec"] == {"interactive": False}
 
 
