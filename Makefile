@@ -67,6 +67,7 @@ test-image: native image ## image tier: the built archive (contents, reproducibi
 demo: install ## the main job: a pod gets the example networks (engine + real plugins), then detaches
 	$(call step,demo: a pod in its own network namespace gets the example networks then detaches)
 	$(VENV)/bin/braidctl demo --cni-path $(CNI_BIN_DIR)
+	$(call step,braidctl is in $(VENV)/bin: '. $(VENV)/bin/activate' puts it on PATH (README: Try braid on one machine))
 
 demo-cni: install ## the runtime library alone: braidctl cni on the example network list
 	$(call step,demo-cni: the runtime library runs the example network list in a fresh namespace)
