@@ -18,7 +18,6 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import kernel_host_state
@@ -157,16 +156,6 @@ def check_detached(shell: Shell, line: str, container_id: str) -> None:
     assert not kernel_oracle.files_naming(private, container_id)
 
 
-@pytest.fixture
-def cni_state_dir() -> Iterator[None]:
-    """/var/lib/cni as `make demo` (the README's first command) leaves it: there."""
-    made = not kernel_host_state.CNI_STATE.exists()
-    kernel_host_state.CNI_STATE.mkdir(parents=True, exist_ok=True)
-    yield
-    if made:
-        kernel_host_state.CNI_STATE.rmdir()
-
-
 def _remove_left_netns(before: object) -> None:
     """A README that failed half-way leaves the pod's netns file on the host's /run."""
     netns_dir = kernel_host_state.NETNS_DIR
@@ -176,7 +165,6 @@ def _remove_left_netns(before: object) -> None:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.usefixtures("cni_state_dir")
 def test_readme_walkthrough_runs_as_written_and_leaves_the_host_as_it_was() -> None:
     commands = readme_commands()
     attach, detach = ([c for c in commands if c.startswith(f"braidctl {verb} ")]
