@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kernel_host_state
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_attaches_three_networks_and_leaves_nothing() -> None:
+    host = kernel_host_state.host_state()
     before = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                                 check=True).stdout.split())  # fmt: skip
     done = subprocess.run(
@@ -39,3 +42,6 @@ def test_demo_attaches_three_networks_and_leaves_nothing() -> None:
     after = set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                                check=True).stdout.split())  # fmt: skip
     assert not {n for n in after - before if n.startswith("braid-demo")}
+    # Sysctls, links, routes, iptables, mounts and /var/lib/cni: the demo keeps to its own.
+    changed = kernel_host_state.differences(host, kernel_host_state.host_state())
+    assert not changed, "the demo left the host changed:\n" + "\n".join(changed)

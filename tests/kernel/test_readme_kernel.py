@@ -139,7 +139,8 @@ def check_attached(shell: Shell, line: str, output: str, before: dict[str, objec
     assert "10.89.2.10/24" in kernel_oracle.addresses(pod, "mv0")
     private = Path(f"/proc/{inner}/root") / "var/lib/cni"
     assert kernel_oracle.files_naming(private, container_id.group(1)), "no record in the tmpfs"
-    assert not kernel_oracle.files_naming(kernel_host_state.CNI_STATE, container_id.group(1))
+    on_host = kernel_oracle.files_naming(kernel_host_state.CNI_STATE, container_id.group(1))
+    assert not on_host, f"records or leases reached the host's /var/lib/cni: {on_host}"
     now = kernel_host_state.network_state()
     changed = kernel_host_state.differences({k: before[k] for k in now}, now)
     assert not changed, "the host changed while the pod was attached:\n" + "\n".join(changed)

@@ -7,7 +7,8 @@ checks, detaches, and shows that nothing is left.
 
 Host-side devices (bridges, the macvlan parent) live in a private "host" namespace made for
 the demo; the daemon (and so every plugin) and the shim run inside it. Both namespaces are
-removed at the end.
+removed at the end. braid's records and host-local's leases go to the demo's temporary
+directory (copies of the example networks name it as ``dataDir``), removed at the end too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from braid.commands.args import existing_file
 from braid.commands.demo_files import BRAID_CONF, DEMO_POD, examples_dir
 from braid.commands.pods import cni_env, container_id_for, read_pod, stdin_for
 from braid.daemon.client import is_ready
+from braid.nad import FileStore
 
 # The repository, when braid runs from a checkout: where `make shim` leaves the shim.
 REPO = Path(__file__).resolve().parents[3]
@@ -45,12 +47,39 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
+def _private_leases(config: str, data_dir: Path) -> str:
+    """A delegate configuration whose host-local IPAM keeps its leases in ``data_dir``."""
+    doc = json.loads(config)
+    for plugin in doc.get("plugins", [doc]):
+        ipam = plugin.get("ipam")
+        if isinstance(ipam, dict) and ipam.get("type") == "host-local":
+            ipam["dataDir"] = str(data_dir)
+    return json.dumps(doc, indent=2)
+
+
+def _copy_networks(examples: Path, tmp: Path) -> None:
+    """The example default network and NADs in ``tmp``, their host-local leases under
+    ``tmp/ipam`` rather than the host's /var/lib/cni/networks."""
+    (tmp / "net.d").mkdir()
+    for conf in sorted((examples / "net.d").iterdir()):
+        (tmp / "net.d" / conf.name).write_text(_private_leases(conf.read_text(), tmp / "ipam"))
+    (tmp / "nads").mkdir()
+    for nad in FileStore(examples / "nads").nads().values():
+        metadata = {"name": nad.name, "namespace": nad.namespace, "annotations": nad.annotations}
+        config = _private_leases(nad.config or "{}", tmp / "ipam")
+        doc = {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+               "metadata": metadata, "spec": {"config": config}}  # fmt: skip
+        (tmp / "nads" / f"{nad.name}.json").write_text(json.dumps(doc))
+
+
 def _config(tmp: Path, cni_path: str, socket_dir: Path, examples: Path) -> Path:
-    """The example braid configuration with absolute paths and a private cniDir."""
+    """The example braid configuration with absolute paths, a private cniDir, and copies of
+    the example networks whose leases stay in ``tmp``."""
+    _copy_networks(examples, tmp)
     doc = json.loads((examples / BRAID_CONF).read_text())
     doc.update(
-        confDir=str(examples / "net.d"),
-        nadDir=str(examples / "nads"),
+        confDir=str(tmp / "net.d"),
+        nadDir=str(tmp / "nads"),
         podDir=str(examples / "nads" / "pods"),
         cniDir=str(tmp / "cni"),
         binDir=cni_path,
@@ -63,13 +92,11 @@ def _config(tmp: Path, cni_path: str, socket_dir: Path, examples: Path) -> Path:
 
 def _leftovers(tmp: Path, container_id: str) -> list[str]:
     found = [str(p) for p in (tmp / "cni").rglob("*") if container_id in p.name]
-    leases = Path("/var/lib/cni/networks")
-    if leases.is_dir():
-        found += [
-            str(p)
-            for p in leases.rglob("*")
-            if p.is_file() and container_id.encode() in p.read_bytes()
-        ]
+    found += [
+        str(p)
+        for p in (tmp / "ipam").rglob("*")
+        if p.is_file() and container_id.encode() in p.read_bytes()
+    ]
     return found
 
 
