@@ -20,6 +20,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import Runtime
+from braid.cni.search import operator_cni_path, search_dirs
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
 from braid.commands.explain_text import summary, summary_line
 from braid.config.schema import load_braid_config
@@ -32,8 +33,6 @@ from braid.nad.resolve import PodRef, resolve_plan
 from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
 
 DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"
-# Where plugins are looked for when CNI_PATH is unset: the usual dir and Debian's.
-DEFAULT_CNI_PATH = "/opt/cni/bin:/usr/lib/cni"
 DEFAULT_IFNAME = "eth0"
 USAGE_ERROR = 2  # argparse's exit status for a bad command line
 
@@ -91,7 +90,7 @@ def cni_env(
         CNI_NETNS=netns,
         CNI_IFNAME=ifname,
         CNI_ARGS=_native.build_cni_args(pairs=pairs),
-        CNI_PATH=os.environ.get("CNI_PATH", DEFAULT_CNI_PATH),
+        CNI_PATH=operator_cni_path(os.environ),
     )
     return env
 
@@ -111,8 +110,8 @@ def explain(
         annotations=pod.annotations,
         capability_args=dict(cfg.runtime_config),
     )
-    env_dirs = os.environ.get("CNI_PATH", DEFAULT_CNI_PATH).split(":")
-    runtime = Runtime([d for d in (cfg.bin_dir, *plugin_dirs, *env_dirs) if d])
+    env_path = operator_cni_path(os.environ)
+    runtime = Runtime(search_dirs(cfg.bin_dir, [*plugin_dirs, env_path]))
     steps: list[dict[str, Any]] = []
     lines: list[str] = []
     for attachment in plan.attachments:

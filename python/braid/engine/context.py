@@ -16,6 +16,7 @@ from braid.cni import (
 from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor
 from braid.cni.hostroot import HostRoot
 from braid.cni.locks import LockDirectory
+from braid.cni.search import search_dirs
 from braid.config.schema import BraidConfig
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import delegate_observer
@@ -116,10 +117,9 @@ class EngineContext(msgspec.Struct, dict=True):
         and closes it); by default one that only reports each execution's time to the phase
         observer (``braid.engine.phases``). The plugins' VERSION answers are the caller's
         memory's (``EngineMemory.versions``), else this runtime's own."""
-        dirs = [self.config.bin_dir, *request.plugin_dirs, *self.extra_plugin_dirs]
-        unique = list(dict.fromkeys(d for d in dirs if d))
+        dirs = search_dirs(self.config.bin_dir, [*request.plugin_dirs, *self.extra_plugin_dirs])
         return Runtime(
-            unique,
+            dirs,
             cache_dir=self.config.cni_dir,
             executor=self.executor_or_default(),
             timeout=self.config.plugin_timeout,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from braid.commands.braidctl import main
+from braid.daemon.shim_version import BraidVersion, own_version
 
 CLUSTER = {
     "cniVersion": "1.0.0",
@@ -23,17 +25,29 @@ spec:
 """
 
 
-def executable(path: Path) -> None:
+def executable(path: Path, text: str = "#!/bin/sh\n") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("#!/bin/sh\n")
+    path.write_text(text)
     path.chmod(0o755)
+
+
+def shim_answering(path: Path, version: BraidVersion) -> None:
+    """A shim that answers VERSION as braid's does, with ``version``."""
+    answer = {
+        "cniVersion": "1.1.0",
+        "supportedVersions": ["1.1.0"],
+        "braidVersion": version.version,
+        "braidBuild": version.build,
+    }
+    executable(path, f"#!/bin/sh\necho '{json.dumps(answer)}'\n")
 
 
 @pytest.fixture
 def node(tmp_path: Path) -> Path:
     root = tmp_path / "node"
-    for name in ("braid", "braid-full", "bridge", "portmap", "macvlan"):
+    for name in ("braid-full", "bridge", "portmap", "macvlan"):
         executable(root / "opt/cni/bin" / name)
+    shim_answering(root / "opt/cni/bin/braid", own_version())
     executable(root / "usr/sbin/iptables")
     conf = root / "etc/cni/net.d"
     conf.mkdir(parents=True)
@@ -62,7 +76,7 @@ def node(tmp_path: Path) -> Path:
     return root
 
 
-def doctor(node: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict]]:
+def doctor(node: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, Any]]]:
     config = node.parent / "braid.conf"
     code = main(["doctor", f"--host-root={node}", f"--config={config}", "-o", "json"])
     found = {f["check"]: f for f in json.loads(capsys.readouterr().out)}
@@ -80,6 +94,7 @@ def test_a_node_whose_daemon_is_down_is_named_and_the_rest_is_ok(
     for check in (
         "shim braid",
         "shim braid-full",
+        "shim version",
         "braid's CNI configuration",
         "clusterNetwork",
         "delegate plugins",
