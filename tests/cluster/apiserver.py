@@ -43,10 +43,10 @@ class Identity:
 
 BRAID_USER = "system:serviceaccount:braid-system:braid"
 # On a node braid's token is the kubelet's projected one, bound to braid's pod there: it carries
-# the node's name (user-info extra `authentication.kubernetes.io/node-name`), which deploy/base's
-# admission policy requires of braid's writes. The tier's "braid" is such a token, bound to a pod
-# of its own on BRAID_NODE; the static token of IDENTITIES["braid"] has the same user and groups
-# and no node.
+# the node's name (user-info extra `authentication.kubernetes.io/node-name`), which braid's
+# admission policy (deploy/components/admission-policy) requires of braid's writes. The tier's
+# "braid" is such a token, bound to a pod of its own on BRAID_NODE; the static token of
+# IDENTITIES["braid"] has the same user and groups and no node.
 BRAID_NODE = "node-a"
 IDENTITIES: dict[str, Identity] = {
     "admin": Identity("braid-test-admin", ("system:masters",)),

@@ -142,8 +142,9 @@ def wait_established(client: kubernetes.client.ApiClient, crd_name: str) -> None
 
 
 def apply_base(client: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
-    """Creates every object of deploy/base (CRD first) and waits for the CRD; returns them."""
-    docs = render("base")
+    """Creates every object of deploy/base and of its admission-policy component, as the
+    overlays include it (CRD first), and waits for the CRD; returns them."""
+    docs = render("base") + render("components/admission-policy")
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     for doc in [d for d in docs if d["kind"] == "Namespace"] + crds:
         create(client, doc)

@@ -1,5 +1,6 @@
-"""Cluster tier fixtures: a real kube-apiserver and etcd (session-wide) with deploy/base applied,
-a fresh namespace per test, and a fault-injecting proxy in front of the server.
+"""Cluster tier fixtures: a real kube-apiserver and etcd (session-wide) with deploy/base and its
+admission-policy component applied, a fresh namespace per test, and a fault-injecting proxy in
+front of the server.
 
 The tier needs the binaries from `make kube-bins`; without them every test fails, loudly, with
 that hint. Nothing here skips.

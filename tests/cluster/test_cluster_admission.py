@@ -1,7 +1,8 @@
-"""deploy/base's ValidatingAdmissionPolicy on a real API server, with real identities: braid's
-ServiceAccount, through a token bound to its pod on a node (as the kubelet's projected token
-is), may add, change and remove the network-status annotation of that node's pods and change
-nothing else; other users pass untouched.
+"""braid's ValidatingAdmissionPolicy (deploy/components/admission-policy, which the overlays
+include) on a real API server, with real identities: braid's ServiceAccount, through a token
+bound to its pod on a node (as the kubelet's projected token is), may add, change and remove the
+network-status annotation of that node's pods and change nothing else; other users pass
+untouched.
 
 Each test makes its own two Nodes, its pods on them and braid's pod (in braid-system) its
 token is bound to, and deletes them at the end; its namespace stays, as the tier's do."""

@@ -1,15 +1,37 @@
-"""deploy/'s overlays render with the real kustomize and are accepted by the real API server
-(server-side apply, dry run): schema, defaulting and admission, as `kubectl apply -k` would."""
+"""deploy/'s base and overlays render with the real kustomize and are accepted by the real API
+server (server-side apply, dry run): schema, defaulting and admission, as `kubectl apply -k`
+would. Pod Security and a cluster without the admission policy's API:
+test_cluster_deploy_apply.py."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from pathlib import Path
 from typing import Any
 
+import apiserver
 import cluster_manifests
 import kubernetes.client
 import pytest
 
 from braid.config.schema import load_braid_config
+from braid.version import package_version
+
+PLACEHOLDER_IMAGE = "registry.example/braid-cni/braid"
+KINDS = ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+         "ClusterRoleBinding", "ConfigMap", "DaemonSet"]  # fmt: skip
+POLICY_KINDS = ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+OPERATIONS = apiserver.REPO_ROOT / "docs" / "operations.md"
+
+
+def documented_block(marker: str) -> str:
+    """The fenced block of docs/operations.md whose first line holds `marker`."""
+    blocks = re.findall(r"^ *```\w*\n(.*?)^ *```", OPERATIONS.read_text(), re.S | re.M)
+    [found] = [b for b in blocks if marker in b.splitlines()[0]]
+    indent = len(found) - len(found.lstrip(" "))
+    return "".join(line[indent:] + "\n" for line in found.splitlines())
 
 
 def daemonset(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -17,17 +39,21 @@ def daemonset(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/dev", "overlays/prod"])
+@pytest.mark.parametrize(
+    ("overlay", "kinds"),
+    [
+        # The admission policy is a component of its own (Kubernetes 1.30 and later), which
+        # the base leaves out and the overlays include.
+        ("base", KINDS),
+        ("overlays/dev", KINDS + POLICY_KINDS),
+        ("overlays/prod", KINDS + POLICY_KINDS),
+    ],
+)
 def test_every_object_is_accepted_by_the_server(
-    kube_admin: kubernetes.client.ApiClient, overlay: str
+    kube_admin: kubernetes.client.ApiClient, overlay: str, kinds: list[str]
 ) -> None:
     docs = cluster_manifests.render(overlay)
-    kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(
-        ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-         "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-         "ConfigMap", "DaemonSet"]
-    )  # fmt: skip
+    assert sorted(d["kind"] for d in docs) == sorted(kinds)
     for doc in docs:
         applied = cluster_manifests.server_side_apply(kube_admin, doc, dry_run=True)
         assert applied["metadata"]["name"] == doc["metadata"]["name"]
@@ -40,6 +66,7 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert spec["priorityClassName"] == "system-node-critical"
     assert spec["tolerations"] == [{"operator": "Exists"}]
     assert spec["serviceAccountName"] == "braid"
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
     [install] = spec["initContainers"]
     assert install["command"][:2] == ["braidctl", "install"]
     assert "--mode=none" in install["command"], "the daemon writes the configuration"
@@ -47,15 +74,10 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert daemon["command"][:2] == ["braidctl", "daemon"]
     env = {e["name"]: e.get("value") for e in daemon["env"]}
     assert env["BRAID_HOST_ROOT"] == "/hostroot"
-    assert env["BRAID_CNI_CONF_DIR"] == "/etc/cni/net.d"
-    # The node file beside the shim the install container put there, kept by the daemon.
-    assert env["BRAID_SHIM_DIR"] == "/opt/cni/bin"
     assert env["BRAID_CONFIG"] == "/etc/braid/braid.conf"
-    assert "--metrics-address=$(BRAID_NODE_IP):9190" in daemon["command"]
-    assert daemon["ports"] == [{"name": "metrics", "containerPort": 9190, "protocol": "TCP"}]
+    assert "--health-address=127.0.0.1:9191" in daemon["command"]
     # The probes ask the health endpoint on the node's loopback, apart from the metrics port
     # every pod of the node reaches.
-    assert "--health-address=127.0.0.1:9191" in daemon["command"]
     health = {"host": "127.0.0.1", "port": 9191}
     assert daemon["readinessProbe"]["httpGet"] == {**health, "path": "/readyz"}
     assert daemon["livenessProbe"]["httpGet"] == {**health, "path": "/healthz"}
@@ -63,14 +85,74 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     mounts = {m["mountPath"]: m for m in daemon["volumeMounts"]}
     assert mounts["/hostroot"]["mountPropagation"] == "HostToContainer"
     host_paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert host_paths == {"/opt/cni/bin", "/"}
+    assert host_paths == {"/"}, "every node path is reached through the node's root"
+
+
+def config_key(container: dict[str, Any], variable: str) -> str:
+    """The braid-config key `variable` of `container` is read from."""
+    [entry] = [e for e in container["env"] if e["name"] == variable]
+    assert "value" not in entry, f"{variable} is set in the DaemonSet, not in the ConfigMap"
+    ref = entry["valueFrom"]["configMapKeyRef"]
+    assert ref["name"] == "braid-config"
+    return str(ref["key"])
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/dev", "overlays/prod"])
+def test_each_cni_directory_is_set_in_the_configmap_alone(overlay: str) -> None:
+    docs = cluster_manifests.render(overlay)
+    [config] = [d["data"] for d in docs if d["kind"] == "ConfigMap"]
+    spec = daemonset(docs)["spec"]["template"]["spec"]
+    [install], [daemon] = spec["initContainers"], spec["containers"]
+    assert config_key(daemon, "BRAID_CNI_CONF_DIR") == "cniConfDir"
+    # The node file beside the shim the install container put there, kept by the daemon.
+    assert config_key(daemon, "BRAID_SHIM_DIR") == "cniBinDir"
+    assert config_key(install, "BRAID_CNI_BIN_DIR") == "cniBinDir"
+    assert "--cni-bin-dir=$(BRAID_CNI_BIN_DIR)" in install["command"]
+    assert "--bin-dir=$(BRAID_CNI_BIN_DIR)" in install["command"], "the node file's binDir"
+    assert "--host-root=/hostroot" in install["command"]
+    assert {"name": "hostroot", "mountPath": "/hostroot"} in install["volumeMounts"]
+    assert config["cniConfDir"] == "/etc/cni/net.d"
+    assert config["cniBinDir"] == "/opt/cni/bin"
+    # No other copy of either directory anywhere in the DaemonSet.
+    text = json.dumps(daemonset(docs))
+    assert "/etc/cni/net.d" not in text
+    assert "/opt/cni/bin" not in text
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/dev", "overlays/prod"])
+def test_the_metrics_port_is_one_value(overlay: str) -> None:
+    [daemon] = daemonset(cluster_manifests.render(overlay))["spec"]["template"]["spec"][
+        "containers"
+    ]
+    [port] = daemon["ports"]
+    assert port == {"name": "metrics", "containerPort": 9190, "protocol": "TCP"}
+    env = {e["name"]: e.get("value") for e in daemon["env"]}
+    assert env["BRAID_METRICS_PORT"] == str(port["containerPort"])
+    assert "--metrics-address=$(BRAID_NODE_IP):$(BRAID_METRICS_PORT)" in daemon["command"]
+
+
+def test_an_overlay_changes_the_metrics_port_as_documented(tmp_path: Path) -> None:
+    """docs/operations.md's overlay for another port: the port and the daemon's address move
+    together."""
+    overlay = tmp_path / "port"
+    overlay.mkdir()
+    base = os.path.relpath(cluster_manifests.DEPLOY_DIR / "base", overlay)
+    text = documented_block("another metrics port").replace("../../base", base)
+    (overlay / "kustomization.yaml").write_text(text)
+    [daemon] = daemonset(cluster_manifests.render(str(overlay)))["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert [p["containerPort"] for p in daemon["ports"]] == [9390]
+    assert {"name": "BRAID_METRICS_PORT", "value": "9390"} in daemon["env"]
 
 
 @pytest.mark.parametrize(
     ("overlay", "image", "pull"),
     [
+        # A name that never resolves (RFC 2606) until an overlay names the image you pushed.
+        ("base", f"{PLACEHOLDER_IMAGE}:{package_version()}", None),
         ("overlays/dev", "braid:dev", "Never"),
-        ("overlays/prod", "registry.example/braid-cni/braid:0.1.0", None),
+        ("overlays/prod", f"{PLACEHOLDER_IMAGE}:{package_version()}", None),
     ],
 )
 def test_overlays_set_the_image(overlay: str, image: str, pull: str | None) -> None:
