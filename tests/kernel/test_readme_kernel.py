@@ -118,6 +118,12 @@ def _in(address: str, network: str) -> bool:
     return ipaddress.ip_interface(address).ip in ipaddress.ip_network(network)
 
 
+def _pod_netns(inner: int, line: str) -> str:
+    """The `--netns` of a command line, as the inner shell's mount namespace has it."""
+    args = shlex.split(line, comments=True)
+    return f"/proc/{inner}/root{args[args.index('--netns') + 1]}"
+
+
 def check_attached(shell: Shell, line: str, output: str, before: dict[str, object]) -> str:
     """The pod has the example's interfaces, in namespaces and files the host does not see;
     returns the container id attach printed."""
@@ -127,8 +133,7 @@ def check_attached(shell: Shell, line: str, output: str, before: dict[str, objec
     )
     container_id = re.search(r"attached: container id (\S+),", output)
     assert container_id, output
-    args = shlex.split(line, comments=True)
-    pod = f"/proc/{inner}/root{args[args.index('--netns') + 1]}"
+    pod = _pod_netns(inner, line)
     links = kernel_oracle.links(pod)
     assert {"eth0", "net1", "mv0"} <= links.keys(), links.keys()
     assert links["mv0"]["address"] == "02:42:0a:59:02:0a"
@@ -150,19 +155,20 @@ def check_attached(shell: Shell, line: str, output: str, before: dict[str, objec
 def check_detached(shell: Shell, line: str, container_id: str) -> None:
     """The pod is back to its loopback, and nothing in the tmpfs names the container."""
     inner = shell.inner_shell()
-    args = shlex.split(line, comments=True)
-    pod = f"/proc/{inner}/root{args[args.index('--netns') + 1]}"
+    pod = _pod_netns(inner, line)
     assert set(kernel_oracle.links(pod)) == {"lo"}
     private = Path(f"/proc/{inner}/root") / "var/lib/cni"
     assert not kernel_oracle.files_naming(private, container_id)
 
 
-def _remove_left_netns(before: object) -> None:
-    """A README that failed half-way leaves the pod's netns file on the host's /run."""
+def _remove_left_netns(before: object, commands: list[str]) -> None:
+    """A README that failed half-way leaves its pod's netns file on the host's /run: each new
+    name a command line of the README names is removed (and no other)."""
     netns_dir = kernel_host_state.NETNS_DIR
     names = {p.name for p in netns_dir.iterdir()} if netns_dir.is_dir() else set()
     for name in names - set(before if isinstance(before, list) else []):
-        subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+        if any(name in shlex.split(line, comments=True) for line in commands):
+            subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
 
 
 @pytest.mark.timeout(900)
@@ -191,4 +197,4 @@ def test_readme_walkthrough_runs_as_written_and_leaves_the_host_as_it_was() -> N
     finally:
         if shell.proc.poll() is None:
             shell.close()
-        _remove_left_netns(before["netns"])
+        _remove_left_netns(before["netns"], commands)
