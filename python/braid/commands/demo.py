@@ -48,10 +48,15 @@ def _say(text: str) -> None:
 
 
 def _private_leases(config: str, data_dir: Path) -> str:
-    """A delegate configuration whose host-local IPAM keeps its leases in ``data_dir``."""
-    doc = json.loads(config)
-    for plugin in doc.get("plugins", [doc]):
-        ipam = plugin.get("ipam")
+    """A delegate configuration whose host-local IPAM keeps its leases in ``data_dir``; one
+    that is not a JSON object is left as it is, for braid to report."""
+    try:
+        doc = json.loads(config)
+    except ValueError:
+        return config
+    plugins = doc.get("plugins", [doc]) if isinstance(doc, dict) else []
+    for plugin in plugins if isinstance(plugins, list) else []:
+        ipam = plugin.get("ipam") if isinstance(plugin, dict) else None
         if isinstance(ipam, dict) and ipam.get("type") == "host-local":
             ipam["dataDir"] = str(data_dir)
     return json.dumps(doc, indent=2)
@@ -62,7 +67,9 @@ def _copy_networks(examples: Path, tmp: Path) -> None:
     ``tmp/ipam`` rather than the host's /var/lib/cni/networks."""
     (tmp / "net.d").mkdir()
     for conf in sorted((examples / "net.d").iterdir()):
-        (tmp / "net.d" / conf.name).write_text(_private_leases(conf.read_text(), tmp / "ipam"))
+        if conf.is_file():
+            text = _private_leases(conf.read_text(errors="replace"), tmp / "ipam")
+            (tmp / "net.d" / conf.name).write_text(text)
     (tmp / "nads").mkdir()
     for nad in FileStore(examples / "nads").nads().values():
         metadata = {"name": nad.name, "namespace": nad.namespace, "annotations": nad.annotations}
