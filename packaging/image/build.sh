@@ -26,6 +26,14 @@
 #   --refresh-base     build the base and the wheelhouse again (Debian's updates since)
 #   --cached-base-only fail instead of building a base that is not cached
 #
+# The archive is an OCI image layout in a tar file (`oci-archive`). braid publishes no image:
+# put this one where the nodes get it (docs/operations.md, "Install"), and name it in the
+# overlay you apply (deploy/overlays/prod, `images`):
+#
+#   skopeo copy oci-archive:dist/braid-image.oci.tar docker://REGISTRY/braid:TAG   (a registry)
+#   ctr -n k8s.io images import dist/braid-image.oci.tar   (each node's containerd, as NAME)
+#   podman load -i dist/braid-image.oci.tar                (each node's podman or CRI-O)
+#
 # Environment: SOURCE_DATE_EPOCH (default: the commit time of HEAD) is the time of the braid
 # layer's files and of the image; a base built anew takes it too when it is set (otherwise
 # the time of that build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's

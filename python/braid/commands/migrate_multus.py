@@ -250,7 +250,7 @@ def _thick(migration: Migration, key: str, value: Any, doc: dict[str, Any]) -> N
     if key in ("multusAutoconfigDir", "cniConfigDir") and isinstance(value, str):
         node = _node_path(migration, value).rstrip("/") or "/"
         if node != DEPLOY_CNI_CONF_DIR:
-            reason += f"; set BRAID_CNI_CONF_DIR to {node} in braid's DaemonSet"
+            reason += f"; set cniConfDir to {node} in braid's ConfigMap (braid-config)"
     migration.drop(key, value, reason)
 
 

@@ -100,11 +100,11 @@ NOT_CARRIED = {
     ),
     "multusAutoconfigDir": (
         "braid's daemon reads and writes the node's CNI configuration directory named by "
-        f"BRAID_CNI_CONF_DIR ({DEPLOY_CNI_CONF_DIR} in deploy/)"
+        f"BRAID_CNI_CONF_DIR (cniConfDir of braid's ConfigMap, {DEPLOY_CNI_CONF_DIR}, in deploy/)"
     ),
     "cniConfigDir": (
         "braid's daemon reads and writes the node's CNI configuration directory named by "
-        f"BRAID_CNI_CONF_DIR ({DEPLOY_CNI_CONF_DIR} in deploy/)"
+        f"BRAID_CNI_CONF_DIR (cniConfDir of braid's ConfigMap, {DEPLOY_CNI_CONF_DIR}, in deploy/)"
     ),
     "forceCNIVersion": (
         "braid never rewrites the default network's cniVersion; it runs each delegate at a "

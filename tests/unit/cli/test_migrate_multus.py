@@ -168,7 +168,8 @@ def test_thick_primary_cni_file_and_another_conf_dir() -> None:
     assert report["config"]["clusterNetwork"] == "/etc/kubernetes/cni/net.d/10-calico.conflist"
     assert report["config"]["binDir"] == "/var/lib/cni/bin"
     reasons = not_carried(report)
-    assert "BRAID_CNI_CONF_DIR to /etc/kubernetes/cni/net.d" in reasons["multusAutoconfigDir"]
+    wanted = "cniConfDir to /etc/kubernetes/cni/net.d in braid's ConfigMap"
+    assert wanted in reasons["multusAutoconfigDir"]
     assert set(reasons) == {
         "chrootDir",
         "multusAutoconfigDir",
