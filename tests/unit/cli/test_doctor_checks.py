@@ -175,3 +175,15 @@ def test_cni_path_replaces_the_default_directories(
     found = {f["check"]: f for f in json.loads(capsys.readouterr().out)}
     assert found["delegate plugins"]["status"] == "fail"
     assert "['/opt/cni/bin', '/x']" in found["delegate plugins"]["detail"]
+
+
+def test_the_documented_json_keys_and_checks_are_the_findings() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs/operations.md").read_text()
+    section = doc.split("## `braidctl doctor`", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| `")]
+    keys = tuple(row.strip("`") for row in rows if row.strip("`") in FINDING_KEYS)
+    assert keys == FINDING_KEYS
+    named = {name.strip().strip("`") for row in rows for name in row.split(",")}
+    assert set(CHECKS) <= named
+    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    assert [tuple(finding) for finding in example] == [FINDING_KEYS]
