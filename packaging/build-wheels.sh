@@ -50,6 +50,9 @@ trap 'rm -f "$log"' EXIT
 quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "build-wheels: FAILED: $*" >&2; exit 1; }; }
 stage=braid._native.data/scripts
 mkdir -p "$out"
+# One build id for the shim and braid._native of every wheel (braid --version, doctor).
+BRAID_BUILD=$(packaging/build-id.sh)
+export BRAID_BUILD
 
 for arch in "${arches[@]}"; do
   triple=$arch-unknown-linux-gnu
