@@ -226,7 +226,6 @@ class DaemonService:
         ready and keeps trying: an ADD then needs the API server, which is away. Returns,
         still not ready, once ``stop`` is set."""
         stop = stop or threading.Event()
-        self._report_shim()
         cluster = self.cluster
         if cluster is not None:
             self._start_hotplug(cluster)
@@ -266,6 +265,7 @@ class DaemonService:
             tasks.append(self.follower.look)
         self.chores = Chores(tasks)
         self.chores.start()
+        self._report_shim()  # once ready: a slow shim delays no ADD
 
     def _report_shim(self) -> None:
         """The shim's version, logged and in ``braid_shim_info`` (with a shim directory)."""

@@ -14,6 +14,7 @@ import logging
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import braid
 from braid import _native
@@ -93,6 +94,9 @@ def report_shim(path: str, shown: str, report: Callable[[str, str], None]) -> No
     ``report`` (the metrics' ``braid_shim_info``); a warning with the fix when it is not the
     daemon's."""
     own = own_version()
+    if not Path(path).is_file():
+        log.info("no shim at %s to read the version of", shown)
+        return
     try:
         shim = shim_version(path)
     except ValueError as exc:
