@@ -1,12 +1,18 @@
-"""What a walk-through must leave as it found it on the test's host: forwarding and interface
-sysctls, links, routes, iptables rules, mount points, the named network namespaces and
-`/var/lib/cni` (every entry with its size and modification time, so a lease file made and
-removed again still shows in its directory's time). Read with pyroute2, /proc and
-`iptables-save`, never with braid's own code."""
+"""A private "host" for walk-throughs, and what they must leave as they found it there.
+
+`PRIVATE_HOST` starts a command in new network and mount namespaces with empty tmpfs mounts
+on /run and /var/lib: a fresh machine's state, which nothing else on this machine changes
+while a test runs (the cluster and node tiers add bridges, veths and iptables rules to the
+real host), and which a broken walk-through cannot spoil for the machine.
+
+`host_state(pid)` reads the namespaces of process `pid`: forwarding and interface sysctls,
+links, routes, iptables rules, mount points, the named network namespaces and `/var/lib/cni`
+(every entry with its size and modification time, so a lease file made and removed again still
+shows in its directory's time). Read with pyroute2, /proc, `nsenter` and `iptables-save`,
+never with braid's own code."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -14,25 +20,29 @@ from typing import Any
 
 import kernel_oracle
 
-CNI_STATE = Path("/var/lib/cni")
-NETNS_DIR = Path("/run/netns")
+PRIVATE_HOST = [
+    "unshare", "--net", "--mount", "--propagation", "private", "--", "sh", "-c",
+    'mount -t tmpfs braid-test-run /run && mount -t tmpfs braid-test-lib /var/lib && exec "$@"',
+    "sh",
+]  # fmt: skip
 # Per-namespace sysctls a CNI plugin may set on the side it runs in (bridge's isGateway sets
 # ip_forward and the IPv6 `all.forwarding`; tuning and portmap set conf/ keys).
-SYSCTL_GLOBS = ("ipv4/ip_forward", "ipv4/conf/all/*", "ipv4/conf/default/*",
-                "ipv6/conf/all/*", "ipv6/conf/default/*")  # fmt: skip
+SYSCTLS = ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/conf/all",
+           "/proc/sys/net/ipv4/conf/default", "/proc/sys/net/ipv6/conf/all",
+           "/proc/sys/net/ipv6/conf/default"]  # fmt: skip
 # iptables-save's counters ("[12:3456]") move with traffic; its comments carry the time.
 COUNTERS = re.compile(r"\[\d+:\d+\]")
 
 
-def _sysctls() -> dict[str, str]:
-    found: dict[str, str] = {}
-    for pattern in SYSCTL_GLOBS:
-        for path in sorted(Path("/proc/sys/net").glob(pattern)):
-            try:
-                found[str(path)] = path.read_text().strip()
-            except OSError as err:  # e.g. stable_secret answers EIO until it is set
-                found[str(path)] = f"<{err.strerror}>"
-    return found
+def _in_netns(pid: int, *command: str) -> str:
+    """stdout of `command` run in the network namespace of `pid` (a child process enters it)."""
+    argv = ["nsenter", "--target", str(pid), "--net", "--", *command]
+    return subprocess.run(argv, check=False, capture_output=True, text=True).stdout
+
+
+def _sysctls(pid: int) -> list[str]:
+    # grep prints "path:value" for every readable file; -s: stable_secret answers EIO.
+    return sorted(_in_netns(pid, "grep", "-r", "-s", ".", *SYSCTLS).splitlines())
 
 
 def _links(netns: str) -> dict[str, tuple[Any, ...]]:
@@ -47,17 +57,12 @@ def _routes(netns: str, family: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(str(r[key]) for key in sorted(r)) for r in routes)
 
 
-def _iptables() -> dict[str, list[str]]:
+def _iptables(pid: int) -> dict[str, list[str]]:
     rules: dict[str, list[str]] = {}
     for tool in ("iptables-save", "ip6tables-save"):
-        text = subprocess.run([tool], check=True, capture_output=True, text=True).stdout
+        text = _in_netns(pid, tool)
         rules[tool] = [COUNTERS.sub("", line) for line in text.splitlines() if line[:1] != "#"]
     return rules
-
-
-def _mount_points() -> list[str]:
-    lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    return sorted(line.split()[4] for line in lines)
 
 
 def _tree(root: Path) -> list[tuple[str, int, int]] | None:
@@ -70,30 +75,30 @@ def _tree(root: Path) -> list[tuple[str, int, int]] | None:
     return sorted(entries)
 
 
-def host_netns_path() -> str:
-    """This process's network namespace as a path pyroute2 can open from its child."""
-    return f"/proc/{os.getpid()}/ns/net"
-
-
-def network_state() -> dict[str, Any]:
-    """The host's network: sysctls, links, routes of both families, iptables rules."""
-    netns = host_netns_path()
+def network_state(pid: int) -> dict[str, Any]:
+    """The network of `pid`: sysctls, links, routes of both families, iptables rules."""
+    netns = f"/proc/{pid}/ns/net"
     return {
-        "sysctls": _sysctls(),
+        "sysctls": _sysctls(pid),
         "links": _links(netns),
         "routes -4": _routes(netns, "-4"),
         "routes -6": _routes(netns, "-6"),
-        "iptables": _iptables(),
+        "iptables": _iptables(pid),
     }
 
 
-def host_state() -> dict[str, Any]:
-    """The host's network state, its mount points, named network namespaces and CNI state."""
+def host_state(pid: int) -> dict[str, Any]:
+    """The network state of `pid`, and in its mount namespace the mount points, the named
+    network namespaces (/run/netns) and /var/lib/cni."""
+    root = Path(f"/proc/{pid}/root")
+    netns_dir = root / "run/netns"
+    mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
     return {
-        **network_state(),
-        "mount points": _mount_points(),
-        "netns": sorted(p.name for p in NETNS_DIR.iterdir()) if NETNS_DIR.is_dir() else None,
-        str(CNI_STATE): _tree(CNI_STATE),
+        **network_state(pid),
+        "mount points": sorted(line.split()[4] for line in mounts),
+        # `ip netns list`: iproute2 makes /run/netns on first use; empty, it names no netns.
+        "netns": sorted(p.name for p in netns_dir.iterdir()) if netns_dir.is_dir() else [],
+        "/var/lib/cni": _tree(root / "var/lib/cni"),
     }
 
 
