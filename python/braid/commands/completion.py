@@ -1,12 +1,16 @@
-"""``braidctl completion bash|zsh``: the shell completion script, generated from braidctl's own
-parser, so it knows every subcommand, option and choice of the installed version.
+"""``braidctl completion bash|zsh|tcsh``: the shell completion script, generated from braidctl's
+own parser, so it knows every subcommand, option and choice of the installed version.
 
     source <(braidctl completion bash)   # or save it in /etc/bash_completion.d/braidctl
     source <(braidctl completion zsh)    # or save it as _braidctl in a directory of $fpath
+    braidctl completion tcsh > ~/.braidctl.tcsh   # and `source ~/.braidctl.tcsh` in ~/.tcshrc
 
-The script holds tables (subcommands, options, option choices, options taking a file) keyed by
-the subcommand path (``braidctl/migrate/multus``), and a small function that walks the words
-typed so far through them; an option's value without choices completes as a file name.
+The bash and zsh scripts hold tables (subcommands, options, option choices, options taking a
+file) keyed by the subcommand path (``braidctl/migrate/multus``), and a small function that
+walks the words typed so far through them; an option's value without choices completes as a
+file name. tcsh's ``complete`` has no such function: its rules see only the word before the one
+completed, so it offers every option of every subcommand and, where two subcommands give one
+option different choices, all of them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-SHELLS = ("bash", "zsh")
+SHELLS = ("bash", "zsh", "tcsh")
 # What a word of the tables may hold: the script quotes nothing else.
 _PLAIN = re.compile(r"[A-Za-z0-9_.:/=+,-]+")
 
@@ -47,6 +51,10 @@ def _walk(parser: argparse.ArgumentParser, path: str, tables: Tables) -> None:
                     _walk(child, f"{path}/{name}", tables)
             continue
         if not action.option_strings:
+            # A positional with choices (`cni VERB`, `completion SHELL`) completes as the
+            # subcommands do.
+            if action.choices is not None:
+                tables.subcommands.setdefault(path, []).extend(_plain(action.choices))
             continue
         options += _plain(action.option_strings)
         if action.nargs == 0:
@@ -141,9 +149,39 @@ fi
 """
 
 
+def _union(table: dict[str, list[str]]) -> list[str]:
+    """Every word of every entry of ``table``, each once, in the order first met."""
+    return list(dict.fromkeys(w for _, words in sorted(table.items()) for w in words))
+
+
+def _rule(kind: str, pattern: str, listing: str) -> str:
+    """One rule of tcsh's ``complete``; its separator is one no word of it holds."""
+    sep = "/" if "/" not in pattern + listing else "@"
+    return f"'{kind}{sep}{pattern}{sep}{listing}{sep}'"
+
+
+def _tcsh(tables: Tables) -> str:
+    """tcsh's rules, the first that matches wins: an option's choices or files after it, the
+    options on a word starting with ``-``, subcommands after their parent, else files."""
+    choices: dict[str, list[str]] = {}
+    for key, words in sorted(tables.choices.items()):
+        choices.setdefault(key.split("|", 1)[1], []).extend(words)
+    rules = [_rule("n", o, f"({' '.join(dict.fromkeys(w))})") for o, w in choices.items()]
+    rules += [_rule("n", o, "f") for o in _union(tables.files) if o not in choices]
+    rules.append(_rule("C", "-", f"({' '.join(_union(tables.options))})"))
+    rules.append(_rule("p", "1", f"({' '.join(tables.subcommands['braidctl'])})"))
+    for path, subs in sorted(tables.subcommands.items()):
+        if path != "braidctl":
+            rules.append(_rule("n", path.rsplit("/", 1)[1], f"({' '.join(subs)})"))
+    rules.append(_rule("p", "*", "f"))
+    return "complete braidctl \\\n  " + " \\\n  ".join(rules) + "\n"
+
+
 def script(shell: str, parser: argparse.ArgumentParser) -> str:
-    """The completion script for ``shell`` (bash or zsh)."""
+    """The completion script for ``shell`` (bash, zsh or tcsh)."""
     tables = tables_of(parser)
+    if shell == "tcsh":
+        return "# tcsh completion for braidctl (`braidctl completion tcsh`)\n" + _tcsh(tables)
     if shell == "bash":
         head = "# bash completion for braidctl (`braidctl completion bash`)\n"
         return head + _declarations(tables, "declare -gA") + _BASH.lstrip("\n")
@@ -162,7 +200,7 @@ def add_parser(subparsers: Any) -> None:
     """``completion``."""
     parser = subparsers.add_parser(
         "completion",
-        help="print the bash or zsh completion script",
+        help="print the bash, zsh or tcsh completion script",
         description=__doc__.split("\n\n", 2)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -13,13 +13,18 @@ import pytest
 
 from braid.commands.braidctl import build_parser, main
 
+# As bash's programmable completion does: the function `complete -p` names for braidctl, called
+# with the words typed so far; it answers through compgen into COMPREPLY.
 BASH_DRIVER = """
 source "$1"; shift
+spec=$(complete -p braidctl)
+[[ $spec == "complete -o filenames -F "*" braidctl" ]] || { echo "registered: $spec" >&2; exit 1; }
+function=${spec#complete -o filenames -F }; function=${function% braidctl}
 for line in "$@"; do
   read -ra COMP_WORDS <<< "$line"
   [[ $line == *" " ]] && COMP_WORDS+=("")
-  COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-  _braidctl
+  COMP_CWORD=$((${#COMP_WORDS[@]} - 1)) COMP_LINE=$line COMP_POINT=${#line}
+  "$function" braidctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
   echo "${COMPREPLY[*]}"
 done
 """
@@ -41,6 +46,7 @@ LINES = [
     "braidctl migrate multus x --as ",
     "braidctl explain --p",
     "braidctl status -o ",
+    "braidctl completion ",
 ]
 
 
@@ -79,6 +85,7 @@ def test_bash_completes_subcommands_options_choices_and_files(
         "conf configmap",
         "--pod",
         "text json yaml",
+        "bash zsh tcsh",
         "pod.yaml",
     ]
     assert "completion" in found[0]
@@ -103,6 +110,7 @@ def test_zsh_completes_subcommands_options_choices_and_files(
         "conf configmap",
         "-h --help --pod --config --cni-path -o --output",
         "text json yaml",
+        "bash zsh tcsh",
         "<files>",
     ]
 
