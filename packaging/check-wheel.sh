@@ -5,7 +5,8 @@
 #   wheels   each: its tags (cp311-abi3, manylinux_2_17), `auditwheel show`, the files
 #            (braid._native, scripts/braid and braid-full), the ELF machine of all three, the
 #            shim static (no shared library needed) and the extension's glibc symbol versions
-#            at most 2.17
+#            at most 2.17; its METADATA (and the sdist's PKG-INFO): no dev extra, Project-URLs,
+#            docs/pypi.md as the long description
 #   CPython  the x86-64 wheel installed by pip into a fresh virtualenv of every CPython here that
 #            the package supports (requires-python >= 3.11: the system's python3 and pyenv's),
 #            then from each: `braid` and `braid-full` VERSION, a CHECK `braid` hands over to
@@ -40,6 +41,7 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 sdist=$work/dist/braid_cni-$version.tar.gz
 [[ -f $sdist ]] || fail "no sdist $(basename "$sdist")"
 say "built: $(cd "$work/dist" && echo *)"
+tar -xzf "$sdist" -C "$work" "braid_cni-$version/PKG-INFO" || fail "no PKG-INFO in $(basename "$sdist")"
 
 elf_machine() { od -An -tu2 -j18 -N2 "$1" | tr -d ' '; } # e_machine: 62 x86-64, 183 aarch64
 glibc_max() { readelf -W -V "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1; }
@@ -75,12 +77,28 @@ UNZIP
   report=$("$tools/bin/auditwheel" show "$wheel" 2>&1) || fail "auditwheel show: $report"
   grep -q "\"manylinux_2_17_$arch\"" <<<"$report" || fail "auditwheel show: $report"
   ! grep -q 'ignoring' <<<"$report" || fail "auditwheel show: $report"
+  check_metadata "$dir/braid_cni-$version.dist-info/METADATA" "$(basename "$wheel")"
   say "$(basename "$wheel"): auditwheel manylinux_2_17_$arch, the shim static, braid._native glibc <= 2.17"
+}
+# What a package index shows (tests/unit/test_package_metadata.py checks the same before a
+# build): no development extra, the project's URLs, and docs/pypi.md as the long description.
+check_metadata() { # METADATA or PKG-INFO, what it came from
+  "$PY" - "$1" docs/pypi.md <<'METADATA' || fail "the metadata of $2"
+import email.parser, sys
+from pathlib import Path
+meta = email.parser.BytesParser().parsebytes(Path(sys.argv[1]).read_bytes())
+assert "dev" not in (meta.get_all("Provides-Extra") or []), "a dev extra is published"
+urls = [u.split(", ", 1)[1] for u in meta.get_all("Project-URL") or []]
+assert urls and all(u.startswith("https://github.com/braid-cni/braid") for u in urls), urls
+assert meta.get_payload().strip() == Path(sys.argv[2]).read_text().strip(), "not docs/pypi.md"
+METADATA
 }
 PY=python3
 tools=target/wheel-tools
 check_wheel x86_64 62
 check_wheel aarch64 183
+check_metadata "$work/braid_cni-$version/PKG-INFO" "$(basename "$sdist")"
+say "metadata of the wheels and the sdist: no dev extra, Project-URLs, docs/pypi.md"
 
 # --- running it ------------------------------------------------------------------------------
 # $1: a bin/ directory holding braid, braid-full, braid-thin, braidctl; $2: how to run an ELF
