@@ -179,6 +179,7 @@ def running_args(daemon: K8sDaemon, kubeconfig: str, ns: str, verb: str, network
         running=f"{ns}/web",
         network=network,
         kubeconfig=kubeconfig,
+        context=None,
         socket_dir=str(daemon.socket.parent),
     )
 
