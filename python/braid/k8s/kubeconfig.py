@@ -51,10 +51,7 @@ class Credentials:
         try:
             return Path(self.token_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise _fail(self.source, f"cannot read token file {self.token_file}: {exc}") from None
-
-
-_fail = fail
+            raise fail(self.source, f"cannot read token file {self.token_file}: {exc}") from None
 
 
 def in_cluster_credentials(
@@ -64,13 +61,13 @@ def in_cluster_credentials(
     host, port = env.get("KUBERNETES_SERVICE_HOST", ""), env.get("KUBERNETES_SERVICE_PORT", "")
     source = "in-cluster service account"
     if not host or not port:
-        raise _fail(source, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set")
+        raise fail(source, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set")
     if ":" in host:
         host = f"[{host}]"
     token_file, ca_file = f"{account_dir}/token", f"{account_dir}/ca.crt"
     for path in (token_file, ca_file):
         if not Path(path).is_file():
-            raise _fail(source, f"{path} does not exist; is a service account token mounted?")
+            raise fail(source, f"{path} does not exist; is a service account token mounted?")
     return Credentials(
         server=f"https://{host}:{port}",
         source=source,
@@ -86,7 +83,7 @@ def _decoded(value: Any, field: str, source: str) -> bytes:
     try:
         return base64.b64decode(str(value), validate=True)
     except (binascii.Error, ValueError):
-        raise _fail(source, f"{field} is not valid base64") from None
+        raise fail(source, f"{field} is not valid base64") from None
 
 
 def kubeconfig_credentials(path: str | Sequence[str], *, context: str = "") -> Credentials:
@@ -97,9 +94,9 @@ def kubeconfig_credentials(path: str | Sequence[str], *, context: str = "") -> C
     source = merged.source
     name = context or merged.current_context
     if not name:
-        raise _fail(source, "current-context is not set; pass a context")
+        raise fail(source, "current-context is not set; pass a context")
     if name not in merged.entries["contexts"]:
-        raise _fail(source, f"no context named {name!r} in contexts")
+        raise fail(source, f"no context named {name!r} in contexts")
     ctx = merged.entries["contexts"][name]
     cluster = merged.named("clusters", str(ctx.get("cluster", "")))
     user = merged.named("users", str(ctx.get("user", "")))
@@ -109,7 +106,7 @@ def kubeconfig_credentials(path: str | Sequence[str], *, context: str = "") -> C
         return plugin_credentials(merged.files, name, source)
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise _fail(source, f"cluster {ctx.get('cluster')!r}: server must be an URL")
+        raise fail(source, f"cluster {ctx.get('cluster')!r}: server must be an URL")
     creds = Credentials(
         server=server.rstrip("/"),
         source=source if not context else f"{source}, context {name}",

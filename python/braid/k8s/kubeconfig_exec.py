@@ -99,7 +99,10 @@ def _interactive(spec: dict[str, Any], api: str, where: str) -> bool:
         mode = "IfAvailable"
     if mode not in MODES:
         raise fail(where, f"interactiveMode must be one of {', '.join(MODES)}, not {mode!r}")
-    terminal = sys.stdin is not None and sys.stdin.isatty()
+    try:
+        terminal = sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # closed
+        terminal = False
     if mode == "Always" and not terminal:
         raise fail(where, "interactiveMode is Always but standard input is not a terminal")
     return mode != "Never" and terminal
