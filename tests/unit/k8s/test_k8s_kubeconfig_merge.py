@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from braid.commands.braidctl import build_parser
 from braid.errors import CniError
 from braid.k8s.kubeconfig import kubeconfig_credentials
 from braid.k8s.kubeconfig_merge import operator_files, read_merged
@@ -159,3 +160,19 @@ def test_which_files_an_operator_reads(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert operator_files(None, {"KUBECONFIG": "/a::/b:/a"}) == ("/a", "/b")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert operator_files(None, {"KUBECONFIG": ""}) == str(tmp_path / ".kube" / "config")
+
+
+def test_attach_running_reads_the_list_and_the_context(
+    two_files: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """braidctl's parser to the error: a context that no file of $KUBECONFIG names is the CNI
+    error JSON on stdout, exit status 1, naming the context and every file."""
+    monkeypatch.setenv("KUBECONFIG", ":".join(two_files))
+    args = build_parser().parse_args(["attach", "--running", "ns/web", "blue", "--context", "nope"])
+    assert args.handler(args) == 1
+    error = json.loads(capsys.readouterr().out)
+    assert error["code"] == 7
+    assert "no context named 'nope'" in error["msg"]
+    assert ":".join(two_files) in error["msg"]
