@@ -43,7 +43,8 @@ def plugin_credentials(files: tuple[str, ...], context: str, source: str) -> Cre
         raise CniError(
             INVALID_CONFIG, f"Kubernetes credentials ({source}): {type(exc).__name__}: {exc}"
         ) from None
-    authorization = str(cfg.api_key.get("authorization", ""))
+    # The package's key for the token changed between releases ("BearerToken" from v32).
+    authorization = str(cfg.api_key.get("BearerToken") or cfg.api_key.get("authorization", ""))
     proxy = str(getattr(cfg, "proxy", None) or "")
     if proxy:
         proxy = checked_proxy_url(proxy, f"proxy-url of the cluster in {source}")
