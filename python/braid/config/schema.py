@@ -67,6 +67,9 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     # Whether the default-network override's per-attachment requests (ips, portMappings, ...)
     # reach the cluster default network; Multus never applies them.
     allow_default_network_requests: bool = False
+    # Whether a pod's braid-cni.io/default-networks annotation may drop `defaultNetworks`
+    # (docs/annotations.md); off, such a pod is refused with error 7.
+    allow_default_networks_opt_out: bool = False
     global_namespaces: str | None = None
     system_namespaces: list[str] = msgspec.field(default_factory=lambda: ["kube-system"])
     multus_namespace: str = "kube-system"

@@ -26,6 +26,7 @@ from braid.nad.netconf import (
     find_in_confdir,
     load_path,
 )
+from braid.nad.opt_out import DEFAULT_NETWORKS_ANNOTATION, apply_opt_out, parse_opt_out
 from braid.nad.pins import check_pins
 from braid.nad.store import Store
 from braid.nad.syntax import is_dns1123_subdomain
@@ -208,8 +209,15 @@ def default_networks(
     lookups: ConfDirLookups | None = None,
 ) -> list[Network]:
     """The default network first, then ``defaultNetworks`` (not for pods in
-    ``systemNamespaces``), or with inline ``delegates`` the ones after the first.
-    ``lookups``: the caller's kept ``confDir`` lookups (``find_in_confdir``)."""
+    ``systemNamespaces``), or with inline ``delegates`` the ones after the first; of those,
+    only the ones the pod keeps (``braid.nad.opt_out``). ``lookups``: the caller's kept
+    ``confDir`` lookups (``find_in_confdir``)."""
+    keep = parse_opt_out(
+        annotations.get(DEFAULT_NETWORKS_ANNOTATION, ""), max_bytes=config.max_annotation_bytes
+    )
+    allowed = config.allow_default_networks_opt_out
+    if config.cluster_network:
+        apply_opt_out(keep, config.default_networks, allowed=allowed)
     override = annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
     if override.strip():
         first = _override(override, config, store, pod_namespace, lookups)
@@ -218,9 +226,11 @@ def default_networks(
     if config.cluster_network:
         if pod_namespace in config.system_namespaces:
             return [first]
-        extra = [_extra(ref, config, store, lookups) for ref in config.default_networks]
-        return [first, *extra]
-    return [first, *(_inline(config, i) for i in range(1, len(config.delegates)))]
+        refs = [ref for ref in config.default_networks if keep is None or ref in keep]
+        return [first, *(_extra(ref, config, store, lookups) for ref in refs)]
+    inline = [_inline(config, i) for i in range(1, len(config.delegates))]
+    apply_opt_out(keep, [n.delegate.name for n in inline], allowed=allowed)
+    return [first, *(n for n in inline if keep is None or n.delegate.name in keep)]
 
 
 def _chain_directory(config: BraidConfig) -> Path:
