@@ -8,23 +8,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.nad.test_nad_resolve import NADS, NETWORKS, DictStore, braid, conf, summary
 
 from braid.config import BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad import PodRef, resolve_plan
 from braid.nad.opt_out import DEFAULT_NETWORKS_ANNOTATION, parse_opt_out
-from tests.unit.nad.test_nad_resolve import (  # noqa: F401 - conf_dir is a fixture
-    NADS,
-    NETWORKS,
-    DictStore,
-    braid,
-    conf,
-    conf_dir,
-    summary,
-)
 
 OPT_OUT = DEFAULT_NETWORKS_ANNOTATION
 EXTRA_NADS = {**NADS, ("kube-system", "extra"): conf("extra-net")}
+
+
+@pytest.fixture
+def conf_dir(tmp_path: Path) -> Path:
+    """The cluster network and the `sidecar` network of ``defaultNetworks``, in confDir."""
+    directory = tmp_path / "net.d"
+    directory.mkdir()
+    cluster = {"cniVersion": "1.0.0", "name": "cluster", "plugins": [{"type": "ptp"}]}
+    (directory / "10-cluster.conflist").write_text(json.dumps(cluster))
+    (directory / "20-sidecar.conf").write_text(conf("sidecar", "macvlan"))
+    return directory
 
 
 def plan(config: BraidConfig, annotations: dict[str, str], **kwargs: Any) -> list[Any]:
@@ -122,4 +125,4 @@ def test_inline_delegates_after_the_first_are_kept_by_name(conf_dir: Path) -> No
 def test_parse_is_syntax_alone() -> None:
     assert parse_opt_out("", max_bytes=100) is None
     assert parse_opt_out("none", max_bytes=100) == frozenset()
-    assert parse_opt_out("a, b/c", max_bytes=100) == {"a", "b/c"}
+    assert parse_opt_out("a, b/c", max_bytes=100) == frozenset({"a", "b/c"})
