@@ -45,11 +45,12 @@ class Bounds(msgspec.Struct, frozen=True):
 
 
 class Policy(msgspec.Struct, frozen=True):
-    """``namespaceIsolation``, ``allowDefaultNetworkRequests``, ``retryDeleteOnError``,
-    ``auxiliaryCNIChainName``."""
+    """``namespaceIsolation``, ``allowDefaultNetworkRequests``, ``allowDefaultNetworksOptOut``,
+    ``retryDeleteOnError``, ``auxiliaryCNIChainName``."""
 
     namespace_isolation: bool
     allow_default_network_requests: bool
+    allow_default_networks_opt_out: bool
     retry_delete_on_error: bool
     auxiliary_cni_chain_name: str
 

@@ -159,6 +159,7 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             policy=Policy(
                 namespace_isolation=self.namespace_isolation,
                 allow_default_network_requests=self.allow_default_network_requests,
+                allow_default_networks_opt_out=self.allow_default_networks_opt_out,
                 retry_delete_on_error=self.retry_delete_on_error,
                 auxiliary_cni_chain_name=self.auxiliary_cni_chain_name,
             ),

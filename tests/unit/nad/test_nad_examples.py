@@ -18,6 +18,7 @@ from braid.nad import (
     pod_annotations,
     resolve_plan,
 )
+from braid.nad.annotations import NETWORKS_ANNOTATION
 
 ROOT = Path(__file__).parents[3]
 EXAMPLES = ROOT / "examples" / "nads"
@@ -61,7 +62,9 @@ def test_configuration_page_shows_the_example_configuration() -> None:
 
 def test_annotations_page_error_example_is_what_braid_says() -> None:
     blocks = fenced_blocks("annotations.md", "text")
-    (shown,) = [b.strip() for b in blocks if b.startswith("invalid annotation")]
+    (shown,) = [
+        b.strip() for b in blocks if b.startswith(f"invalid annotation {NETWORKS_ANNOTATION}")
+    ]
     value = '[{"name": "net-a"}, {"name": "net-b", "mac": "x"}]'
     with pytest.raises(CniError) as err:
         parse_selections(value, namespace="default")

@@ -126,3 +126,11 @@ def test_parse_is_syntax_alone() -> None:
     assert parse_opt_out("", max_bytes=100) is None
     assert parse_opt_out("none", max_bytes=100) == frozenset()
     assert parse_opt_out("a, b/c", max_bytes=100) == frozenset({"a", "b/c"})
+
+
+def test_the_annotations_page_shows_the_refusal_verbatim(conf_dir: Path) -> None:
+    page = (Path(__file__).parents[3] / "docs" / "annotations.md").read_text()
+    config = braid(conf_dir, clusterNetwork="cluster", defaultNetworks=["sidecar"])
+    with pytest.raises(CniError) as caught:
+        plan(config, {OPT_OUT: "none"})
+    assert f"```text\n{caught.value.msg}\n```" in page
