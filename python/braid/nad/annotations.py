@@ -144,17 +144,32 @@ _KEYS: dict[str, tuple[str, Any]] = {
 }
 
 
-def _entry_name(entry: dict[str, Any], index: int, annotation: str) -> tuple[str, str]:
+class InvalidAnnotation(CniError):
+    """Every problem of one annotation, each with where it is (``[1].mac``: entry 1's key
+    ``mac``); the error itself is the first one, as a pod's ADD reports it."""
+
+    def __init__(self, problems: list[tuple[str, CniError]]) -> None:
+        first = problems[0][1]
+        super().__init__(first.code, first.msg, first.details)
+        self.problems = tuple(problems)
+
+
+def _entry_name(
+    entry: dict[str, Any], index: int, annotation: str, problems: list[tuple[str, CniError]]
+) -> tuple[str, str]:
     name = entry.get("name")
+    shown = name if isinstance(name, str) else ""
     if not isinstance(name, str) or not is_dns1123_label(name):
-        shown = name if isinstance(name, str) else ""
-        raise _fail(annotation, index, shown, f"key 'name': {name!r} is not a DNS-1123 label")
+        problem = f"key 'name': {name!r} is not a DNS-1123 label"
+        problems.append((f"[{index}].name", _fail(annotation, index, shown, problem)))
     namespace = entry.get("namespace")
     if namespace not in (None, "") and (
         not isinstance(namespace, str) or not is_dns1123_label(namespace)
     ):
-        raise _fail(annotation, index, name, f"key 'namespace': {namespace!r} is not a label")
-    return name, namespace or ""
+        problem = f"key 'namespace': {namespace!r} is not a label"
+        problems.append((f"[{index}].namespace", _fail(annotation, index, shown, problem)))
+        namespace = ""
+    return shown, namespace or ""
 
 
 def _canonical_key(key: str, entry: dict[str, Any]) -> str:
@@ -166,9 +181,11 @@ def _canonical_key(key: str, entry: dict[str, Any]) -> str:
 
 
 def _json_entry(entry: Any, index: int, namespace: str, annotation: str) -> Selection:
+    """One entry of the JSON format; every problem of it is collected (``InvalidAnnotation``)."""
     if not isinstance(entry, dict):
         raise _fail(annotation, index, "", "expected an object")
-    name, ns = _entry_name(entry, index, annotation)
+    problems: list[tuple[str, CniError]] = []
+    name, ns = _entry_name(entry, index, annotation, problems)
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for raw_key, value in entry.items():
@@ -176,21 +193,38 @@ def _json_entry(entry: Any, index: int, namespace: str, annotation: str) -> Sele
         if key in {"", "name", "namespace"} or key in _IGNORED_KEYS or value is None:
             continue
         if key not in _KEYS:
-            if "." not in key:
-                raise _fail(
-                    annotation,
-                    index,
-                    name,
-                    f"unknown key {key!r} (non-standard keys must contain a dot)",
-                )
-            extra[key] = value
+            if "." in key:
+                extra[key] = value
+                continue
+            problem = f"unknown key {key!r} (non-standard keys must contain a dot)"
+            problems.append((f"[{index}].{key}", _fail(annotation, index, name, problem)))
             continue
         field, convert = _KEYS[key]
         try:
             fields[field] = convert(value)
         except _BadValue as exc:
-            raise _fail(annotation, index, name, f"key {key!r}: {exc}") from None
+            error = _fail(annotation, index, name, f"key {key!r}: {exc}")
+            problems.append((f"[{index}].{key}", error))
+    if problems:
+        raise InvalidAnnotation(problems)
     return Selection(index=index, name=name, namespace=ns or namespace, extra=extra, **fields)
+
+
+def _every_entry(items: list[Any], parse: Any) -> list[Selection]:
+    """``parse(index, item)`` of each item; the problems of all of them, when any, raised
+    together (``InvalidAnnotation``)."""
+    found: list[Selection] = []
+    problems: list[tuple[str, CniError]] = []
+    for index, item in enumerate(items):
+        try:
+            found.append(parse(index, item))
+        except InvalidAnnotation as exc:
+            problems.extend(exc.problems)
+        except CniError as exc:
+            problems.append((f"[{index}]", exc))
+    if problems:
+        raise InvalidAnnotation(problems)
+    return found
 
 
 def _not_json(annotation: str, exc: Exception) -> CniError:
@@ -268,9 +302,9 @@ def parse_selections(
     if not is_json_form(value):
         _check_count(value.count(",") + 1, annotation, max_entries)
         items = value.split(",")
-        return [_text_entry(item, i, namespace, annotation) for i, item in enumerate(items)]
+        return _every_entry(items, lambda i, item: _text_entry(item, i, namespace, annotation))
     entries = _json_entries(value, annotation, max_entries)
-    return [_json_entry(entry, i, namespace, annotation) for i, entry in enumerate(entries)]
+    return _every_entry(entries, lambda i, entry: _json_entry(entry, i, namespace, annotation))
 
 
 def parse_default_network(

@@ -162,68 +162,101 @@ def manifest_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
 
 
-def _metadata(obj: dict[str, Any], where: str) -> tuple[str, str, dict[str, Any]]:
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        raise _fail(where, "field metadata: expected a mapping")
+Problems = list[tuple[str, str]]  # (field, what is wrong with it)
+API_VERSIONS = {NAD_KIND: "k8s.cni.cncf.io/v1", POD_KIND: "v1"}
+
+
+def _name_problems(meta: dict[str, Any], problems: Problems) -> None:
     name = meta.get("name")
     if not isinstance(name, str) or not is_dns1123_subdomain(name):
-        raise _fail(where, f"field metadata.name: {name!r} is not a valid DNS-1123 name")
+        problems.append(("metadata.name", f"{name!r} is not a valid DNS-1123 name"))
     namespace = meta.get("namespace", "default")
     if not isinstance(namespace, str) or not is_dns1123_subdomain(namespace):
-        raise _fail(where, f"field metadata.namespace: {namespace!r} is not a valid namespace")
-    return namespace, name, meta
-
-
-def _annotations(meta: dict[str, Any], where: str) -> dict[str, str]:
+        problems.append(("metadata.namespace", f"{namespace!r} is not a valid namespace"))
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
     ):
-        raise _fail(where, "field metadata.annotations: expected a map of strings to strings")
-    return annotations
+        problems.append(("metadata.annotations", "expected a map of strings to strings"))
 
 
-def _spec_config(obj: dict[str, Any], where: str) -> str | None:
+def _spec_problems(obj: dict[str, Any], problems: Problems) -> None:
     spec = obj.get("spec")
-    if spec is None:
+    if spec is not None and not isinstance(spec, dict):
+        problems.append(("spec", "expected a mapping"))
+        return
+    config = (spec or {}).get("config")
+    if config not in (None, "") and not isinstance(config, (str, dict)):
+        problems.append(("spec.config", "expected a string holding CNI JSON"))
+
+
+def object_problems(obj: dict[str, Any], kind: str) -> Problems:
+    """Every problem of a NAD's or a pod's fields that braid reads, each with its field: what
+    ``nad_from_object`` and ``pod_from_object`` refuse (they raise the first)."""
+    problems: Problems = []
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        _name_problems(meta, problems)
+    else:
+        problems.append(("metadata", "expected a mapping"))
+        meta = {}
+    if kind == POD_KIND and not isinstance(meta.get("uid", ""), str):
+        problems.append(("metadata.uid", "expected a string"))
+    if kind == NAD_KIND:
+        _spec_problems(obj, problems)
+    return problems
+
+
+def api_version_problem(obj: dict[str, Any], kind: str) -> str | None:
+    """What is wrong with the object's ``apiVersion`` for its kind (None: nothing). Checked by
+    ``braidctl validate`` only: the API server sets it, and the file store reads by kind."""
+    expected = API_VERSIONS.get(kind)
+    found = obj.get("apiVersion")
+    if expected is None or found == expected:
         return None
-    if not isinstance(spec, dict):
-        raise _fail(where, "field spec: expected a mapping")
-    config = spec.get("config")
+    return f"{found!r} is not {expected!r}, the apiVersion of a {kind}"
+
+
+def _checked(obj: dict[str, Any], where: str, kind: str) -> dict[str, Any]:
+    """The object's metadata, once ``object_problems`` finds nothing (else its first problem)."""
+    problems = object_problems(obj, kind)
+    if problems:
+        field, problem = problems[0]
+        raise _fail(where, f"field {field}: {problem}")
+    meta: dict[str, Any] = obj["metadata"]
+    return meta
+
+
+def _spec_config(obj: dict[str, Any]) -> str | None:
+    config = (obj.get("spec") or {}).get("config")
     if config is None or config == "":
         return None
     if isinstance(config, dict):
         # The spec's own examples write the config as a YAML flow mapping; accept it.
         return json.dumps(config)
-    if not isinstance(config, str):
-        raise _fail(where, "field spec.config: expected a string holding CNI JSON")
-    return config
+    return str(config)
 
 
 def nad_from_object(obj: dict[str, Any], where: str) -> NetworkAttachmentDefinition:
     """A NAD from a decoded manifest object (its ``kind`` already checked by the caller)."""
-    namespace, name, meta = _metadata(obj, where)
+    meta = _checked(obj, where, NAD_KIND)
     return NetworkAttachmentDefinition(
-        namespace=namespace,
-        name=name,
-        config=_spec_config(obj, where),
-        annotations=_annotations(meta, where),
+        namespace=meta.get("namespace", "default"),
+        name=meta["name"],
+        config=_spec_config(obj),
+        annotations=meta.get("annotations") or {},
         source=where,
     )
 
 
 def pod_from_object(obj: dict[str, Any], where: str) -> PodManifest:
     """A pod from a decoded manifest object."""
-    namespace, name, meta = _metadata(obj, where)
-    uid = meta.get("uid", "")
-    if not isinstance(uid, str):
-        raise _fail(where, "field metadata.uid: expected a string")
+    meta = _checked(obj, where, POD_KIND)
     return PodManifest(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        annotations=_annotations(meta, where),
+        namespace=meta.get("namespace", "default"),
+        name=meta["name"],
+        uid=meta.get("uid", ""),
+        annotations=meta.get("annotations") or {},
         source=where,
     )
 
