@@ -55,6 +55,16 @@ class VersionCache:
         with self._lock:
             self._known.clear()
 
+    def known(self) -> dict[_BinaryKey, list[str]]:
+        """Every answer held, by binary (``braid.cni.version_file`` keeps them on disk)."""
+        with self._lock:
+            return {key: list(answer) for key, answer in self._known.items()}
+
+    def learn(self, key: _BinaryKey, answer: list[str]) -> None:
+        """Holds ``answer`` for the binary ``key`` names, as if it had been asked."""
+        with self._lock:
+            self._known[key] = list(answer)
+
 
 def require_answerable(version: str, what: str) -> None:
     """Raises ``CniError`` (code 1) unless an ADD result can be handed back at ``version``:

@@ -14,6 +14,7 @@ kubelet's client only when it asks for devices, PyYAML only for YAML manifests);
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -21,29 +22,56 @@ from braid.version import package_version, version_document
 
 
 def main() -> int:
+    # One short call per process: the collector would only walk what the imports made.
+    gc.disable()
     if sys.argv[1:] == ["--version"]:
         sys.stdout.write(f"braid-thin {package_version()}\n")
         return 0
     if os.environ.get("CNI_COMMAND", "") == "VERSION":
         out, code = version_document(), 0
     else:
-        from braid.config.trust import from_node, node_file_beside  # noqa: PLC0415
-        from braid.engine.entry import run_cni  # noqa: PLC0415
-        from braid.engine.request import MAX_STDIN  # noqa: PLC0415
-        from braid.k8s.select import open_call_session  # noqa: PLC0415
-
-        stdin = sys.stdin.buffer.read(MAX_STDIN + 1)
-        node_file = node_file_beside(sys.argv[0])
-        out, code = run_cni(
-            os.environ,
-            stdin,
-            session=open_call_session,
-            policy=lambda config: from_node(config, node_file),
-        )
+        out, code = _engine_call()
     sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()
     return code
 
 
+def _engine_call() -> tuple[bytes, int]:
+    """ADD, CHECK, DEL, GC and STATUS: the engine's, with the plugins' VERSION answers
+    remembered in ``cniDir`` from one call to the next (``braid.cni.version_file``)."""
+    from braid.cni.version_file import VersionFile  # noqa: PLC0415
+    from braid.config.schema import BraidConfig  # noqa: PLC0415 - imported already
+    from braid.config.trust import from_node, node_file_beside  # noqa: PLC0415
+    from braid.engine.entry import run_cni  # noqa: PLC0415
+    from braid.engine.memory import EngineMemory  # noqa: PLC0415
+    from braid.engine.request import MAX_STDIN  # noqa: PLC0415
+    from braid.k8s.select import open_call_session  # noqa: PLC0415
+
+    stdin = sys.stdin.buffer.read(MAX_STDIN + 1)
+    node_file = node_file_beside(sys.argv[0])
+    memory, versions = EngineMemory(), VersionFile()
+
+    def trusted(config: BraidConfig) -> BraidConfig:
+        config = from_node(config, node_file)
+        versions.load(config.cni_dir, memory.versions)
+        return config
+
+    answer = run_cni(os.environ, stdin, session=open_call_session, policy=trusted, memory=memory)
+    versions.save(memory.versions)
+    return answer
+
+
+def run() -> None:
+    """The console script's entry point: ``main``, then an exit without the interpreter's
+    teardown (freeing every module and object, about 9 ms). Nothing is lost by it: the
+    answer is flushed, the record's durable writes are done (fsynced) before ``main``
+    returns, the session is closed, and the log's handlers are flushed and closed here."""
+    code = main()
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

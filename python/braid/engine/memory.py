@@ -14,8 +14,9 @@ class EngineMemory:
     first delegate of its recent ADDs (``FirstDelegates``, started early for the next), its
     ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
     unchanged files) and the plugins' VERSION answers (``VersionCache``, keyed by each binary's
-    identity). A call without one remembers nothing; braid-thin makes one call per process, so
-    it would have nothing to gain."""
+    identity). A call without one remembers nothing, not even across its own attachments.
+    braid-thin makes one per call, its VERSION answers loaded from and saved to ``cniDir``
+    (``braid.cni.version_file``)."""
 
     def __init__(self) -> None:
         self.first_delegates = FirstDelegates()
