@@ -1,5 +1,6 @@
 """The daemon's Kubernetes side, built once at start: one API client, the watch caches of this
-node's pods and of every NAD, the status writer with its background retries, and events.
+node's pods, of every NAD and of the claims of the node's pods, the status writer with its
+background retries, and events.
 
 Each request whose braid configuration asks for the Kubernetes store gets a session over these
 (``session_for``): the cached store wrapped to remember the NADs it did not find (a failed ADD
@@ -126,13 +127,13 @@ class DaemonCluster:
             return writer
 
     def start(self) -> None:
-        claims = ", every ResourceClaim and the node's ResourceSlices"
+        claims = ", the ResourceClaims of its pods and the node's ResourceSlices"
         what = claims if self.caches.claims is not None else ""
         log.info("watching the pods of node %s, every NAD%s", self.node_name, what)
         self.caches.start()
 
     def synced(self) -> bool:
-        """True once both caches have listed (never blocks)."""
+        """True once every cache has listed (never blocks)."""
         return self.caches.wait_synced(0)
 
     def reachable(self) -> bool:

@@ -6,10 +6,11 @@ in the cache) does not fail the ADD. A cached pod whose UID is not the runtime's
 (recreated with the same name): the live object decides. With the pod annotations passed by
 the runtime and the NADs cached, an ADD makes no read at all.
 
-With ``claims`` (braid's ``resourceClaims``), every ResourceClaim and this node's
-ResourceSlices are watched too, for Dynamic Resource Allocation (``braid.k8s.dra``): a pod's
-claimed devices are then read from the caches, and a claim the cache does not have, or has not
-seen allocated and reserved for the pod yet, is read live.
+With ``claims`` (braid's ``resourceClaims``), the ResourceClaims this node's pods name are
+kept too (``braid.k8s.node_claims``: one GET each, never a cluster-wide claim LIST or WATCH)
+and this node's ResourceSlices watched, for Dynamic Resource Allocation (``braid.k8s.dra``): a
+pod's claimed devices are then read from the caches, and a claim the cache does not have, or
+has not seen allocated and reserved for the pod yet, is read live.
 
 What a tenant creates does not grow the daemon without bound. A NAD whose ``spec.config`` is
 over ``maxNadBytes`` is kept as a marker of its size (``nad_entry``), never its spec, and a
@@ -29,13 +30,12 @@ from braid.k8s.budget import OVERSIZED, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.dra import ClaimReader
 from braid.k8s.dra_objects import (
-    claims_path,
     slices_path,
-    trim_claim,
     trim_pod_claims,
     trim_slice,
 )
 from braid.k8s.informers import Reflector
+from braid.k8s.node_claims import NodeClaims
 from braid.k8s.objects import check_uid, nad_definition, nad_path, pod_info
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.store import KubeStore
@@ -116,16 +116,11 @@ class ClusterCaches:
             refusals=refusals,
         )
         self.live = KubeStore(client, retry=retry)
-        self.claims: Reflector | None = None
+        self.claims: NodeClaims | None = None
         self.slices: Reflector | None = None
         if claims:
-            self.claims = Reflector(
-                client,
-                claims_path(),
-                trim=trim_claim,
-                watch_timeout=watch_timeout,
-                max_bytes=max_cache_bytes,
-                refusals=RefusalLog("ResourceClaim"),
+            self.claims = NodeClaims(
+                client, self.pods, max_bytes=max_cache_bytes, refusals=RefusalLog("ResourceClaim")
             )
             self.slices = Reflector(
                 client, slices_path(), trim=trim_slice, query=selector, watch_timeout=watch_timeout
@@ -154,13 +149,13 @@ class ClusterCaches:
 
     def stats(self) -> list[tuple[str, int, int, dict[str, int]]]:
         """(cache, objects kept, bytes counted, refusals by reason) of each bounded cache."""
-        found = [("nads", self.nads)]
+        found: list[tuple[str, Reflector | NodeClaims]] = [("nads", self.nads)]
         if self.claims is not None:
             found.append(("claims", self.claims))
         return [(n, len(r), r.used_bytes, r.refusals.counts()) for n, r in found]
 
-    def _reflectors(self) -> list[tuple[str, Reflector]]:
-        found = [("pods", self.pods), ("nads", self.nads)]
+    def _reflectors(self) -> list[tuple[str, Reflector | NodeClaims]]:
+        found: list[tuple[str, Reflector | NodeClaims]] = [("pods", self.pods), ("nads", self.nads)]
         if self.claims is not None and self.slices is not None:
             found += [("claims", self.claims), ("slices", self.slices)]
         return found
@@ -172,8 +167,9 @@ class ClusterCaches:
             self._threads.append(thread)
 
     def wait_synced(self, timeout: float) -> bool:
-        """True once both caches have listed (the daemon may serve before: misses go live)."""
-        return self.pods.synced.wait(timeout) and self.nads.synced.wait(timeout)
+        """True once every cache has listed, the claims of the node's pods read (the daemon
+        may serve before: misses go live)."""
+        return all(r.synced.wait(timeout) for _, r in self._reflectors())
 
     def stop(self, timeout: float = 5.0) -> None:
         for _, reflector in self._reflectors():
