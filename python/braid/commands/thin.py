@@ -39,6 +39,7 @@ def main() -> int:
 def _engine_call() -> tuple[bytes, int]:
     """ADD, CHECK, DEL, GC and STATUS: the engine's, with the plugins' VERSION answers
     remembered in ``cniDir`` from one call to the next (``braid.cni.version_file``)."""
+    _import_msgspec_without_typing_extensions()
     from braid.cni.version_file import VersionFile  # noqa: PLC0415
     from braid.config.schema import BraidConfig  # noqa: PLC0415 - imported already
     from braid.config.trust import from_node, node_file_beside  # noqa: PLC0415
@@ -59,6 +60,23 @@ def _engine_call() -> tuple[bytes, int]:
     answer = run_cni(os.environ, stdin, session=open_call_session, policy=trusted, memory=memory)
     versions.save(memory.versions)
     return answer
+
+
+def _import_msgspec_without_typing_extensions() -> None:
+    """Imports ``msgspec`` as it imports itself where ``typing_extensions`` is not installed
+    (grpcio's dependency, in the image for the ``devices`` extra): with ``typing``'s
+    ``get_type_hints`` and ``NotRequired``, which are the same on Python 3.11 for every
+    annotation braid writes. ``typing_extensions`` imports ``inspect`` (with ``ast``, ``dis``
+    and ``tokenize``), 10-15 ms of every call. Only msgspec's first import is steered: any
+    later importer of ``typing_extensions`` gets it."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    # A None entry makes its import fail, as if it were not installed.
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec  # noqa: F401, PLC0415
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 def run() -> None:

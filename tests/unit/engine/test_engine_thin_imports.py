@@ -36,6 +36,11 @@ NEVER = (
     "secrets",
     "socket",
     "subprocess",
+    # msgspec's optional helper: with `inspect`, `ast`, `dis` and `tokenize`, 10-15 ms a call
+    # (`braid.commands.thin` imports msgspec without it).
+    "typing_extensions",
+    "inspect",
+    "ast",
     # About a millisecond per class here (each generates and compiles its methods), and it
     # imports inspect: the engine's records are msgspec structs.
     "dataclasses",
