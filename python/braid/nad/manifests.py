@@ -73,7 +73,7 @@ def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _read_bounded(path: Path, bound: FileBound) -> str:
+def read_bounded(path: Path, bound: FileBound) -> str:
     """The file's text; more than ``bound.max_bytes`` is refused without reading the rest."""
     try:
         with path.open("rb") as file:
@@ -92,7 +92,7 @@ def _read_bounded(path: Path, bound: FileBound) -> str:
 
 
 def _load_documents(path: Path, bound: FileBound) -> list[Any]:
-    text = _read_bounded(path, bound)
+    text = read_bounded(path, bound)
     if path.suffix == ".json":
         try:
             return [json.loads(text)]
@@ -227,7 +227,9 @@ def _checked(obj: dict[str, Any], where: str, kind: str) -> dict[str, Any]:
     return meta
 
 
-def _spec_config(obj: dict[str, Any]) -> str | None:
+def spec_config(obj: dict[str, Any]) -> str | None:
+    """``spec.config`` as CNI JSON text (None when absent or empty), of an object whose
+    ``spec`` and ``spec.config`` ``object_problems`` found nothing wrong with."""
     config = (obj.get("spec") or {}).get("config")
     if config is None or config == "":
         return None
@@ -243,7 +245,7 @@ def nad_from_object(obj: dict[str, Any], where: str) -> NetworkAttachmentDefinit
     return NetworkAttachmentDefinition(
         namespace=meta.get("namespace", "default"),
         name=meta["name"],
-        config=_spec_config(obj),
+        config=spec_config(obj),
         annotations=meta.get("annotations") or {},
         source=where,
     )
