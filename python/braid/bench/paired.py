@@ -14,6 +14,7 @@ these. 20 ms is a whole number of ticks at HZ 100, 250, 300 and 1000.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -41,16 +42,36 @@ def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10, method="inclusive")[-1]
 
 
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The distribution-free ``confidence`` interval of the median of ``values``: the order
+    statistics whose ranks a Binomial(n, 1/2) count keeps the median between with at least that
+    probability (the sign test's interval; no assumption about the values' distribution).
+    With too few values for it, their whole range."""
+    ordered = sorted(values)
+    n = len(ordered)
+    tail = (1.0 - confidence) / 2
+    below, rank, total = 0, 0, 2**n
+    while rank < n // 2 and (below + math.comb(n, rank)) / total <= tail:
+        below += math.comb(n, rank)
+        rank += 1
+    if rank == 0:
+        return ordered[0], ordered[-1]
+    return ordered[rank - 1], ordered[n - rank]
+
+
 @dataclass(frozen=True)
 class Figures:
     """One operation's figures in seconds: both sides' medians, the median and 90th
-    percentile of the per-round differences (measured minus direct), and the rounds."""
+    percentile of the per-round differences (measured minus direct), the 95 % interval of
+    that median (``median_interval``), and the rounds."""
 
     rounds: int
     direct_median: float
     measured_median: float
     overhead_median: float
     overhead_p90: float
+    overhead_low: float = 0.0
+    overhead_high: float = 0.0
 
 
 @dataclass
@@ -98,12 +119,15 @@ class OverheadRecord:
             if not direct or len(direct) != len(measured):
                 continue
             diffs = [m - d for d, m in zip(direct, measured, strict=True)]
+            low, high = median_interval(diffs)
             found[op] = Figures(
                 rounds=len(direct),
                 direct_median=statistics.median(direct),
                 measured_median=statistics.median(measured),
                 overhead_median=statistics.median(diffs),
                 overhead_p90=p90(diffs),
+                overhead_low=low,
+                overhead_high=high,
             )
         return found
 

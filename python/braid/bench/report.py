@@ -7,6 +7,7 @@ from typing import Any
 
 from braid.bench.network import plugin_types
 from braid.bench.run import BenchOutcome, BenchPlan
+from braid.bench.trace import trace_lines
 
 VERBS = ("VERSION", "ADD", "CHECK", "DEL")
 
@@ -30,6 +31,7 @@ def document(
             "braid_median_ms": _ms(fig.measured_median),
             "overhead_median_ms": _ms(fig.overhead_median),
             "overhead_p90_ms": _ms(fig.overhead_p90),
+            "overhead_median_95_ms": [_ms(fig.overhead_low), _ms(fig.overhead_high)],
         }
         for verb in VERBS
         if (fig := outcome.figures.get(verb)) is not None
@@ -74,6 +76,7 @@ def document(
         "verbs": verbs,
         "burst": burst,
         "daemon_memory_kib": dict(outcome.memory_kib) or None,
+        "trace": outcome.trace,
         "teardown_failures": list(outcome.teardown_failures),
     }
 
@@ -99,15 +102,17 @@ def text(doc: dict[str, Any]) -> str:
         f"{doc['machine']['cpus']} CPUs, load average {load} before",
         "",
         f"{'verb':<8} {'direct median':>14} {'braid median':>13} "
-        f"{'overhead median':>16} {'overhead p90':>13}   (ms)",
+        f"{'overhead median':>16} {'95% interval':>17} {'overhead p90':>13}   (ms)",
     ]
     for verb in VERBS:
         fig = doc["verbs"].get(verb)
         if fig is None:
             continue
+        low, high = fig["overhead_median_95_ms"]
+        interval = f"{low:+.2f}..{high:+.2f}"
         lines.append(
             f"{verb:<8} {fig['direct_median_ms']:>14.2f} {fig['braid_median_ms']:>13.2f} "
-            f"{fig['overhead_median_ms']:>+16.2f} {fig['overhead_p90_ms']:>+13.2f}"
+            f"{fig['overhead_median_ms']:>+16.2f} {interval:>17} {fig['overhead_p90_ms']:>+13.2f}"
         )
     burst = doc["burst"]
     if burst is not None:
@@ -124,6 +129,7 @@ def text(doc: dict[str, Any]) -> str:
                 f"DEL {burst['direct_del_seconds']:.2f} s "
                 f"({burst['direct_del_pods_per_second']:.1f} pods/s)"
             )
+    lines += trace_lines(doc.get("trace"))
     memory = doc["daemon_memory_kib"]
     if memory:
         parts = [f"{key} {_mib(value)}" for key, value in memory.items()]

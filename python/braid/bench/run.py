@@ -25,6 +25,7 @@ from braid.bench.direct import DirectPod, has_check
 from braid.bench.namespaces import add_namespace, inside_netns, namespace, remove_namespace
 from braid.bench.paired import Figures, OverheadRecord
 from braid.bench.rounds import Attached, Rounds
+from braid.bench.trace import phase_medians, trace_path
 from braid.bench.world import NetworkList, World, private_root
 
 Progress = Callable[[str], None]
@@ -47,6 +48,7 @@ class BenchPlan:
     spread: float
     check: bool = True
     daemon_command: Callable[[Path], list[str]] | None = None  # socket dir -> argv
+    trace: bool = False  # thick mode: the daemon's per-phase trace of the paired rounds
 
 
 @dataclass
@@ -56,6 +58,8 @@ class BenchOutcome:
     burst: BurstFigures | None = None
     memory_kib: dict[str, int] = field(default_factory=dict)
     teardown_failures: list[str] = field(default_factory=list)
+    # (thick mode, ``--trace``) verb -> phase -> the median milliseconds (``braid.bench.trace``)
+    trace: dict[str, dict[str, float]] | None = None
 
 
 @contextmanager
@@ -170,6 +174,8 @@ def _daemon(
         return None
     progress("starting the daemon")
     command = plan.daemon_command(world.socket_dir)
+    if plan.trace:
+        command += ["--trace", str(trace_path(world))]
     log = world.root / "daemon.log"
     return stack.enter_context(running_daemon(world.host_ns, world.socket_dir, log, command))
 
@@ -195,6 +201,8 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
         attached = stack.enter_context(Attached(on_exit=hold))
         stage = _Stage(plan, world, attached, run_id, progress)
         outcome.figures = stage.paired(pod_ns)
+        if daemon is not None and plan.trace:
+            outcome.trace = phase_medians(trace_path(world))
         if plan.burst:
             stage.burst(spaces, daemon, outcome)
         if daemon is not None:

@@ -172,6 +172,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=None,
         help="also write the figures as JSON to FILE",
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="thick mode: print the daemon's per-phase medians of the paired rounds "
+        "(braidctl daemon --trace)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_output_option(parser)
     parser.set_defaults(handler=run_bench)
@@ -223,6 +229,7 @@ def plan_of(args: argparse.Namespace) -> BenchPlan:
         spread=args.phase_spread_ms / 1e3,
         check=not args.no_check,
         daemon_command=lambda socket_dir: daemon_command(socket_dir, concurrency),
+        trace=args.trace,
     )
 
 

@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 from braid.cni.hostroot import HostRoot
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
@@ -26,6 +27,7 @@ from braid.daemon.settings import (
     node_name_of,
     settings_from,
 )
+from braid.daemon.trace import Tracer
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.select import kubernetes_wanted
 from braid.version import package_version
@@ -119,6 +121,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=DEFAULT_WATCH_SECONDS,
         help="how long the API server keeps one watch open before the daemon renews it",
     )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        type=Path,
+        help="append each CNI request's per-phase timings to FILE, one JSON line each "
+        "(docs/performance.md; off by default)",
+    )
     parser.set_defaults(handler=run_daemon)
 
 
@@ -206,6 +215,16 @@ def threads_left(timeout: float) -> list[str]:
     return [t.name for t in threading.enumerate() if t is not threading.current_thread()]
 
 
+def tracer_of(path: Path | None) -> Tracer | None:
+    """``--trace``'s file, opened for appending (None without the flag)."""
+    if path is None:
+        return None
+    try:
+        return Tracer(path)
+    except OSError as exc:
+        raise CniError(INVALID_CONFIG, f"--trace {path}: cannot open it", str(exc)) from exc
+
+
 def run_daemon(args: argparse.Namespace) -> int:
     install_json_logging()
     log.info("braid %s starting", package_version())
@@ -216,6 +235,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         settings = settings_of(args, operator)
         service = service_of(operator, settings, root)
         service.follower = follower_of(args, operator, root)
+        service.tracer = tracer_of(args.trace)
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2

@@ -39,6 +39,7 @@ from braid.daemon.protocol import (
     frame_body,
     incomplete_frame,
 )
+from braid.daemon.trace import CallTrace
 from braid.errors import INVALID_ENVIRONMENT, TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
@@ -73,9 +74,10 @@ class Connection:
 
     SEND_TIMEOUT = 5.0
 
-    def __init__(self, sock: socket.socket, lease: Lease) -> None:
+    def __init__(self, sock: socket.socket, lease: Lease, trace: CallTrace | None = None) -> None:
         self.sock = sock
         self.lease = lease
+        self.trace = trace  # the request's per-phase trace, when the daemon traces
         self._lock = threading.Lock()
         self._answered = False
 
@@ -89,6 +91,8 @@ class Connection:
             try:
                 self.sock.settimeout(self.SEND_TIMEOUT)
                 self.sock.sendall(frame)
+                if self.trace is not None:
+                    self.trace.answer_sent()
             except OSError:
                 log.warning("could not answer a client: it has gone")
             finally:

@@ -43,9 +43,10 @@ from braid.daemon.connection import (
 from braid.daemon.descriptors import budget_of
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.probes import HEALTH_PATHS, ProbeServer, start_probe_server
-from braid.daemon.protocol import error_response
+from braid.daemon.protocol import Request, error_response
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import MAX_HEALTH_CONNECTIONS, DaemonSettings
+from braid.daemon.trace import READ, CallTrace
 from braid.errors import TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
@@ -282,8 +283,9 @@ class DaemonServer:
             if lease is None:
                 self._refused_connection(conn)
                 continue
+            trace = CallTrace() if self.service.tracer is not None else None
             try:
-                self._serve_accepted(Connection(conn, lease), listener)
+                self._serve_accepted(Connection(conn, lease, trace), listener)
             except Exception:  # a bug must not cost the daemon an acceptor
                 log.exception("serving a connection failed")
                 conn.close()
@@ -326,31 +328,36 @@ class DaemonServer:
         if body is None:
             self._give_thread(connection, read, deadline, None)
             return
+        if connection.trace is not None:
+            connection.trace.mark(READ)
+        request = self.service.decode(body, connection)
+        if request is None:
+            return
         with self._lock:
             self._inflight += 1
         handed = False
         try:
-            if self.service.serve(body, connection, wait=False):
+            if self.service.serve_request(request, connection, wait=False):
                 return
-            handed = self._give_thread(connection, read, deadline, body)
+            handed = self._give_thread(connection, read, deadline, request)
         finally:
             if not handed:
                 self._request_over()
 
     def _give_thread(
-        self, connection: Connection, read: bytearray, deadline: float, body: bytes | None
+        self, connection: Connection, read: bytearray, deadline: float, request: Request | None
     ) -> bool:
-        """Serves ``connection`` on a thread of its own: from its ``body`` (a request counted
-        in flight already), else from what was ``read`` of its frame. False, the connection
-        answered code 11, when no thread can be started."""
+        """Serves ``connection`` on a thread of its own: its ``request`` (decoded by the
+        acceptor, counted in flight already), else from what was ``read`` of its frame. False,
+        the connection answered code 11, when no thread can be started."""
         thread = threading.Thread(
             target=self._serve_own_thread,
-            args=(connection, read, deadline, body),
+            args=(connection, read, deadline, request),
             name="braid-connection",
             daemon=True,
         )
         with self._lock:
-            if body is None:
+            if request is None:
                 self._reading.add(connection)
             self._threads.add(thread)
         try:
@@ -366,14 +373,14 @@ class DaemonServer:
         return True
 
     def _serve_own_thread(
-        self, connection: Connection, read: bytearray, deadline: float, body: bytes | None
+        self, connection: Connection, read: bytearray, deadline: float, request: Request | None
     ) -> None:
-        """A connection's own thread: the rest of its frame (unless its ``body`` is known),
+        """A connection's own thread: the rest of its frame (unless its ``request`` is known),
         then its request, waiting for its turn as long as it takes."""
         try:
-            if body is not None:
+            if request is not None:
                 try:
-                    self.service.serve(body, connection)
+                    self.service.serve_request(request, connection)
                 finally:
                     self._request_over()
                 return
@@ -394,6 +401,8 @@ class DaemonServer:
                     connection.close()
                 return
             assert got.body is not None  # noqa: S101 - served
+            if connection.trace is not None:
+                connection.trace.mark(READ)
             try:
                 self.service.serve(got.body, connection)
             finally:

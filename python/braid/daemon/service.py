@@ -43,9 +43,10 @@ from braid.daemon.protocol import (
 )
 from braid.daemon.scheduler import ClientGone, Overloaded, Scheduler, slot_lent
 from braid.daemon.shim_version import own_version, report_shim
+from braid.daemon.trace import ADMIT, DECODE, CallTrace, Tracer
 from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
-from braid.engine.phases import observe_phases
+from braid.engine.phases import PhaseObserver, observe_phases
 from braid.engine.session import Session
 from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, INVALID_CONFIG, TRY_AGAIN_LATER, CniError
@@ -149,6 +150,23 @@ def cni_version_of(stdin: bytes) -> str:
         return ""
 
 
+def trace_of(connection: AcceptedConnection) -> CallTrace | None:
+    """The connection's trace, when the daemon traces (``braid.daemon.trace``)."""
+    trace: CallTrace | None = getattr(connection, "trace", None)
+    return trace
+
+
+def _both(service: DaemonService, trace: CallTrace) -> PhaseObserver:
+    """The phase observer of a traced request: the metrics and the trace."""
+    metrics = service.metrics.observe_phase
+
+    def observe(name: str, seconds: float, plugin: str) -> None:
+        metrics(name, seconds, plugin)
+        trace.phase(name, seconds, plugin)
+
+    return observe
+
+
 class SlotLentWhileDelegatesRun:
     """The daemon's executor: ``inner`` runs the plugins while the request's scheduler slot
     serves another request (``braid.daemon.scheduler.slot_lent``): a request waiting for its
@@ -207,6 +225,8 @@ class DaemonService:
         # Follows running pods' selection annotations (with the Kubernetes store).
         self.hotplug: HotPlugger | None = None
         self.ready = False
+        # Each request's per-phase trace (``braidctl daemon --trace``), when given one.
+        self.tracer: Tracer | None = None
 
     def close(self) -> None:
         """Stops the chores and the Kubernetes side (after the drain: nothing is running any
@@ -218,6 +238,8 @@ class DaemonService:
         self.spares.close()
         if self.cluster is not None:
             self.cluster.stop()
+        if self.tracer is not None:
+            self.tracer.close()
 
     def warm_up(self, sync_seconds: float, stop: threading.Event | None = None) -> None:
         """Starts the caches and turns ready once the daemon can serve an ADD: once they have
@@ -323,22 +345,38 @@ class DaemonService:
         return open_call_session(config, env, file_stores=self.file_stores)
 
     def serve(self, body: bytes, connection: AcceptedConnection, *, wait: bool = True) -> bool:
-        """Answers one request frame's body on ``connection``, on this thread; never raises
-        for a bad request. The answer is written as soon as it is known, which for an ADD can
-        be before the engine's final record write and this request's log line and metrics.
-        A CNI request whose client has gone before its work could start is not run (it is
-        dropped while it waits, or when its turn comes).
+        """``decode`` then ``serve_request``: answers one request frame's body on
+        ``connection``, on this thread; never raises for a bad request."""
+        request = self.decode(body, connection)
+        return request is None or self.serve_request(request, connection, wait=wait)
 
-        Without ``wait`` (an acceptor thread), a request that would wait for its turn (or a
-        hot-plug request, which asks the API server) is not served: False, nothing done, and
-        the caller serves it on another thread. True once it is answered and its work over."""
+    def decode(self, body: bytes, connection: AcceptedConnection) -> Request | None:
+        """The request of a frame's body, or None once a malformed one has been answered."""
         try:
             request = decode_request(body)
         except CniError as exc:
             log.warning("refused a request: %s", exc)
             self.metrics.requests.labels(verb="none", outcome="malformed").inc()
             connection.reply(error_response(exc))
-            return True
+            return None
+        trace = trace_of(connection)
+        if trace is not None:
+            trace.mark(DECODE)
+        return request
+
+    def serve_request(
+        self, request: Request, connection: AcceptedConnection, *, wait: bool = True
+    ) -> bool:
+        """Answers ``request`` on ``connection``, on this thread; never raises for a bad
+        request. The answer is written as soon as it is known, which for an ADD can be before
+        the engine's final record write and this request's log line and metrics. A CNI
+        request whose client has gone before its work could start is not run (it is dropped
+        while it waits, or when its turn comes).
+
+        Without ``wait`` (an acceptor thread), a request that would wait for its turn (or a
+        hot-plug request, which asks the API server) is not served: False, nothing done, and
+        the caller serves the same ``request`` on another thread (it is decoded once). True
+        once it is answered and its work over."""
         if request.kind == "health":
             own = own_version()
             connection.reply(
@@ -383,16 +421,27 @@ class DaemonService:
             return True
         if ticket is None:
             return False
+        trace = trace_of(connection)
+        if trace is not None:
+            trace.verb = tag.verb
+            trace.mark(ADMIT)
         try:
-            self._serve_admitted(env, stdin, tag, answer)
+            self._serve_admitted(env, stdin, tag, answer, trace)
         finally:
             self.scheduler.leave(ticket)
+            if trace is not None and self.tracer is not None:
+                self.tracer.done(trace)
         return True
 
     def _serve_admitted(
-        self, env: dict[str, str], stdin: bytes, tag: RequestTag, answer: Answer
+        self,
+        env: dict[str, str],
+        stdin: bytes,
+        tag: RequestTag,
+        answer: Answer,
+        trace: CallTrace | None,
     ) -> None:
-        observe_phases(self.metrics.observe_phase)
+        observe_phases(self.metrics.observe_phase if trace is None else _both(self, trace))
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         try:
             out, code = self._run_engine(env, stdin, answer.early)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from braid.bench.burst import BurstFigures
-from braid.bench.paired import OverheadRecord, p90
+from braid.bench.paired import OverheadRecord, median_interval, p90
 from braid.bench.report import document, text
 from braid.bench.rounds import Attached, Rounds
 from braid.bench.run import BenchOutcome, BenchPlan
@@ -47,6 +47,30 @@ def test_an_operation_without_a_pair_for_every_round_is_left_out() -> None:
 def test_p90_of_one_value_is_that_value() -> None:
     assert p90([0.25]) == 0.25
     assert p90([float(i) for i in range(11)]) == 9.0
+
+
+@pytest.mark.parametrize(
+    ("n", "ranks"),
+    # The sign test's 95 % ranks (1-based), as tabulated: n=10 -> 2nd and 9th, n=100 -> 40th
+    # and 61st, n=200 -> 86th and 115th.
+    [(10, (2, 9)), (100, (40, 61)), (200, (86, 115))],
+)
+def test_median_interval_is_the_sign_tests(n: int, ranks: tuple[int, int]) -> None:
+    values = [float(i) for i in range(n, 0, -1)]  # any order: sorted first
+    assert median_interval(values) == (float(ranks[0]), float(ranks[1]))
+
+
+def test_median_interval_of_too_few_values_is_their_range() -> None:
+    assert median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)
+
+
+def test_figures_carry_the_interval_of_the_median() -> None:
+    record = OverheadRecord(spread=0)
+    for i in range(100):
+        record.add("DEL", "direct", 1.0)
+        record.add("DEL", "braid", 1.0 + i / 1000)
+    fig = record.figures()["DEL"]
+    assert (fig.overhead_low, fig.overhead_high) == pytest.approx((0.039, 0.060))
 
 
 def test_each_call_waits_a_random_pause_within_the_spread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,6 +203,7 @@ def test_report_document_and_table() -> None:
         "braid_median_ms": 32.0,
         "overhead_median_ms": 2.0,
         "overhead_p90_ms": 2.0,
+        "overhead_median_95_ms": [2.0, 2.0],
     }
     assert doc["verbs"]["VERSION"]["overhead_median_ms"] == -3.0
     assert doc["network"]["plugins"] == ["bridge", "host-local", "tuning"]
@@ -191,7 +216,10 @@ def test_report_document_and_table() -> None:
     table = text(doc)
     assert "braid 1.2.3 thick mode: network n (bridge+host-local+tuning" in table
     assert "load average 1.00 2.00 3.00 before" in table
-    assert "DEL               30.00         32.00            +2.00         +2.00" in table
+    assert (
+        "DEL               30.00         32.00            +2.00      +2.00..+2.00         +2.00"
+        in table
+    )
     assert "ADD 0.50 s (8.0 pods/s), DEL 0.25 s (16.0 pods/s)" in table
     assert "delegates directly: ADD 0.40 s (10.0 pods/s), DEL 0.50 s (8.0 pods/s)" in table
     assert "daemon resident size: rest 30.0 MiB, peak 34.0 MiB" in table
