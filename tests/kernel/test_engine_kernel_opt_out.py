@@ -1,6 +1,7 @@
 """A pod's opt-out of ``defaultNetworks`` on the real kernel, with the reference plugins: the
 networks it drops are never attached (no interface, no lease), the ones it keeps are; where
-the operator forbids it, the ADD is refused with error 7 and attaches nothing."""
+the operator forbids it, the ADD is refused with error 7 and attaches nothing. In process (as
+``braid-thin`` runs) and through a real daemon, which answer alike."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import kernel_netns
 import kernel_oracle as kernel
 import pytest
 from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+from kernel_daemon import Daemon, call
 
 pytestmark = pytest.mark.kernel
 
@@ -34,8 +36,8 @@ def engine(
 
 
 def attached(engine: EngineSetup) -> dict[str, str]:
-    """interface -> the network-status name braid recorded for it."""
-    return {s["interface"]: s["name"] for s in engine.record()["networkStatus"]}
+    """interface -> the network braid recorded attaching there."""
+    return {a["ifname"]: a["name"] for a in engine.record()["attachments"]}
 
 
 def test_without_the_annotation_every_default_network_is_attached(engine: EngineSetup) -> None:
@@ -83,3 +85,25 @@ def test_a_forbidden_opt_out_attaches_nothing(engine: EngineSetup) -> None:
 
     assert engine.run("DEL", annotations, **DEFAULTS) == (None, 0)
     engine.assert_nothing_left()
+
+
+def test_the_daemon_obeys_the_opt_out_and_refuses_it_alike(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    daemon = Daemon(engine.host, tmp_path / "run", tmp_path / "daemon.log").start()
+    try:
+        annotations = {NETWORKS: "net-a", OPT_OUT: "none"}
+        refused = call(daemon, engine, "ADD", engine.braid_conf(annotations, **DEFAULTS))
+        assert refused == engine.run("ADD", annotations, **DEFAULTS), "as braid-thin answers"
+        assert (refused[1], refused[0]["code"]) == (1, 7)
+        engine.assert_nothing_left()
+
+        result, code = call(daemon, engine, "ADD", engine.braid_conf(annotations, **ALLOWED))
+        assert code == 0, result
+        assert attached(engine) == {"eth0": CLUSTER, "net1": "default/net-a"}
+        assert set(kernel.links(engine.pod.name)) == {"lo", "eth0", "net1"}
+        assert call(daemon, engine, "DEL", engine.braid_conf(annotations, **ALLOWED)) == (None, 0)
+        engine.assert_nothing_left()
+    finally:
+        daemon.stop()
+    assert daemon.wait() == 0
