@@ -11,7 +11,6 @@ the container (one ``unlink`` that finds nothing, in the common case).
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Protocol
 
@@ -23,8 +22,9 @@ from braid.cni.config import NetworkList
 from braid.cni.request import RuntimeRequest
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.errors import INVALID_ENVIRONMENT, CniError
+from braid.quietlog import QuietLogger
 
-log = logging.getLogger(__name__)
+log = QuietLogger(__name__)
 
 
 class ResultKeeping(Protocol):

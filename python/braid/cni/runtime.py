@@ -12,7 +12,6 @@ list's own version.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import msgspec
@@ -48,11 +47,12 @@ from braid.cni.versions import (
     require_answerable,
 )
 from braid.errors import INCOMPATIBLE_VERSION, CniError, TeardownError
+from braid.quietlog import QuietLogger
 
 DEFAULT_CACHE_DIR = "/var/lib/cni"
 DEFAULT_PLUGIN_TIMEOUT = 60.0
 
-log = logging.getLogger(__name__)
+log = QuietLogger(__name__)
 
 
 class PreparedAdd(msgspec.Struct, frozen=True):

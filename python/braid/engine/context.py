@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,8 +33,9 @@ from braid.nad.devices import KubeletReader
 from braid.nad.plan import AttachmentPlan, empty_prev_result
 from braid.nad.resolve import PodRef
 from braid.nad.store import Store
+from braid.quietlog import QuietLogger
 
-log = logging.getLogger("braid.engine")
+log = QuietLogger("braid.engine")
 
 
 class StatusPublisher(Protocol):

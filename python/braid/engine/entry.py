@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,23 +13,36 @@ from braid.config.schema import BraidConfig, check_network_name, load_braid_conf
 from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, pod_of
 from braid.engine.detach import detach
-from braid.engine.logfile import log_file_handler
 from braid.engine.maintenance import check, gc, status
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
 from braid.engine.session import OpenSession, Session, file_session
 from braid.engine.spares import SpareFiles, SparePools
 from braid.errors import INTERNAL, CniError
+from braid.quietlog import QuietLogger, keep_below
 from braid.version import version_document
 
-log = logging.getLogger("braid")
-_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "error": logging.ERROR}
+log = QuietLogger("braid")
+_LEVELS = {"debug": 10, "verbose": 20, "error": 40}  # logging.DEBUG, INFO, ERROR
+_CRITICAL = 50
 
 
 def configure_logging(config: LoggingConfig) -> None:
-    """Logs go to stderr and/or ``logFile``, never to stdout (it carries the result)."""
+    """Logs go to stderr and/or ``logFile``, never to stdout (it carries the result).
+    Without a ``logLevel`` braid logs nothing (its loggers are at CRITICAL, which it never
+    uses), so without a ``logFile`` either, ``logging`` is not imported for it
+    (``braid.quietlog``)."""
+    level = _LEVELS.get(config.level, _CRITICAL)
+    if level == _CRITICAL and not config.file and "logging" not in sys.modules:
+        keep_below(_CRITICAL)
+        return
+    keep_below(0)
+    import logging  # noqa: PLC0415 - only when something may be logged
+
+    from braid.engine.logfile import log_file_handler  # noqa: PLC0415
+
     root = logging.getLogger("braid")
-    root.setLevel(_LEVELS.get(config.level, logging.CRITICAL))
+    root.setLevel(level)
     if root.handlers:
         return
     fmt = logging.Formatter("%(asctime)s braid %(levelname)s %(message)s")

@@ -25,19 +25,25 @@ taken over; anything else there (a torn write, which no delegate ever followed) 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from braid import _native
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
 from braid.errors import CniError
+from braid.quietlog import QuietLogger
 
-log = logging.getLogger("braid.engine")
+if TYPE_CHECKING:
+    import logging
+
+    Log = logging.Logger | QuietLogger
+
+log = QuietLogger("braid.engine")
 
 SPARE_SIZE = _native.SPARE_SIZE
 SPARE_SUFFIX = _native.SPARE_SUFFIX
@@ -73,7 +79,7 @@ class SpareFiles:
         cni_dir: str | os.PathLike[str],
         *,
         keep: int = KEEP,
-        logger: logging.Logger = log,
+        logger: Log = log,
     ) -> None:
         root = Path(cni_dir)
         self.log = logger
@@ -239,7 +245,7 @@ class SparePools:
     """The daemon's spares, one ``SpareFiles`` per cniDir, recovered when first asked for.
     ``logger``: where recoveries and failures are reported (the daemon's own log)."""
 
-    def __init__(self, *, keep: int = KEEP, logger: logging.Logger = log) -> None:
+    def __init__(self, *, keep: int = KEEP, logger: Log = log) -> None:
         self.keep = keep
         self.logger = logger
         self._pools: dict[str, SpareFiles] = {}

@@ -7,7 +7,6 @@ selections, the auxiliary chain of ``auxiliaryCNIChainName`` (Multus 4.2.1).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,8 +29,9 @@ from braid.nad.opt_out import DEFAULT_NETWORKS_ANNOTATION, apply_opt_out, parse_
 from braid.nad.pins import check_pins
 from braid.nad.store import Store
 from braid.nad.syntax import is_dns1123_subdomain
+from braid.quietlog import QuietLogger
 
-log = logging.getLogger("braid.nad")
+log = QuietLogger("braid.nad")
 # libcni's network name rule; the chain name is also a directory name, so no '/' or '..'.
 _CHAIN_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.\-]*")
 

@@ -39,6 +39,9 @@ NEVER = (
     # msgspec's optional helper: with `inspect`, `ast`, `dis` and `tokenize`, 10-15 ms a call
     # (`braid.commands.thin` imports msgspec without it).
     "typing_extensions",
+    # Imported only when a call configures a logLevel or logFile (`braid.quietlog`).
+    "logging",
+    "traceback",
     "inspect",
     "ast",
     # About a millisecond per class here (each generates and compiles its methods), and it
@@ -53,7 +56,6 @@ NOT_FOR_VERSION = (
     "braid.nad",
     "braid.k8s",
     "msgspec",
-    "logging",
 )
 
 PROBE = """
