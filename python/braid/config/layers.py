@@ -98,7 +98,8 @@ class KubernetesConfig(msgspec.Struct, frozen=True):
     """``kubeconfig`` (empty: the in-cluster service account), ``statusWritePolicy``,
     ``skipStatusWithoutNetworks``, ``networkStatusKeys``, and the namespaces of the NAD
     policy: ``multusNamespace``, ``systemNamespaces``, ``globalNamespaces`` (as a set);
-    ``maxCacheBytes``, the daemon's bound of its NAD cache and of its claim cache."""
+    ``maxCacheBytes``, the daemon's bound of its NAD cache and of its claim cache;
+    ``events``, which events on pods braid writes."""
 
     kubeconfig: str
     status_write_policy: str
@@ -108,6 +109,7 @@ class KubernetesConfig(msgspec.Struct, frozen=True):
     system_namespaces: tuple[str, ...]
     global_namespaces: frozenset[str]
     max_cache_bytes: int
+    events: str = "all"
 
 
 class LoggingConfig(msgspec.Struct, frozen=True):

@@ -36,6 +36,7 @@ MULTUS_KEYS = "multus"
 V1_KEYS = "v1"
 KEY_SETS = (MULTUS_KEYS, V1_KEYS)
 STATUS_WRITE_POLICIES = ("background", "fail")
+EVENT_LEVELS = ("all", "failures", "none")  # which events on pods braid writes
 # Standard CNI keys braid does not use but that are no mistake in a plugin object.
 _STANDARD_KEYS = frozenset(
     {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
@@ -96,6 +97,8 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     skip_status_without_networks: bool = False
     # "multus": NPWG v1's keys plus Multus's `mtu` and `gateway`; "v1": v1's keys alone.
     network_status_keys: str = "multus"
+    # Events on pods (docs/kubernetes.md): "all", "failures" (Warnings alone) or "none".
+    events: str = "all"
     nad_dir: str = "/etc/cni/braid/nads"
     pod_dir: str = "/etc/cni/braid/pods"
     plugin_timeout: float | None = None
@@ -203,6 +206,7 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             system_namespaces=tuple(self.system_namespaces),
             global_namespaces=self.global_namespace_set(),
             max_cache_bytes=self.max_cache_bytes,
+            events=self.events,
         )
 
     @cached_property
@@ -362,13 +366,16 @@ def _check_values(config: BraidConfig) -> None:
     for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
-    if config.status_write_policy not in STATUS_WRITE_POLICIES:
-        raise _fail("braid configuration: key `statusWritePolicy` must be 'background' or 'fail'")
-    if config.hot_plug not in HOT_PLUG_MODES:
-        raise _fail("braid configuration: key `hotPlug` must be 'off', 'annotated' or 'all'")
+    for value, key, choices in (
+        (config.status_write_policy, "statusWritePolicy", STATUS_WRITE_POLICIES),
+        (config.events, "events", EVENT_LEVELS),
+        (config.hot_plug, "hotPlug", HOT_PLUG_MODES),
+        (config.network_status_keys, "networkStatusKeys", KEY_SETS),
+    ):
+        if value not in choices:
+            listed = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
+            raise _fail(f"braid configuration: key `{key}` must be {listed}")
     _check_hot_plug(config)
-    if config.network_status_keys not in KEY_SETS:
-        raise _fail("braid configuration: key `networkStatusKeys` must be 'multus' or 'v1'")
     if not config.daemon_wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
         raise _fail(
             "braid configuration: key `daemonWaitSeconds` must be a positive number of "

@@ -91,7 +91,9 @@ class DaemonCluster:
         )
         metrics.watch_caches(self.caches.stats)
         self.scheduler = RetryScheduler()
-        self.events = EventRecorder(client, host=node_name, scheduler=self.scheduler)
+        self.events = EventRecorder(
+            client, host=node_name, scheduler=self.scheduler, level=config.kubernetes.events
+        )
         metrics.watch_background(lambda: self.scheduler.pending)
         self._writers: dict[tuple[str, bool], MeasuredStatusWriter] = {}
         self._lock = threading.Lock()

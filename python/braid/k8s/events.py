@@ -3,6 +3,9 @@ and ``NoNetworkFound`` (Warning) for a selected NAD that does not exist; and ``N
 (Warning) for a pod refused for its devices (``braid.nad.devices``). Best effort: a failed
 event is logged and never fails the ADD.
 
+``level`` (braid's ``events``) says which are written: ``all``, ``failures`` (the Warnings
+alone) or ``none``; the network-status write is then the one write of a pod's lifecycle.
+
 Every event goes through the recorder's ``EventCorrelator`` first (``braid.k8s.event_correlator``:
 repeats counted on one object, similar ones aggregated, a per-pod spam filter), so what a pod
 makes braid write to the API server is bounded. The daemon writes on its background thread
@@ -66,8 +69,10 @@ class EventRecorder:
         component: str = "braid",
         host: str = "",
         scheduler: RetryScheduler | None = None,
+        level: str = "all",
     ) -> None:
         self.client = client
+        self.level = level
         self.component = component
         self.host = host
         self.scheduler = scheduler
@@ -87,7 +92,9 @@ class EventRecorder:
         )
 
     def emit(self, pod: PodRef, kind: str, reason: str, message: str) -> None:
-        if not pod.name:
+        if not pod.name or self.level == "none":
+            return
+        if self.level == "failures" and kind != "Warning":
             return
         decision = self.correlator.correlate(
             (pod.namespace, pod.name, pod.uid), kind, reason, message

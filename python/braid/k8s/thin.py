@@ -28,7 +28,7 @@ class ThinKubernetes:
     def __init__(self, config: KubernetesConfig, client: KubeClient) -> None:
         self.client = client
         self.kubelet: KubeletReader = read_pod_devices
-        self.events = EventRecorder(client)
+        self.events = EventRecorder(client, level=config.events)
         self.store = MissRecordingStore(KubeStore(client, retry=THIN_RETRY))
         self.publisher = StatusWriter(
             client,
