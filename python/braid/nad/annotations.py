@@ -153,6 +153,9 @@ class InvalidAnnotation(CniError):
         super().__init__(first.code, first.msg, first.details)
         self.problems = tuple(problems)
 
+    def __reduce__(self) -> tuple[type[InvalidAnnotation], tuple[list[tuple[str, CniError]]]]:
+        return InvalidAnnotation, (list(self.problems),)  # copied or pickled whole
+
 
 def _entry_name(
     entry: dict[str, Any], index: int, annotation: str, problems: list[tuple[str, CniError]]

@@ -3,7 +3,9 @@ ADD still reports the first, with the message it always had."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -64,3 +66,12 @@ def test_every_field_of_an_object_is_reported() -> None:
 def test_reading_an_object_still_raises_the_first() -> None:
     with pytest.raises(CniError, match=r"^f: field metadata\.name: 'Bad_Name' is not a valid"):
         nad_from_object(NAD, "f")
+
+
+def test_the_error_survives_a_copy_and_pickling() -> None:
+    with pytest.raises(InvalidAnnotation) as caught:
+        parse_selections('[{"name": "n", "mac": "zz", "ips": []}]', namespace="ns")
+    for again in (copy.copy(caught.value), pickle.loads(pickle.dumps(caught.value))):  # noqa: S301 - our own bytes
+        assert isinstance(again, InvalidAnnotation)
+        assert (again.code, again.msg) == (caught.value.code, caught.value.msg)
+        assert [f for f, _ in again.problems] == ["[0].mac", "[0].ips"]
