@@ -188,6 +188,15 @@ def _spec_problems(obj: dict[str, Any], problems: Problems) -> None:
     config = (spec or {}).get("config")
     if config not in (None, "") and not isinstance(config, (str, dict)):
         problems.append(("spec.config", "expected a string holding CNI JSON"))
+    elif isinstance(config, dict):
+        try:  # YAML has values JSON has not: dates, binary, NaN
+            _mapping_json(config)
+        except (TypeError, ValueError, RecursionError) as exc:
+            problems.append(("spec.config", f"a mapping that cannot be written as JSON: {exc}"))
+
+
+def _mapping_json(config: dict[str, Any]) -> str:
+    return json.dumps(config, allow_nan=False)
 
 
 def object_problems(obj: dict[str, Any], kind: str) -> Problems:
@@ -235,7 +244,7 @@ def spec_config(obj: dict[str, Any]) -> str | None:
         return None
     if isinstance(config, dict):
         # The spec's own examples write the config as a YAML flow mapping; accept it.
-        return json.dumps(config)
+        return _mapping_json(config)
     return str(config)
 
 

@@ -111,6 +111,10 @@ HOSTILE = {
     "tags.yaml": b"!!python/object/apply:os.system ['true']\n",
     "huge.json": b" " * (1 << 20) + b"{}",
     "nulls.yaml": b"apiVersion: v1\nkind: Pod\nmetadata: null\n",
+    "yaml-values.yaml": (
+        b"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata: {name: d}\n"
+        b"spec: {config: {cniVersion: 1.0.0, type: bridge, when: 2024-01-01, n: .nan}}\n"
+    ),
     "badkind.yaml": b"kind: [1]\n",
     "badspec.yaml": (
         b"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n"

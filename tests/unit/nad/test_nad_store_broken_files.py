@@ -57,3 +57,20 @@ def test_a_broken_pod_manifest_does_not_hide_other_pods(tmp_path: Path) -> None:
     assert store.get_pod("default", "p", "") == {"k8s.v1.cni.cncf.io/networks": "good"}
     with pytest.raises(CniError, match=r"q\.yaml"):
         store.get_pod("default", "other", "")
+
+
+def test_a_config_mapping_json_cannot_carry_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    """YAML has values JSON has not (dates, NaN): the NAD is refused with error 7 naming its
+    file and field, where writing its `spec.config` out as JSON raised TypeError."""
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "dated.yaml").write_text(
+        "kind: NetworkAttachmentDefinition\nmetadata: {name: dated}\n"
+        "spec: {config: {cniVersion: 1.0.0, type: bridge, since: 2024-01-01}}\n"
+    )
+    store = FileStore(tmp_path)
+    assert store.get_nad("default", "good") is not None
+    with pytest.raises(CniError) as err:
+        store.get_nad("default", "dated")
+    assert err.value.code == 7
+    assert "dated.yaml" in err.value.msg
+    assert "field spec.config: a mapping that cannot be written as JSON" in err.value.msg
