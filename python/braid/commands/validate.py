@@ -23,13 +23,18 @@ from braid.errors import CniError
 from braid.nad.manifests import DEFAULT_FILE_BOUND, manifest_objects, read_bounded
 
 
+def _is_braid(plugin: dict[str, Any]) -> bool:
+    kind = plugin.get("type")
+    return isinstance(kind, str) and kind in BRAID_PLUGIN_TYPES
+
+
 def _braid_plugin(doc: dict[str, Any]) -> dict[str, Any] | None:
     """braid's plugin object of a configuration (itself, or one plugin of a conflist)."""
-    if doc.get("type") in BRAID_PLUGIN_TYPES:
+    if _is_braid(doc):
         return doc
     plugins = doc.get("plugins")
     found = [p for p in plugins if isinstance(p, dict)] if isinstance(plugins, list) else []
-    return next((p for p in found if p.get("type") in BRAID_PLUGIN_TYPES), None)
+    return next((p for p in found if _is_braid(p)), None)
 
 
 def _check_objects(path: Path, findings: Findings, plugins: PluginCheck | None) -> None:

@@ -116,6 +116,8 @@ HOSTILE = {
         b"spec: {config: {cniVersion: 1.0.0, type: bridge, when: 2024-01-01, n: .nan}}\n"
     ),
     "badkind.yaml": b"kind: [1]\n",
+    "listtype.conf": b'{"cniVersion": "1.0.0", "name": "n", "type": ["braid"]}',
+    "dicttype.conflist": b'{"name": "n", "plugins": [{"type": {"a": 1}}]}',
     "badspec.yaml": (
         b"apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n"
         b"metadata: {name: n, annotations: [1]}\nspec: [1]\n"
