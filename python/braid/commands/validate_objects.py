@@ -16,6 +16,7 @@ from braid.config.schema import load_braid_config
 from braid.errors import CniError
 from braid.nad.annotations import (
     DEFAULT_NETWORK_ANNOTATION,
+    MAX_ANNOTATION_BYTES,
     NETWORKS_ANNOTATION,
     InvalidAnnotation,
     parse_default_network,
@@ -108,7 +109,7 @@ def _check_nad(
 _ANNOTATIONS: dict[str, Callable[[str, str], object]] = {
     NETWORKS_ANNOTATION: lambda value, namespace: parse_selections(value, namespace=namespace),
     DEFAULT_NETWORK_ANNOTATION: lambda value, ns: parse_default_network(value, namespace=ns),
-    DEFAULT_NETWORKS_ANNOTATION: lambda value, _: parse_opt_out(value, max_bytes=len(value)),
+    DEFAULT_NETWORKS_ANNOTATION: lambda v, _: parse_opt_out(v, max_bytes=MAX_ANNOTATION_BYTES),
 }
 
 
