@@ -138,6 +138,12 @@ class DaemonCluster:
         """True once every cache has listed (never blocks)."""
         return self.caches.wait_synced(0)
 
+    def not_in_sync(self) -> str:
+        """Why the daemon is no longer ready ("" while every cache syncs): the caches that
+        have failed to list, watch or read for more than ``STALE_SECONDS``."""
+        stale = self.caches.stale()
+        return "; ".join(f"cache {name} not in sync for {age:.0f} s" for name, age in stale)
+
     def reachable(self) -> bool:
         """Whether the API server answers this daemon's identity now (``GET /version``, a
         few seconds at most); blocks its caller that long."""

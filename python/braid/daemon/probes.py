@@ -48,10 +48,19 @@ def route(
     if path == "/healthz":
         return 200, "text/plain", b"ok\n"
     if path == "/readyz":
-        if service.ready:
-            return 200, "text/plain", b"ready\n"
-        return 503, "text/plain", b"not ready\n"
+        return _readiness(service)
     return 404, "text/plain", b"not found\n"
+
+
+def _readiness(service: DaemonService) -> tuple[int, str, bytes]:
+    """Ready once warmed up, and while no cache has failed to sync for long
+    (``braid.daemon.cluster.DaemonCluster.not_in_sync``, which the answer names)."""
+    if not service.ready:
+        return 503, "text/plain", b"not ready\n"
+    stale = service.cluster.not_in_sync() if service.cluster is not None else ""
+    if stale:
+        return 503, "text/plain", f"not ready: {stale}\n".encode()
+    return 200, "text/plain", b"ready\n"
 
 
 _REASONS = {

@@ -23,6 +23,7 @@ kept and reads of them go live, one GET of that one object.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,8 @@ def _trim_pod(obj: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {k: meta[k] for k in keep if k in meta}, **trim_pod_claims(obj)}
 
 
+# How long a cache may fail to sync before the daemon is no longer ready.
+STALE_SECONDS = 60.0
 # The key of a NAD's marker entry: the bytes of its spec.config, which braid refuses.
 SIZE_KEY = "configBytes"
 
@@ -170,6 +173,17 @@ class ClusterCaches:
         """True once every cache has listed, the claims of the node's pods read (the daemon
         may serve before: misses go live)."""
         return all(r.synced.wait(timeout) for _, r in self._reflectors())
+
+    def stale(self, after: float = STALE_SECONDS) -> list[tuple[str, float]]:
+        """(cache, seconds) of each cache that has failed to list, watch or read for more
+        than ``after`` seconds."""
+        now = time.monotonic()
+        found = []
+        for name, reflector in self._reflectors():
+            since = reflector.broken_since
+            if since is not None and now - since > after:
+                found.append((name, now - since))
+        return found
 
     def stop(self, timeout: float = 5.0) -> None:
         for _, reflector in self._reflectors():

@@ -1,6 +1,9 @@
 """A watch-based cache of one resource: LIST, then WATCH from the list's resourceVersion;
 a dropped watch resumes from the last resourceVersion seen (bookmarks included), and only a
-410 Gone (the version is too old) makes it LIST again. Failures back off up to 30 s.
+410 Gone (the version is too old) makes it LIST again. Failures back off up to 30 s, with
+jitter (``braid.k8s.retry``), so that the daemons of a cluster do not come back at once after
+an API server restart. ``broken_since`` says since when the cache has failed to list or watch
+(None while a watch is open): the daemon's readiness is withdrawn when it is too long.
 
 The LIST is paginated (``braid.k8s.listing``): each object is trimmed as its page is decoded,
 so a LIST takes the memory of a page. With ``max_bytes`` the cache holds at most that many
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -77,9 +81,11 @@ class Reflector:
         self.refusals = refusals or RefusalLog(path)
         self._sizes: dict[Key, int] = {}
         self.resource_version = ""
+        self._relist_from = ""  # the version a LIST after a broken watch is not older than
         self.synced = threading.Event()
         self.lists = 0
         self.watches = 0
+        self.broken_since: float | None = None  # time.monotonic() of the first failure
         # Told the key of each object a LIST or an event added, changed or removed, on the
         # reflector's thread, after the cache holds the change (they must not block).
         self.listeners: list[Callable[[Key], None]] = []
@@ -117,13 +123,17 @@ class Reflector:
                 failures = 0
             except Gone:
                 log.info("watch of %s: resourceVersion too old; listing again", self.path)
-                self.resource_version = ""
+                self._relist_from, self.resource_version = self.resource_version, ""
             except (CniError, urllib3.exceptions.HTTPError, OSError) as exc:
                 failures += 1
                 if self._stop.is_set():
                     break
+                if self.broken_since is None:
+                    self.broken_since = time.monotonic()
                 if isinstance(exc, ApiError) and exc.status == 410:
-                    self.resource_version = ""
+                    self._relist_from, self.resource_version = self.resource_version, ""
+                elif isinstance(exc, ApiError) and not self.resource_version:
+                    self._relist_from = ""  # the LIST was refused: the next is a plain one
                 error = exc if isinstance(exc, ApiError) else ApiError(11, str(exc))
                 log.warning("watch of %s failed (%s); retrying", self.path, exc)
                 self._stop.wait(FAILURE_BACKOFF.delay(min(failures, 10), error))
@@ -148,7 +158,7 @@ class Reflector:
                     if self._put(key, entry):
                         seen.add(key)
 
-        version = self.pager.run(each, seen.clear)
+        version = self.pager.run(each, seen.clear, self._relist_from)
         with self._lock:
             gone = self.items.keys() - seen
             for key in gone:
@@ -200,6 +210,7 @@ class Reflector:
         with self._lock:
             self._response = response
             self.watches += 1
+        self.broken_since = None  # listed (or resumed) and watching again
         try:
             for line in _lines(response, f"WATCH {self.path}"):
                 if self._stop.is_set():

@@ -8,6 +8,12 @@ what braid reads of it and drops the rest). A page over the byte bound is asked 
 a quarter of the items, down to one (and the next page with twice as many, up to
 ``PAGE_ITEMS`` again); an expired ``continue`` token (410 Gone) starts the LIST
 again from the beginning (``restart`` is told), at most ``MAX_RESTARTS`` times.
+
+A LIST that follows a watch (``not_older_than``, the last resourceVersion the watch saw) asks
+for its first page with ``resourceVersionMatch=NotOlderThan`` at that version (Kubernetes API
+concepts, "Semantics for get and list"): the API server answers it from its watch cache, with
+no quorum read of etcd, and still in pages (unlike ``resourceVersion=0``, which ignores
+``limit``). After an API server restart every daemon of a cluster re-LISTs this way.
 """
 
 from __future__ import annotations
@@ -59,15 +65,18 @@ class Pager:
         self.page_bytes = page_bytes or PAGE_BYTES
 
     def run(
-        self, each: Callable[[dict[str, Any]], None], restart: Callable[[], None] = lambda: None
+        self,
+        each: Callable[[dict[str, Any]], None],
+        restart: Callable[[], None] = lambda: None,
+        not_older_than: str = "",
     ) -> str:
         """Hands every listed object to ``each``, page by page; returns the list's
         resourceVersion. After a 410 on a ``continue`` token, ``restart`` is told before the
-        objects are handed over again from the first."""
+        objects are handed over again from the first. ``not_older_than``: see the module."""
         token, items, restarts = "", self.page_items, 0
         while True:
             try:
-                data = self._fetch(token, items)
+                data = self._fetch(token, items, not_older_than)
             except ApiError as exc:
                 if exc.reason == TOO_LARGE and items > 1:
                     items = max(1, items // 4)
@@ -90,8 +99,10 @@ class Pager:
                 return page.metadata.resourceVersion
             items = min(self.page_items, items * 2)  # a large region of the list is passed
 
-    def _fetch(self, token: str, items: int) -> bytes:
+    def _fetch(self, token: str, items: int, not_older_than: str = "") -> bytes:
         query = {**self.query, "limit": str(items), **({"continue": token} if token else {})}
+        if not token and not_older_than:
+            query.update(resourceVersion=not_older_than, resourceVersionMatch="NotOlderThan")
         what = f"LIST {self.path}"
 
         def attempt() -> bytes:

@@ -56,6 +56,7 @@ class NodeClaims:
         self.refusals = refusals or RefusalLog("ResourceClaim")
         self.synced = threading.Event()
         self.gets = 0
+        self.broken_since: float | None = None  # time.monotonic() of the first failed read
         self._sizes: dict[Key, int] = {}
         self._pods: dict[Key, frozenset[Key]] = {}  # pod: the claims it names
         self._due: dict[Key, tuple[float, int]] = {}  # claim: (when, tries)
@@ -139,15 +140,21 @@ class NodeClaims:
                 "GET", claims_path(namespace, name), what=f"GET ResourceClaim {namespace}/{name}"
             )
             entry: dict[str, Any] | None = trim_claim(found)
+            failed = False
         except ApiError as exc:
-            if exc.status != 404:
+            failed = exc.status != 404
+            if failed:
                 log.info("ResourceClaim %s/%s: %s; read again later", namespace, name, exc)
             entry = None
         except CniError as exc:  # unreachable, garbage: read again later
             log.info("ResourceClaim %s/%s: %s; read again later", namespace, name, exc)
-            entry = None
+            entry, failed = None, True
         with self._cond:
             self.gets += 1
+            if not failed:
+                self.broken_since = None
+            elif self.broken_since is None:
+                self.broken_since = time.monotonic()
             tries = self._due.pop(claim, (0.0, 0))[1]
             if claim not in self._wanted():
                 return  # no pod names it any more
