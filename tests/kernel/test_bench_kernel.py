@@ -141,7 +141,7 @@ def plugins_with_chained(tmp_path: Path, behaviour: str) -> Path:
 
 
 def mode_args(mode: str, shim: Path) -> list[str]:
-    return ["--mode", mode, *(["--shim", str(shim)] if mode == "thick" else [])]
+    return ["--mode", mode, *(["--shim", str(shim), "--trace"] if mode == "thick" else [])]
 
 
 @pytest.mark.parametrize("mode", ["thin", "thick"])
@@ -167,6 +167,8 @@ def test_bench_measures_and_leaves_nothing(
         assert fig["direct_median_ms"] > 0, verb
         assert fig["braid_median_ms"] > 0, verb
         assert fig["overhead_p90_ms"] >= fig["overhead_median_ms"], verb
+        low, high = fig["overhead_median_95_ms"]
+        assert low <= fig["overhead_median_ms"] <= high, verb
     if mode == "thin":
         # braid-thin starts Python for every call: its ADD costs more than the bridge's.
         assert doc["verbs"]["ADD"]["overhead_median_ms"] > 0
@@ -177,6 +179,14 @@ def test_bench_measures_and_leaves_nothing(
         # few pages, so it is compared with the resident size at rest.
         assert 0 < memory["rest"] <= memory["peak"]
         assert memory["rest"] <= memory["hwm"]
+        # The daemon's trace of the paired rounds (and the warm-up's): every request's phases.
+        for verb in ("ADD", "CHECK", "DEL"):
+            phases = doc["trace"][verb]
+            assert phases["n"] >= 3, verb
+            assert 0 < phases["delegate bridge"] < phases["to_answer"], verb
+            assert phases["read"] > 0, verb
+        assert doc["trace"]["ADD"]["store_lookup"] > 0
+        assert "the daemon's trace, median per phase" in proc.stdout
     burst = doc["burst"]
     assert (burst["pods"], burst["parallel"]) == (4, 2)
     assert burst["add_pods_per_second"] > 0

@@ -75,5 +75,5 @@ def trace_lines(trace: dict[str, dict[str, float]] | None) -> list[str]:
         cells = "".join(
             f"{trace[verb][name]:>9.3f}" if name in trace[verb] else f"{'':>9}" for verb in verbs
         )
-        lines.append(f"{name:<28}{cells}")
+        lines.append(f"{name:<28}{cells}".rstrip())
     return lines
