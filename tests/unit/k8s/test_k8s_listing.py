@@ -79,3 +79,26 @@ def test_one_object_over_the_page_bound_is_an_error() -> None:
     with pytest.raises(ApiError) as exc:
         run(Server(3, too_large_over=-1), page_items=4)  # every page, one item too
     assert exc.value.reason == TOO_LARGE
+
+
+def test_a_list_after_a_watch_asks_the_watch_cache_for_its_first_page_only() -> None:
+    """resourceVersionMatch=NotOlderThan at the watch's version on the first page (served from
+    the watch cache, in pages); the continue token carries the rest."""
+    queries: list[dict[str, str]] = []
+    server = Server(5)
+
+    def body(method: str, path: str, *, query: dict[str, str], **rest: Any) -> bytes:
+        queries.append(dict(query))
+        return server.body(method, path, query=query, **rest)
+
+    client = cast(KubeClient, type("Client", (), {"body": staticmethod(body)})())
+    names: list[str] = []
+    Pager(client, "/x", page_items=2).run(lambda o: names.append(o["metadata"]["name"]),
+                                          not_older_than="42")  # fmt: skip
+    assert len(names) == 5
+    assert queries[0] == {"limit": "2", "resourceVersion": "42",
+                          "resourceVersionMatch": "NotOlderThan"}  # fmt: skip
+    assert all("resourceVersion" not in q for q in queries[1:])
+    queries.clear()
+    Pager(client, "/x", page_items=2).run(lambda o: None)
+    assert all("resourceVersion" not in q for q in queries)  # the first LIST: a plain one
