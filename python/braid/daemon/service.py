@@ -90,7 +90,7 @@ class AcceptedConnection(Protocol):
 
 class Answer:
     """The answer of a CNI request, sent once: early from the engine (an ADD's result before
-    its final record write, a DEL's success before its record's removal) or when the work
+    its final record write, a DEL's success once its record is removed) or when the work
     returns. The thread that serves the request writes it (the engine runs there)."""
 
     def __init__(self, connection: AcceptedConnection, admitted: float) -> None:

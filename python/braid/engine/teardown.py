@@ -167,10 +167,11 @@ def delete(
 ) -> None:
     """Tears down every attachment; raises ``TeardownError`` listing all failures.
 
-    ``answer`` (the daemon's) is told of a complete success as soon as the last delegate has
-    returned, before the record's removal, which follows under the same lock: a later ADD or
-    DEL of the container waits for it, and a record left behind by a crash in between only
-    describes attachments already torn down (a DEL of them again is harmless)."""
+    ``answer`` (the daemon's) is told of a complete success as soon as the record is removed
+    (an unlink, not waited on to be durable), still under the container's lock. Answering
+    first would let a crash in between leave a record of a container the runtime will never
+    DEL again; this way a crash before the answer leaves no record, and the runtime's retry
+    (or the shim's replay) finds nothing to do."""
     # No early start of the first delegate here (``braid.engine.early`` says why).
     _delete_locked(ctx, request, capability_args, answer)
 
@@ -202,9 +203,9 @@ def _delete_locked(
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
+        records.remove(request.container_id)
         if answer is not None and corrupt is None:
             answer(b"")
-        records.remove(request.container_id)
     if corrupt is not None:
         also = "plus the default network" if unresolved is not None else "plus the pod's networks"
         raise CniError(
