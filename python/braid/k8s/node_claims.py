@@ -96,7 +96,7 @@ class NodeClaims:
         names = frozenset((key[0], n) for n in named_claims(pod)) if pod is not None else None
         with self._cond:
             before = self._pods.get(key, frozenset())
-            if names is None:
+            if not names:  # gone, or naming no claim: nothing kept of it
                 self._pods.pop(key, None)
             else:
                 self._pods[key] = names
