@@ -8,8 +8,8 @@ One JSON line per CNI request, written after its work is over::
 
 ``read`` is the connection's accept to its whole frame, ``decode`` the frame's decoding,
 ``admit`` the scheduler's admission, ``to_answer`` the admission to the answer written on the
-socket, ``after_answer`` the answer to the end of the request's work (its record's rewrite or
-removal, its log line, its metrics). The engine's phases (``braid.engine.phases``) come as they
+socket, ``after_answer`` the answer to the end of the request's work (an ADD's record rewrite,
+the log line, the metrics). The engine's phases (``braid.engine.phases``) come as they
 are reported; a plugin's executions are summed under ``delegate <type>``. What the client sees
 beyond ``read`` to the answer is the shim's start, its connect and its read of the answer.
 
