@@ -87,6 +87,7 @@ def run() -> None:
     code = main()
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
+    sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
 
