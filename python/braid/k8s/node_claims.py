@@ -4,11 +4,12 @@ grow with the cluster (no cluster-wide LIST or WATCH of claims).
 The set of claims is what the pods of the node's pod cache name (``spec.resourceClaims``, and
 ``status.resourceClaimStatuses`` for those a template made): bounded by the node's pods
 (kubelet's ``maxPods``) and the API server's 32 claims a pod. Each is read with one GET when a
-pod names it that did not before, and dropped when no pod names it. A
-claim not yet allocated or not reserved for a pod, or one that could not be read, is read
-again after a backoff (``PENDING_DELAYS``) until it is: the scheduler allocates a claim and
-reserves it for the pod before it binds the pod to the node, and an allocation does not
-change while the claim is reserved, so a claim kept allocated and reserved is current.
+pod names it that did not before, and dropped when no pod names it. A claim not yet allocated
+or not reserved for a pod, or one that could not be read, is read again after each of
+``PENDING_DELAYS``, then at the next change of a pod naming it (so a claim that never comes
+costs nothing in the background). The scheduler allocates a claim and reserves it for the pod
+before it binds the pod to the node, and an allocation does not change while the claim is
+reserved, so a claim kept allocated and reserved is current.
 ``braid.k8s.dra`` reads a claim live whenever the kept one does not show it allocated and
 reserved for the pod of the ADD.
 
@@ -100,8 +101,9 @@ class NodeClaims:
                 self._pods.pop(key, None)
             else:
                 self._pods[key] = names
-                for claim in names - before:  # newly named by this pod: read now
-                    self._due[claim] = (0.0, 0)
+                for claim in names:  # newly named, or not current yet: read now
+                    if claim not in before or not _current(self.items.get(claim) or {}):
+                        self._due.setdefault(claim, (0.0, 0))
             wanted = self._wanted()
             for claim in [c for c in self.items if c not in wanted]:
                 self._drop(claim)
@@ -162,8 +164,8 @@ class NodeClaims:
                 self._drop(claim)
             elif not self._put(claim, entry):
                 return  # over the bound: read live when used
-            if entry is None or not _current(entry):
-                delay = PENDING_DELAYS[min(tries, len(PENDING_DELAYS) - 1)]
+            if (entry is None or not _current(entry)) and tries < len(PENDING_DELAYS):
+                delay = PENDING_DELAYS[tries]
                 self._due.setdefault(claim, (time.monotonic() + delay, tries + 1))
 
     def _put(self, key: Key, entry: dict[str, Any]) -> bool:

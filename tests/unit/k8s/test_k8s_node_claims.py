@@ -11,7 +11,7 @@ from braid.errors import TRY_AGAIN_LATER
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError
 from braid.k8s.informers import Reflector
-from braid.k8s.node_claims import NodeClaims
+from braid.k8s.node_claims import PENDING_DELAYS, NodeClaims
 
 
 class Pods:
@@ -102,6 +102,14 @@ def test_a_claim_not_allocated_or_missing_is_read_again_later() -> None:
     assert set(cache._due) == {("ns", "c1"), ("ns", "c2")}
     assert cache._next_due() == []  # after a backoff, not at once
     assert cache.broken_since is None  # a 404 is an answer, not a failure
+    for _ in PENDING_DELAYS:
+        cache._due = dict.fromkeys(cache._due, (0.0, cache._due[("ns", "c2")][1]))
+        drain(cache)
+    assert cache._due == {}  # given up on in the background...
+    gets = len(api.gets)
+    pods.put("a", "c1", "c2")  # ...until the pod changes
+    drain(cache)
+    assert len(api.gets) == gets + 2
 
 
 def test_claims_past_max_cache_bytes_are_not_kept_and_counted() -> None:
