@@ -113,8 +113,9 @@ def test_each_cni_directory_is_set_in_the_configmap_alone(overlay: str) -> None:
     assert {"name": "hostroot", "mountPath": "/hostroot"} in install["volumeMounts"]
     assert config["cniConfDir"] == "/etc/cni/net.d"
     assert config["cniBinDir"] == "/opt/cni/bin"
-    # No other copy of either directory anywhere in the DaemonSet.
-    text = json.dumps(daemonset(docs))
+    # No other copy of either directory anywhere in the DaemonSet, nor in braid.conf: the
+    # daemon gives braid.conf's confDir and binDir the node's (operator_config.with_node_dirs).
+    text = json.dumps(daemonset(docs)) + config["braid.conf"]
     assert "/etc/cni/net.d" not in text
     assert "/opt/cni/bin" not in text
 

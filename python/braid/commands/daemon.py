@@ -61,13 +61,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=os.environ.get("BRAID_CNI_CONF_DIR", ""),
         help="the node's CNI configuration directory ($BRAID_CNI_CONF_DIR): once ready, the "
         "daemon writes 00-braid.conflist there around the node's default network and keeps "
-        "it in line",
+        "it in line; also braid's confDir where the configuration leaves it out",
     )
     parser.add_argument(
         "--shim-dir",
         default=os.environ.get("BRAID_SHIM_DIR", ""),
         help="with --cni-conf-dir: the node's directory of the braid shim ($BRAID_SHIM_DIR), "
-        "where the daemon keeps the node file braid-node.json in line with its configuration",
+        "where the daemon keeps the node file braid-node.json in line with its configuration; "
+        "also braid's binDir where the configuration leaves it out",
     )
     parser.add_argument(
         "--socket-dir", help="directory of braid.sock (daemonSocketDir; a node path)"
@@ -231,7 +232,8 @@ def run_daemon(args: argparse.Namespace) -> int:
     raise_descriptor_limit()
     try:
         root = host_root_of(args.host_root)
-        operator = OperatorConfig(args.config or None, root)
+        node_dirs = {"confDir": args.cni_conf_dir, "binDir": args.shim_dir}
+        operator = OperatorConfig(args.config or None, root, node_dirs=node_dirs)
         settings = settings_of(args, operator)
         service = service_of(operator, settings, root)
         service.follower = follower_of(args, operator, root)

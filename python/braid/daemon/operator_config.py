@@ -8,6 +8,11 @@ or any pod. A changed file that does not parse leaves the last good policy in fo
 logged as an error (once per version of the file) and counted
 (``braid_daemon_config_reloads_total{outcome="invalid"}``). Settings the daemon takes at
 start (its socket, concurrency, metrics address, Kubernetes credentials) need a restart.
+
+``node_dirs`` are the node's own CNI directories as the daemon was started with them
+(``--cni-conf-dir``, ``--shim-dir``): a file that leaves ``confDir`` or ``binDir`` out gets
+them, so a node's directory is named in one place (the DaemonSet's ConfigMap keys
+``cniConfDir`` and ``cniBinDir``) and the policy follows it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+import msgspec
 
 from braid.cni.hostroot import HostRoot
 from braid.config.schema import BraidConfig, LoadedConfig, load_braid_config
@@ -66,8 +73,10 @@ class OperatorConfig:
         *,
         on_reload: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        node_dirs: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
+        self._node_dirs = {key: value for key, value in (node_dirs or {}).items() if value}
         self.localize = Localizer(root)
         self.on_reload = on_reload
         self._clock = clock
@@ -79,6 +88,7 @@ class OperatorConfig:
         self._refused: bytes | None = None
 
     def _use(self, loaded: LoadedConfig) -> None:
+        loaded = with_node_dirs(loaded, self._node_dirs)
         self.loaded = loaded
         # Swapped as one: a call reads the file's values and the keys it sets together.
         self._policy = (loaded.config, policy_attributes(loaded))
@@ -130,3 +140,23 @@ class OperatorConfig:
         policy, attributes = self._policy
         check_from_stdin(runtime, attributes, self.localize.local)  # the paths stdin decides
         return self.localize(overlay(runtime, policy, attributes))
+
+
+# The node directories a configuration may leave to the daemon's command line.
+NODE_DIR_KEYS = {"confDir": "conf_dir", "binDir": "bin_dir"}
+
+
+def with_node_dirs(loaded: LoadedConfig, node_dirs: Mapping[str, str]) -> LoadedConfig:
+    """``loaded`` with each of ``node_dirs`` (``confDir``, ``binDir``) it does not set itself,
+    then counted as set: the operator's policy for every call."""
+    missing = {
+        key: value
+        for key, value in node_dirs.items()
+        if key in NODE_DIR_KEYS and key not in loaded.keys
+    }
+    if not missing:
+        return loaded
+    config = msgspec.structs.replace(
+        loaded.config, **{NODE_DIR_KEYS[key]: value for key, value in missing.items()}
+    )
+    return LoadedConfig(config, loaded.warnings, loaded.keys | frozenset(missing))

@@ -111,3 +111,33 @@ def test_a_file_too_large_is_refused_and_a_missing_one_keeps_the_policy(tmp_path
     path.write_bytes(b" " * (2 << 20))
     with pytest.raises(CniError, match="larger than"):
         OperatorConfig(str(path))
+
+
+NODE_DIRS = {"confDir": "/node/net.d", "binDir": "/node/bin"}
+
+
+def test_the_node_directories_fill_what_the_file_leaves_out(tmp_path: Path) -> None:
+    path = tmp_path / "braid.conf"
+    write(path, namespaceIsolation=False)
+    clock = Clock()
+    operator = OperatorConfig(str(path), clock=clock, node_dirs=NODE_DIRS)
+    runtime = load_braid_config(
+        b'{"type": "braid", "confDir": "/stdin/net.d", "binDir": "/stdin/bin"}'
+    ).config
+    config = operator.apply(runtime)
+    assert (config.conf_dir, config.bin_dir) == ("/node/net.d", "/node/bin"), "over stdin's"
+    # A file that names one keeps it; the other still follows the node, also after a reload.
+    write(path, binDir="/policy/bin")
+    clock.now += CHECK_SECONDS
+    config = operator.apply(runtime)
+    assert (config.conf_dir, config.bin_dir) == ("/node/net.d", "/policy/bin")
+    assert operator.loaded.config.bin_dir == "/policy/bin", "what the node file is written from"
+
+
+def test_without_node_directories_stdin_keeps_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "braid.conf"
+    write(path, namespaceIsolation=False)
+    operator = OperatorConfig(str(path), node_dirs={"confDir": "", "binDir": ""})
+    runtime = load_braid_config(b'{"type": "braid", "confDir": "/stdin/net.d"}').config
+    assert operator.apply(runtime).conf_dir == "/stdin/net.d"
+    assert OperatorConfig(None, node_dirs=NODE_DIRS).apply(runtime).conf_dir == "/node/net.d"
