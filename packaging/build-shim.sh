@@ -33,7 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The build both executables report (`braid --version`, the VERSION answer's braidBuild).
-BRAID_BUILD=$(packaging/build-id.sh)
+BRAID_BUILD=$(bash packaging/build-id.sh) # bash: an sdist keeps no mode bits
 export BRAID_BUILD
 host=$(rustc -vV | sed -n 's/^host: //p')
 cargo_dir=${CARGO_TARGET_DIR:-target}
