@@ -77,11 +77,13 @@ class RefusalLog:
 
 
 class ByteBudget:
-    """The bytes one cache holds, against ``max_bytes`` (None: no bound)."""
+    """The bytes one cache holds, against ``max_bytes`` (None: no bound), and what each of
+    its keys takes: ``keep`` and ``drop`` change a cache's ``items`` and the count together."""
 
     def __init__(self, max_bytes: int | None) -> None:
         self.max_bytes = max_bytes
         self.used = 0
+        self._sizes: dict[Any, int] = {}
 
     def fits(self, old: int, new: int) -> bool:
         """Whether an entry of ``old`` bytes (0: none) may become one of ``new``."""
@@ -89,3 +91,28 @@ class ByteBudget:
 
     def change(self, old: int, new: int) -> None:
         self.used += new - old
+
+    def keep(
+        self, items: dict[Any, Any], key: Any, entry: dict[str, Any], refusals: RefusalLog
+    ) -> bool:
+        """Keeps ``entry`` under ``key`` in ``items`` when it fits; False when it does not,
+        after dropping what was kept of the object before (a read of it then goes live)."""
+        size = entry_size(entry) if self.max_bytes is not None else 0
+        old = self._sizes.get(key, 0)
+        if not self.fits(old, size):
+            self.drop(items, key)
+            refusals.note(
+                OVER_BOUND,
+                f"{'/'.join(key)} ({size} bytes) not kept: the cache holds "
+                f"{self.used} of the {self.max_bytes} bytes braid allows "
+                "(configuration key `maxCacheBytes`); reads of it go to the API server",
+            )
+            return False
+        items[key] = entry
+        self._sizes[key] = size
+        self.change(old, size)
+        return True
+
+    def drop(self, items: dict[Any, Any], key: Any) -> None:
+        items.pop(key, None)
+        self.change(self._sizes.pop(key, 0), 0)

@@ -23,7 +23,7 @@ import msgspec
 import urllib3
 
 from braid.errors import CniError
-from braid.k8s.budget import OVER_BOUND, ByteBudget, RefusalLog, entry_size
+from braid.k8s.budget import ByteBudget, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError, garbage
 from braid.k8s.listing import Pager
@@ -79,7 +79,6 @@ class Reflector:
         self.items: dict[Key, dict[str, Any]] = {}
         self.budget = ByteBudget(max_bytes)
         self.refusals = refusals or RefusalLog(path)
-        self._sizes: dict[Key, int] = {}
         self.resource_version = ""
         self._relist_from = ""  # the version a LIST after a broken watch is not older than
         self.synced = threading.Event()
@@ -169,27 +168,11 @@ class Reflector:
         self._tell(seen | gone)
 
     def _put(self, key: Key, entry: dict[str, Any]) -> bool:
-        """Keeps ``entry`` when it fits (under the lock); False when it does not, after
-        dropping what was kept of the object before."""
-        size = entry_size(entry) if self.budget.max_bytes is not None else 0
-        old = self._sizes.get(key, 0)
-        if not self.budget.fits(old, size):
-            self._drop(key)
-            self.refusals.note(
-                OVER_BOUND,
-                f"{'/'.join(key)} ({size} bytes) not kept: the cache holds "
-                f"{self.budget.used} of the {self.budget.max_bytes} bytes braid allows "
-                "(configuration key `maxCacheBytes`); reads of it go to the API server",
-            )
-            return False
-        self.items[key] = entry
-        self._sizes[key] = size
-        self.budget.change(old, size)
-        return True
+        """Keeps ``entry`` when it fits (under the lock; ``ByteBudget.keep``)."""
+        return self.budget.keep(self.items, key, entry, self.refusals)
 
     def _drop(self, key: Key) -> None:
-        self.items.pop(key, None)
-        self.budget.change(self._sizes.pop(key, 0), 0)
+        self.budget.drop(self.items, key)
 
     def _watch(self) -> None:
         query = {

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from braid.errors import CniError
-from braid.k8s.budget import OVER_BOUND, ByteBudget, RefusalLog, entry_size
+from braid.k8s.budget import ByteBudget, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.dra_objects import claims_path, field_at, named_claims, trim_claim
 from braid.k8s.errors import ApiError
@@ -58,7 +58,6 @@ class NodeClaims:
         self.synced = threading.Event()
         self.gets = 0
         self.broken_since: float | None = None  # time.monotonic() of the first failed read
-        self._sizes: dict[Key, int] = {}
         self._pods: dict[Key, frozenset[Key]] = {}  # pod: the claims it names
         self._due: dict[Key, tuple[float, int]] = {}  # claim: (when, tries)
         self._cond = threading.Condition()
@@ -169,25 +168,11 @@ class NodeClaims:
                 self._due.setdefault(claim, (time.monotonic() + delay, tries + 1))
 
     def _put(self, key: Key, entry: dict[str, Any]) -> bool:
-        size = entry_size(entry) if self.budget.max_bytes is not None else 0
-        old = self._sizes.get(key, 0)
-        if not self.budget.fits(old, size):
-            self._drop(key)
-            self.refusals.note(
-                OVER_BOUND,
-                f"{'/'.join(key)} ({size} bytes) not kept: the cache holds "
-                f"{self.budget.used} of the {self.budget.max_bytes} bytes braid allows "
-                "(configuration key `maxCacheBytes`); reads of it go to the API server",
-            )
-            return False
-        self.items[key] = entry
-        self._sizes[key] = size
-        self.budget.change(old, size)
-        return True
+        """Keeps ``entry`` when it fits (under the lock; ``ByteBudget.keep``)."""
+        return self.budget.keep(self.items, key, entry, self.refusals)
 
     def _drop(self, key: Key) -> None:
-        self.items.pop(key, None)
-        self.budget.change(self._sizes.pop(key, 0), 0)
+        self.budget.drop(self.items, key)
 
     def stop(self) -> None:
         with self._cond:
