@@ -15,6 +15,7 @@ __all__ = [
     "MAX_CONTAINER_ID_BYTES",
     "MAX_STDOUT_BYTES",
     "NODE_FILE_NAME",
+    "NODE_PATH_KEYS",
     "READINESS_POLL_SECONDS",
     "READINESS_TIMEOUT_SECONDS",
     "RECORD_KIND",
@@ -98,6 +99,7 @@ VERSION_STDIN: bytes
 SPARE_SIZE: int
 SPARE_SUFFIX: str
 NODE_FILE_NAME: str
+NODE_PATH_KEYS: list[tuple[str, str]]
 
 def convert_result(*, data: bytes, to_version: str) -> bytes: ...
 def parse_plugin_result(*, data: bytes, config_version: str) -> bytes: ...

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from braid import _native
 from braid.cni.hostroot import HostRoot
 
 BRAID_CONFLIST = "00-braid.conflist"
@@ -29,12 +30,8 @@ CONFIG_SUFFIXES = (".conf", ".conflist")
 # The paths the shim trusts on a node, in a file beside it (braid_wire::trust): what a call's
 # stdin says of them is ignored while it exists. Each key with the shim's default.
 NODE_FILE = "braid-node.json"
-NODE_KEYS = (
-    ("daemonSocketDir", "/run/braid"),
-    ("cniDir", "/var/lib/cni/braid"),
-    ("binDir", "/opt/cni/bin"),
-    ("readinessindicatorfile", ""),
-)
+# The node file's keys and their defaults, as the shim reads them (braid_wire::trust).
+NODE_KEYS = tuple(_native.NODE_PATH_KEYS)
 
 
 def write_atomically(target: Path, data: bytes, mode: int) -> bool:

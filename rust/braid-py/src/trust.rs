@@ -57,5 +57,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trusted_paths, m)?)?;
     m.add_function(wrap_pyfunction!(check_closed_path, m)?)?;
     m.add("NODE_FILE_NAME", trust::NODE_FILE_NAME)?;
+    m.add("NODE_PATH_KEYS", trust::PATH_KEYS.to_vec())?;
     Ok(())
 }
