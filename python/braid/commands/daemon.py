@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 from braid.cni.hostroot import HostRoot
+from braid.config.schema import METRICS_AUTH_MODES
 from braid.daemon.cniconfig import ConfListFollower, shim_settings
 from braid.daemon.conflist import ConfListWriter
 from braid.daemon.descriptors import raise_descriptor_limit
 from braid.daemon.logs import DAEMON_LOGGER, install_json_logging
+from braid.daemon.metrics_auth import metrics_gate_of
 from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
 from braid.daemon.service import DaemonService
@@ -100,6 +102,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "(daemonHealthAddress, default 127.0.0.1:9191; '' disables)",
     )
     parser.add_argument(
+        "--metrics-auth",
+        choices=METRICS_AUTH_MODES,
+        help="who may read the metrics endpoint: anyone (none), or a bearer token the API "
+        "server reviews (kubernetes) (daemonMetricsAuth, default none)",
+    )
+    parser.add_argument(
         "--drain-seconds",
         type=float,
         default=DEFAULT_DRAIN_SECONDS,
@@ -143,6 +151,7 @@ def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSet
         queue_size=args.queue_size,
         metrics_address=args.metrics_address,
         health_address=args.health_address,
+        metrics_auth=args.metrics_auth,
         drain_seconds=args.drain_seconds,
         node_name=node_name,
         cache_sync_seconds=args.cache_sync_seconds,
@@ -238,11 +247,14 @@ def run_daemon(args: argparse.Namespace) -> int:
         service = service_of(operator, settings, root)
         service.follower = follower_of(args, operator, root)
         service.tracer = tracer_of(args.trace)
+        gate = metrics_gate_of(
+            settings.metrics_auth, service.cluster.client if service.cluster else None
+        )
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2
     try:
-        DaemonServer(settings, service).serve()
+        DaemonServer(settings, service, metrics_gate=gate).serve()
     except (DaemonAlreadyRunning, OSError) as exc:
         log.error("cannot serve: %s", exc)  # noqa: TRY400
         return 1

@@ -78,8 +78,8 @@ class EngineConfig(msgspec.Struct, frozen=True):
 class DaemonConfig(msgspec.Struct, frozen=True):
     """``daemonSocketDir``, ``daemonWaitSeconds`` (the shim's), ``daemonConcurrency`` (0: twice
     the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``daemonHealthAddress``,
-    ``hotPlug``, ``hotPlugNamespaces`` (None: every namespace), ``hotPlugInterval``,
-    ``hotPlugWorkers`` and ``hotPlugTimeout``."""
+    ``daemonMetricsAuth``, ``hotPlug``, ``hotPlugNamespaces`` (None: every namespace),
+    ``hotPlugInterval``, ``hotPlugWorkers`` and ``hotPlugTimeout``."""
 
     socket_dir: str
     wait_seconds: float
@@ -92,6 +92,7 @@ class DaemonConfig(msgspec.Struct, frozen=True):
     hot_plug_interval: float
     hot_plug_workers: int
     hot_plug_timeout: float
+    metrics_auth: str = "none"
 
 
 class KubernetesConfig(msgspec.Struct, frozen=True):

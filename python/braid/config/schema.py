@@ -37,6 +37,9 @@ V1_KEYS = "v1"
 KEY_SETS = (MULTUS_KEYS, V1_KEYS)
 STATUS_WRITE_POLICIES = ("background", "fail")
 EVENT_LEVELS = ("all", "failures", "none")  # which events on pods braid writes
+# Who may read the daemon's metrics endpoint (braid.daemon.metrics_auth).
+METRICS_AUTH_NONE, METRICS_AUTH_KUBERNETES = "none", "kubernetes"
+METRICS_AUTH_MODES = (METRICS_AUTH_NONE, METRICS_AUTH_KUBERNETES)
 # Standard CNI keys braid does not use but that are no mistake in a plugin object.
 _STANDARD_KEYS = frozenset(
     {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
@@ -92,6 +95,9 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     daemon_metrics_address: str = "127.0.0.1:9190"
     # /healthz and /readyz alone, for kubelet's probes (docs/daemon.md); "": none.
     daemon_health_address: str = "127.0.0.1:9191"
+    # "none": the metrics endpoint answers anyone; "kubernetes": a bearer token the API server
+    # reviews (TokenReview, SubjectAccessReview of `get` on the path; docs/daemon.md).
+    daemon_metrics_auth: str = "none"
     # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
     status_write_policy: str = "background"
     skip_status_without_networks: bool = False
@@ -185,6 +191,7 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             queue_size=self.daemon_queue_size,
             metrics_address=self.daemon_metrics_address,
             health_address=self.daemon_health_address,
+            metrics_auth=self.daemon_metrics_auth,
             hot_plug=self.hot_plug,
             hot_plug_namespaces=(
                 None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)
@@ -371,6 +378,7 @@ def _check_values(config: BraidConfig) -> None:
         (config.events, "events", EVENT_LEVELS),
         (config.hot_plug, "hotPlug", HOT_PLUG_MODES),
         (config.network_status_keys, "networkStatusKeys", KEY_SETS),
+        (config.daemon_metrics_auth, "daemonMetricsAuth", METRICS_AUTH_MODES),
     ):
         if value not in choices:
             listed = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"

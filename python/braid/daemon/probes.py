@@ -5,7 +5,10 @@ accepts CNI requests (503 while starting and while draining). Two listeners
 (``docs/daemon.md``): the metrics endpoint (``daemonMetricsAddress``, all three paths), which
 ``deploy/`` puts on the node's address where every pod of the node reaches it, and the health
 endpoint (``daemonHealthAddress``, loopback, ``/healthz`` and ``/readyz`` only) that kubelet's
-probes ask: whatever is done to the metrics port, the probes are answered.
+probes ask: whatever is done to the metrics port, the probes are answered. With
+``daemonMetricsAuth: kubernetes`` every request on the metrics endpoint passes its gate first
+(``braid.daemon.metrics_auth``: 401, 403, 429 or 503 when it does not); the health endpoint
+has none.
 
 Each is a deliberately small HTTP/1.0 server, one thread per connection: one GET per
 connection, no keep-alive, and bounded on its own (``docs/daemon.md``, "Bounds"): at most
@@ -25,6 +28,7 @@ import threading
 import time
 
 from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.metrics_auth import MetricsGate
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import MAX_PROBE_REQUEST_BYTES, PROBE_IDLE_SECONDS
 
@@ -66,30 +70,43 @@ def _readiness(service: DaemonService) -> tuple[int, str, bytes]:
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
+    429: "Too Many Requests",
     431: "Request Header Fields Too Large",
     503: "Service Unavailable",
 }
 
 
 def response_to(
-    service: DaemonService, head: bytes, paths: frozenset[str] = METRICS_PATHS
+    service: DaemonService,
+    head: bytes,
+    paths: frozenset[str] = METRICS_PATHS,
+    gate: MetricsGate | None = None,
 ) -> bytes:
-    """The whole HTTP response to a request head."""
+    """The whole HTTP response to a request head; a path served is answered only once
+    ``gate`` (when there is one) lets the request through."""
     try:
         method, path, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
     except ValueError:
-        status, ctype, body = 400, "text/plain", b"bad request\n"
-    else:
-        status, ctype, body = (
-            route(service, path, paths) if method == "GET" else (400, "text/plain", b"GET only\n")
-        )
-    return _response(status, ctype, body)
+        return _response(400, "text/plain", b"bad request\n")
+    if method != "GET":
+        return _response(400, "text/plain", b"GET only\n")
+    path = path.split("?", 1)[0]
+    refused = gate.refusal(head, path) if gate is not None and path in paths else None
+    if refused is not None:
+        status, body, extra = refused
+        return _response(status, "text/plain", body, extra)
+    return _response(*route(service, path, paths))
 
 
-def _response(status: int, ctype: str, body: bytes) -> bytes:
+def _response(
+    status: int, ctype: str, body: bytes, extra: tuple[tuple[str, str], ...] = ()
+) -> bytes:
+    headers = "".join(f"{name}: {value}\r\n" for name, value in extra)
     header = (
-        f"HTTP/1.0 {status} {_REASONS[status]}\r\nContent-Type: {ctype}\r\n"
+        f"HTTP/1.0 {status} {_REASONS[status]}\r\nContent-Type: {ctype}\r\n{headers}"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     return header.encode("latin-1") + body
@@ -114,9 +131,15 @@ def _discard_the_rest(sock: socket.socket) -> None:
 class ProbeConnection:
     """One request head in (bounded in size and time), one response out, then closed."""
 
-    def __init__(self, sock: socket.socket, paths: frozenset[str] = METRICS_PATHS) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        paths: frozenset[str] = METRICS_PATHS,
+        gate: MetricsGate | None = None,
+    ) -> None:
         self.sock = sock
         self.paths = paths
+        self.gate = gate
         self.answered = False
 
     def serve(self, service: DaemonService) -> None:
@@ -140,7 +163,7 @@ class ProbeConnection:
             if end < 0 or end + len(END_OF_HEAD) > MAX_PROBE_REQUEST_BYTES:
                 answer = _response(431, "text/plain", b"request head too large\n")
             else:
-                answer = response_to(service, bytes(head[:end]), self.paths)
+                answer = response_to(service, bytes(head[:end]), self.paths, self.gate)
             self.answered = True
             self.sock.settimeout(PROBE_IDLE_SECONDS)
             self.sock.sendall(answer)
@@ -169,10 +192,12 @@ class ProbeServer:
         max_connections: int,
         *,
         paths: frozenset[str] = METRICS_PATHS,
+        gate: MetricsGate | None = None,
     ) -> None:
         self.service = service
         self.max_connections = max_connections
         self.paths = paths
+        self.gate = gate
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.create_server((host, port), family=family)
         self.port: int = self._listener.getsockname()[1]
@@ -207,7 +232,7 @@ class ProbeServer:
                     return
                 time.sleep(0.1)  # out of descriptors: the next try may succeed
                 continue
-            connection = ProbeConnection(sock, self.paths)
+            connection = ProbeConnection(sock, self.paths, self.gate)
             if not self.enter(connection):
                 sock.close()
                 continue
@@ -241,15 +266,18 @@ def start_probe_server(
     max_connections: int,
     *,
     paths: frozenset[str] = METRICS_PATHS,
+    gate: MetricsGate | None = None,
 ) -> ProbeServer:
-    """Listens on ``host:port`` for GETs of ``paths``; the caller closes the returned server."""
-    server = ProbeServer(service, host, port, max_connections, paths=paths).start()
+    """Listens on ``host:port`` for GETs of ``paths`` (each passing ``gate`` first when there
+    is one); the caller closes the returned server."""
+    server = ProbeServer(service, host, port, max_connections, paths=paths, gate=gate).start()
     served = ", ".join(sorted(paths))
     log.info(
-        "http://%s:%d serves %s (at most %d connections)",
+        "http://%s:%d serves %s (at most %d connections%s)",
         host,
         server.port,
         served,
         max_connections,
+        ", to bearer tokens the API server accepts" if gate is not None else "",
     )
     return server

@@ -42,6 +42,7 @@ from braid.daemon.connection import (
 )
 from braid.daemon.descriptors import budget_of
 from braid.daemon.logs import DAEMON_LOGGER
+from braid.daemon.metrics_auth import MetricsGate
 from braid.daemon.probes import HEALTH_PATHS, ProbeServer, start_probe_server
 from braid.daemon.protocol import Request, error_response
 from braid.daemon.service import DaemonService
@@ -137,9 +138,17 @@ def few_malloc_arenas() -> None:
 class DaemonServer:
     """One daemon: the service, its socket and its probe endpoint."""
 
-    def __init__(self, settings: DaemonSettings, service: DaemonService) -> None:
+    def __init__(
+        self,
+        settings: DaemonSettings,
+        service: DaemonService,
+        *,
+        metrics_gate: MetricsGate | None = None,
+    ) -> None:
+        """``metrics_gate``: who may read the metrics endpoint (None: anyone)."""
         self.settings = settings
         self.service = service
+        self.metrics_gate = metrics_gate
         self.stopping = threading.Event()
         self.serving = threading.Event()  # set once the socket accepts requests
         self._acceptors: list[threading.Thread] = []
@@ -227,7 +236,9 @@ class DaemonServer:
         health = self.settings.health_endpoint()
         try:
             if metrics:
-                self.probe_server = start_probe_server(self.service, *metrics, metrics_connections)
+                self.probe_server = start_probe_server(
+                    self.service, *metrics, metrics_connections, gate=self.metrics_gate
+                )
                 started.append(self.probe_server)
             if health:
                 self.health_server = start_probe_server(

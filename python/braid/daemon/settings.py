@@ -5,7 +5,8 @@ Configuration keys (in braid's conf or conflist, beside the engine's own keys):
 ``daemonQueueSize`` (512), ``daemonMetricsAddress`` (``127.0.0.1:9190``; empty: no HTTP
 endpoint for metrics, ``/healthz`` and ``/readyz``) and ``daemonHealthAddress``
 (``127.0.0.1:9191``; empty: none), the endpoint of ``/healthz`` and ``/readyz`` alone that
-kubelet's probes ask, apart from the metrics port.
+kubelet's probes ask, apart from the metrics port; ``daemonMetricsAuth`` (``none``, or
+``kubernetes``: bearer tokens reviewed by the API server, ``braid.daemon.metrics_auth``).
 
 With the Kubernetes store the daemon watches the pods of its node: the node's name comes from
 ``--node-name``, else ``BRAID_NODE_NAME``, else ``NODE_NAME`` (the DaemonSet sets it from
@@ -82,6 +83,8 @@ class DaemonSettings:
     max_held_frame_bytes: int = MAX_HELD_FRAME_BYTES
     # HOST:PORT of the health endpoint (/healthz, /readyz; "": none).
     health_address: str = ""
+    # Who may read the metrics endpoint: "none" (anyone) or "kubernetes".
+    metrics_auth: str = "none"
 
     @property
     def wanted_connections(self) -> int:
@@ -134,6 +137,7 @@ def settings_from(
     queue_size: int | None = None,
     metrics_address: str | None = None,
     health_address: str | None = None,
+    metrics_auth: str | None = None,
     drain_seconds: float = DEFAULT_DRAIN_SECONDS,
     node_name: str = "",
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
@@ -165,6 +169,7 @@ def settings_from(
             metrics_address if metrics_address is not None else config.metrics_address
         ),
         health_address=health_address if health_address is not None else config.health_address,
+        metrics_auth=metrics_auth or config.metrics_auth,
         drain_seconds=drain_seconds,
         node_name=node_name,
         cache_sync_seconds=cache_sync_seconds,

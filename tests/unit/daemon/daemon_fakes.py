@@ -52,7 +52,9 @@ def running(
     tmp_path: Path, engine: Callable[..., tuple[bytes, int]], **limits: Any
 ) -> Iterator[DaemonServer]:
     """A daemon with ``engine``, served on a thread of its own; ``limits`` are
-    ``DaemonSettings`` fields (concurrency 2 and queue 8 unless given)."""
+    ``DaemonSettings`` fields (concurrency 2 and queue 8 unless given), and ``metrics_gate``
+    the ``DaemonServer``'s."""
+    gate = limits.pop("metrics_gate", None)
     settings = DaemonSettings(
         socket_dir=tmp_path / "run",
         concurrency=limits.pop("concurrency", 2),
@@ -64,7 +66,7 @@ def running(
     service = DaemonService(
         concurrency=settings.concurrency, queue_size=settings.queue_size, engine=engine
     )
-    daemon = DaemonServer(settings, service)
+    daemon = DaemonServer(settings, service, metrics_gate=gate)
     failed: list[BaseException] = []
 
     def serve() -> None:
