@@ -97,6 +97,22 @@ def annotation_seeds() -> list[bytes]:
     return seeds
 
 
+def manifest_seeds() -> list[bytes]:
+    """NAD and pod manifests, each behind the byte that picks its suffix (``j``: JSON)."""
+    files = sorted((FIXTURES / "nad" / "store").glob("*/*.y*ml"))
+    files += sorted((ROOT / "examples" / "nads").glob("**/*.yaml"))
+    seeds = [b"y" + p.read_bytes() for p in files]
+    seeds += [b"j" + p.read_bytes() for p in sorted((FIXTURES / "nad" / "store").glob("*/*.json"))]
+    seeds += [
+        b"y" + b"kind: Pod\nmetadata: &m {name: a}\nspec: *m\n",
+        b"y" + b"kind: Pod\nmetadata: {name: 0x" + b"f" * 4000 + b"}\n",
+        b"y" + b"kind: NetworkAttachmentDefinition\nmetadata: {name: a}\nspec:\n"
+        b'  config: {cniVersion: "1.0.0", type: bridge, ipam: {type: host-local}}\n',
+        b'j{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "a"}}]}',
+    ]
+    return seeds
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -109,6 +125,7 @@ def main() -> None:
         "cni_args": cni_args,
         "cni_args_py": cni_args,
         "annotations": annotation_seeds(),
+        "nad_manifest": manifest_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target

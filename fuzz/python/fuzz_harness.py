@@ -9,8 +9,12 @@ atheris reports with the input.
 # ruff: noqa: S101 - the assertions are the properties the fuzzer checks
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Collection
+from pathlib import Path
 
 import atheris
 
@@ -35,3 +39,26 @@ def main(check: Callable[[bytes], None]) -> None:
     """Runs ``check`` under libFuzzer with the command line's flags."""
     atheris.Setup(sys.argv, check)
     atheris.Fuzz()
+
+
+_SCRATCH: list[Path] = []
+
+
+def scratch_file(name: str, data: bytes) -> Path:
+    """``data`` written to ``name`` in a directory of this run's own (on tmpfs where there is
+    one), removed when the fuzzer exits: the file parsers read files, not bytes."""
+    if not _SCRATCH:
+        shm = Path("/dev/shm")  # noqa: S108 - a private directory is made in it
+        folder = Path(tempfile.mkdtemp(prefix="braid-fuzz-", dir=shm if shm.is_dir() else None))
+        atexit.register(shutil.rmtree, folder, True)
+        _SCRATCH.append(folder)
+    path = _SCRATCH[0] / name
+    path.write_bytes(data)
+    return path
+
+
+def parts(data: bytes, count: int) -> list[bytes]:
+    """The input cut at its first ``count - 1`` NUL bytes (missing parts are empty): one
+    fuzzer input carrying several files or answers."""
+    found = data.split(b"\0", count - 1)
+    return found + [b""] * (count - len(found))

@@ -163,16 +163,28 @@ def manifest_files(directory: Path) -> list[Path]:
 
 
 Problems = list[tuple[str, str]]  # (field, what is wrong with it)
+
+
+def _shown(value: Any) -> str:
+    """A value of a manifest for a message: its ``repr``, or what it is when that cannot be
+    written (YAML reads ``0x...`` integers of any length, past Python's limit on printing
+    one)."""
+    try:
+        return repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__} too large to show"
+
+
 API_VERSIONS = {NAD_KIND: "k8s.cni.cncf.io/v1", POD_KIND: "v1"}
 
 
 def _name_problems(meta: dict[str, Any], problems: Problems) -> None:
     name = meta.get("name")
     if not isinstance(name, str) or not is_dns1123_subdomain(name):
-        problems.append(("metadata.name", f"{name!r} is not a valid DNS-1123 name"))
+        problems.append(("metadata.name", f"{_shown(name)} is not a valid DNS-1123 name"))
     namespace = meta.get("namespace", "default")
     if not isinstance(namespace, str) or not is_dns1123_subdomain(namespace):
-        problems.append(("metadata.namespace", f"{namespace!r} is not a valid namespace"))
+        problems.append(("metadata.namespace", f"{_shown(namespace)} is not a valid namespace"))
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
@@ -223,7 +235,7 @@ def api_version_problem(obj: dict[str, Any], kind: str) -> str | None:
     found = obj.get("apiVersion")
     if expected is None or found == expected:
         return None
-    return f"{found!r} is not {expected!r}, the apiVersion of a {kind}"
+    return f"{_shown(found)} is not {expected!r}, the apiVersion of a {kind}"
 
 
 def _checked(obj: dict[str, Any], where: str, kind: str) -> dict[str, Any]:
