@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node multus-bin test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -119,11 +119,14 @@ dra-driver: ## build the node tier's test DRA driver (reused while pinned)
 test-node: native image kube-bins dra-driver ## node tier: braid deployed as shipped on a real kubelet + containerd
 	hack/node/tier.sh
 
-test-bench-smoke: native shim ## run every benchmark once, untimed, so they cannot rot (root)
+multus-bin: ## build Multus thin for the benchmark's comparison (reused while pinned)
+	hack/multus/build.sh
+
+test-bench-smoke: native shim multus-bin ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
 	cargo test --locked -p braid-cni --benches
 
-bench: install ## benchmarks (see docs/performance.md)
+bench: install multus-bin ## benchmarks (see docs/performance.md)
 	$(PY) -m pytest benches -q --benchmark-only
 	cargo bench --locked -p braid-cni
 

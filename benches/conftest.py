@@ -15,7 +15,14 @@ import pytest
 # With importlib mode the helper modules beside this file are importable only from here.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from overhead_record import OVERHEAD, THICK_FIGURES, THICK_OVERHEAD, THICK_STANDIN, THIN_OVERHEAD
+from overhead_record import (
+    COMPARE_TABLE,
+    OVERHEAD,
+    THICK_FIGURES,
+    THICK_OVERHEAD,
+    THICK_STANDIN,
+    THIN_OVERHEAD,
+)
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -54,3 +61,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("braid thick mode: daemon memory and burst throughput")
         for name, value in THICK_FIGURES.items():
             terminalreporter.write_line(f"{name:<40} {value}")
+    if COMPARE_TABLE:
+        terminalreporter.section("braid-thin, braid thick and Multus thin against the delegates")
+        for line in COMPARE_TABLE:
+            terminalreporter.write_line(line)

@@ -24,3 +24,5 @@ THICK_STANDIN = OverheadRecord(measured="braid", spread=PHASE_SPREAD_SECONDS)
 THIN_OVERHEAD = OverheadRecord(measured="braid-thin", spread=PHASE_SPREAD_SECONDS)
 # Single figures of the thick-mode benchmarks (memory, throughput), printed as they are.
 THICK_FIGURES: dict[str, str] = {}
+# `braidctl bench --mode compare`'s table (test_bench_compare.py), printed as it is.
+COMPARE_TABLE: list[str] = []

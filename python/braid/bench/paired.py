@@ -110,12 +110,13 @@ class OverheadRecord:
         for key in [k for k in self.samples if k[0].endswith(suffix)]:
             del self.samples[key]
 
-    def figures(self) -> dict[str, Figures]:
-        """Per operation with as many samples on both sides (at least one)."""
+    def figures(self, side: str | None = None) -> dict[str, Figures]:
+        """Per operation with as many samples on both sides (at least one): ``side`` (by
+        default ``measured``) against "direct"."""
         found = {}
         for op in sorted({op for op, _ in self.samples}):
             direct = self.samples.get((op, "direct"), [])
-            measured = self.samples.get((op, self.measured), [])
+            measured = self.samples.get((op, side or self.measured), [])
             if not direct or len(direct) != len(measured):
                 continue
             diffs = [m - d for d, m in zip(direct, measured, strict=True)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from braid.bench.compare_report import compare_document, compare_lines
 from braid.bench.network import plugin_types
 from braid.bench.run import BenchOutcome, BenchPlan
 from braid.bench.trace import trace_lines
@@ -63,7 +64,7 @@ def document(
             "plugins": plugins,
             "source": plan.source,
         },
-        "extra_networks": plan.extra_networks,
+        "extra_networks": list(plan.extra_counts) if plan.extra_counts else plan.extra_networks,
         "rounds": plan.rounds,
         "phase_spread_ms": _ms(plan.spread),
         "cni_path": plan.bin_dir,
@@ -74,6 +75,7 @@ def document(
             "load_average_after": [round(x, 2) for x in load_after],
         },
         "verbs": verbs,
+        "compare": compare_document(outcome.compare) if outcome.compare is not None else None,
         "burst": burst,
         "daemon_memory_kib": dict(outcome.memory_kib) or None,
         "trace": outcome.trace,
@@ -91,15 +93,24 @@ def _mib(kib: int) -> str:
     return f"{kib / 1024:.1f} MiB"
 
 
-def text(doc: dict[str, Any]) -> str:
+def _head(doc: dict[str, Any]) -> list[str]:
     net = doc["network"]
-    load = " ".join(f"{x:.2f}" for x in doc["machine"]["load_average_before"])
-    lines = [
+    machine = doc["machine"]
+    load = " ".join(f"{x:.2f}" for x in machine["load_average_before"])
+    after = " ".join(f"{x:.2f}" for x in machine["load_average_after"])
+    extra = doc["extra_networks"]
+    extra_text = ",".join(str(n) for n in extra) if isinstance(extra, list) else str(extra)
+    return [
         f"braid {doc['braid_version']} {doc['mode']} mode: network {net['name']} "
         f"({'+'.join(str(p) for p in net['plugins'])}, cniVersion {net['cniVersion']}), "
-        f"+{doc['extra_networks']} extra network(s)",
+        f"+{extra_text} extra network(s)",
         f"{doc['rounds']} paired rounds, random pause up to {doc['phase_spread_ms']:g} ms; "
-        f"{doc['machine']['cpus']} CPUs, load average {load} before",
+        f"{machine['cpus']} CPUs, load average {load} before, {after} after",
+    ]
+
+
+def _verb_lines(doc: dict[str, Any]) -> list[str]:
+    lines = [
         "",
         f"{'verb':<8} {'direct median':>14} {'braid median':>13} "
         f"{'overhead median':>16} {'95% interval':>17} {'overhead p90':>13}   (ms)",
@@ -114,6 +125,13 @@ def text(doc: dict[str, Any]) -> str:
             f"{verb:<8} {fig['direct_median_ms']:>14.2f} {fig['braid_median_ms']:>13.2f} "
             f"{fig['overhead_median_ms']:>+16.2f} {interval:>17} {fig['overhead_p90_ms']:>+13.2f}"
         )
+    return lines
+
+
+def text(doc: dict[str, Any]) -> str:
+    lines = _head(doc)
+    compared = doc.get("compare")
+    lines += compare_lines(compared) if compared else _verb_lines(doc)
     burst = doc["burst"]
     if burst is not None:
         lines += [

@@ -64,7 +64,9 @@ class Attached:
 
 @dataclass
 class Rounds:
-    """Paired rounds of ``direct`` and ``braid``; ``verbs`` in the order each side runs them."""
+    """Paired rounds of ``direct`` and ``braid`` (recorded as ``record.measured``), and of
+    ``others`` (side name, pod) in the same rounds; ``verbs`` in the order each side runs
+    them."""
 
     direct: VerbPod
     braid: VerbPod
@@ -73,6 +75,7 @@ class Rounds:
     verbs: tuple[str, ...] = ("VERSION", "ADD", "CHECK", "DEL")
     label: str = ""
     order: random.Random = field(default_factory=lambda: random.Random(19))  # noqa: S311
+    others: tuple[tuple[str, VerbPod], ...] = ()
 
     def _call(self, pod: VerbPod, verb: str) -> Callable[[], object]:
         calls: dict[str, Callable[[], object]] = {
@@ -87,6 +90,7 @@ class Rounds:
         sides: list[tuple[str, VerbPod]] = [
             ("direct", self.direct),
             (self.record.measured, self.braid),
+            *self.others,
         ]
         self.order.shuffle(sides)
         for side, pod in sides:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from braid.bench.braid_side import BraidPod
 from braid.bench.burst import BurstFigures, run_burst
+from braid.bench.compare import CompareFigures, CompareRun, CompareSides, compare
 from braid.bench.daemon import DaemonProcess, RssSampler, running_daemon
 from braid.bench.direct import DirectPod, has_check
 from braid.bench.namespaces import add_namespace, inside_netns, namespace, remove_namespace
@@ -35,12 +36,12 @@ Progress = Callable[[str], None]
 class BenchPlan:
     """What to measure: the network (a network list), how often and with what."""
 
-    mode: str  # "thin" or "thick"
+    mode: str  # "thin", "thick" or "compare"
     network: NetworkList
     source: str
     nad_name: str
     bin_dir: str
-    executable: Path  # braid-thin, or the shim
+    executable: Path  # braid-thin, or the shim (thick and compare modes)
     rounds: int
     extra_networks: int
     burst: int
@@ -49,6 +50,9 @@ class BenchPlan:
     check: bool = True
     daemon_command: Callable[[Path], list[str]] | None = None  # socket dir -> argv
     trace: bool = False  # thick mode: the daemon's per-phase trace of the paired rounds
+    # compare mode: the sides, and the pod sizes (extra networks) measured in the same rounds
+    sides: CompareSides | None = None
+    extra_counts: tuple[int, ...] = ()
 
 
 @dataclass
@@ -60,6 +64,7 @@ class BenchOutcome:
     teardown_failures: list[str] = field(default_factory=list)
     # (thick mode, ``--trace``) verb -> phase -> the median milliseconds (``braid.bench.trace``)
     trace: dict[str, dict[str, float]] | None = None
+    compare: CompareFigures | None = None  # compare mode's figures
 
 
 @contextmanager
@@ -131,6 +136,12 @@ class _Stage:
                 self.progress(f"round {index + 1}/{plan.rounds}")
         return record.figures()
 
+    def compare(self, pod_ns: str, sides: CompareSides) -> CompareFigures:
+        plan = self.plan
+        verbs = verbs_of(plan.network, check=plan.check)
+        run = CompareRun(self.world, sides, pod_ns, self.run_id, verbs, plan.spread)
+        return compare(run, plan.extra_counts, plan.rounds, self.attached, self.progress)
+
     def burst(self, spaces: list[str], daemon: DaemonProcess | None, outcome: BenchOutcome) -> None:
         """The burst, with the daemon's resident size sampled during it (thick mode)."""
         plan = self.plan
@@ -169,8 +180,8 @@ class _Stage:
 def _daemon(
     plan: BenchPlan, world: World, stack: ExitStack, progress: Progress
 ) -> DaemonProcess | None:
-    """Thick mode's daemon, stopped when ``stack`` closes; None in thin mode."""
-    if plan.mode != "thick" or plan.daemon_command is None:
+    """The daemon of thick and compare modes, stopped when ``stack`` closes; None in thin mode."""
+    if plan.mode not in ("thick", "compare") or plan.daemon_command is None:
         return None
     progress("starting the daemon")
     command = plan.daemon_command(world.socket_dir)
@@ -200,7 +211,10 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
         stack.enter_context(inside_netns(host))
         attached = stack.enter_context(Attached(on_exit=hold))
         stage = _Stage(plan, world, attached, run_id, progress)
-        outcome.figures = stage.paired(pod_ns)
+        if plan.sides is not None:
+            outcome.compare = stage.compare(pod_ns, plan.sides)
+        else:
+            outcome.figures = stage.paired(pod_ns)
         if daemon is not None and plan.trace:
             outcome.trace = phase_medians(trace_path(world))
         if plan.burst:

@@ -4,9 +4,11 @@ Runs one network (``--conflist FILE`` or ``--nad FILE``) for a pod with ``--extr
 more attachments of it, in paired rounds: each round runs VERSION, ADD, CHECK and DEL through
 braid (``braid-thin``, or the ``braid`` shim and ``braidctl daemon`` with ``--mode thick``) and
 the same delegates directly, in a random order, each call after a random pause; it reports the
-medians and the median and 90th percentile of the per-round differences, then a burst of pods
-(and the daemon's resident size during it). Everything runs in network namespaces it makes
-and removes, whatever ends the run. Needs root.
+medians and the median, its 95 % interval and the 90th percentile of the per-round
+differences, then a burst of pods (and the daemon's resident size during it). ``--mode
+compare`` runs braid-thin, braid thick and Multus thin (``--multus PATH``) against the same
+delegates in the same rounds, for each pod size of ``--extra-networks 0,2``. Everything runs
+in network namespaces it makes and removes, whatever ends the run. Needs root.
 """
 
 from __future__ import annotations
@@ -19,16 +21,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from braid.commands.args import add_output_option, existing_file, write_data
+from braid.commands.bench_plan import DEFAULT_BURST, DEFAULT_CNI_PATH, extra_counts, plan_of
 from braid.errors import INVALID_ENVIRONMENT, CniError
 
-if TYPE_CHECKING:
-    from braid.bench.run import BenchPlan
-
-MODES = ("thin", "thick")
-DEFAULT_CNI_PATH = "/opt/cni/bin"
+MODES = ("thin", "thick", "compare")
 
 
 def bounded(low: int, high: int) -> Callable[[str], int]:
@@ -63,12 +61,6 @@ def json_target(value: str) -> str:
     return value
 
 
-def default_cni_path() -> str:
-    """The first directory of ``$CNI_PATH``, else /opt/cni/bin."""
-    first = os.environ.get("CNI_PATH", "").split(":")[0]
-    return first or DEFAULT_CNI_PATH
-
-
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Registers ``braidctl bench``."""
     parser = subparsers.add_parser(
@@ -95,7 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--mode",
         choices=MODES,
         default="thin",
-        help="thin: braid-thin; thick: the braid shim and braidctl daemon",
+        help="thin: braid-thin; thick: the braid shim and braidctl daemon; compare: both, "
+        "and Multus thin with --multus, against the same delegates in the same rounds",
     )
     parser.add_argument(
         "--cni-path",
@@ -113,17 +106,19 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--extra-networks",
-        metavar="N",
-        type=bounded(0, 16),
-        default=0,
-        help="more attachments of the network per pod, net1... (0-16, default 0)",
+        metavar="N[,N...]",
+        type=extra_counts,
+        default=(0,),
+        help="more attachments of the network per pod, net1... (0-16, default 0); compare "
+        "mode takes several, each pod size measured in the same rounds (e.g. 0,2)",
     )
     parser.add_argument(
         "--burst",
         metavar="N",
         type=bounded(0, 1000),
-        default=20,
-        help="pods in the burst, each in a namespace of its own (0-1000; 0: none; default 20)",
+        default=None,
+        help="pods in the burst, each in a namespace of its own (0-1000; 0: none; default "
+        f"{DEFAULT_BURST}; compare mode runs none)",
     )
     parser.add_argument(
         "--parallel",
@@ -166,6 +161,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the braid shim to measure (default: beside this braidctl)",
     )
     parser.add_argument(
+        "--multus",
+        metavar="PATH",
+        default=None,
+        help="compare mode: Multus thin's multus binary, measured as a third side",
+    )
+    parser.add_argument(
         "--json",
         metavar="FILE",
         type=json_target,
@@ -183,64 +184,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(handler=run_bench)
 
 
-def executable(args: argparse.Namespace) -> Path:
-    """braid's executable of the mode: the option's, else the one installed beside this
-    interpreter (pip installs ``braid-thin`` and the shim there)."""
-    option, name = ("--shim", "braid") if args.mode == "thick" else ("--thin", "braid-thin")
-    given = args.shim if args.mode == "thick" else args.thin
-    path = Path(given).absolute() if given else Path(sys.executable).parent / name
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise CniError(INVALID_ENVIRONMENT, f"no executable {name} at {path}; pass {option} PATH")
-    return path
-
-
 def _terminate(signum: int, frame: FrameType | None) -> None:
     del signum, frame
     raise KeyboardInterrupt
 
 
-def plan_of(args: argparse.Namespace) -> BenchPlan:
-    """What the command line asks to measure, checked before anything is made: the network
-    and its plugins, braid's executable, root."""
-    from braid.bench import network as networks  # noqa: PLC0415
-    from braid.bench.daemon import daemon_command  # noqa: PLC0415
-    from braid.bench.run import BenchPlan  # noqa: PLC0415
-
-    bin_dir = args.cni_path or default_cni_path()
-    if not Path(bin_dir).is_dir():
-        raise CniError(INVALID_ENVIRONMENT, f"{bin_dir} is not a directory; pass --cni-path DIR")
-    measured = networks.from_nad(args.nad) if args.nad else networks.from_conflist(args.conflist)
-    networks.check_plugins(measured.network, bin_dir)
-    path = executable(args)
-    if os.geteuid() != 0:
-        raise CniError(INVALID_ENVIRONMENT, "needs root: it makes and removes network namespaces")
-    concurrency = args.concurrency
-    return BenchPlan(
-        mode=args.mode,
-        network=measured.network,
-        source=measured.source,
-        nad_name=measured.nad_name,
-        bin_dir=bin_dir,
-        executable=path,
-        rounds=args.rounds,
-        extra_networks=args.extra_networks,
-        burst=args.burst,
-        parallel=min(args.parallel, args.burst) if args.burst else args.parallel,
-        spread=args.phase_spread_ms / 1e3,
-        check=not args.no_check,
-        daemon_command=lambda socket_dir: daemon_command(socket_dir, concurrency),
-        trace=args.trace,
-    )
-
-
 def run_bench(args: argparse.Namespace) -> int:
     # The measuring code is imported here, not at registration: `braidctl --help` stays light.
+    from braid.bench.daemon import daemon_command  # noqa: PLC0415
     from braid.bench.report import document, text  # noqa: PLC0415
     from braid.bench.run import run  # noqa: PLC0415
     from braid.bench.spawn import CallFailed  # noqa: PLC0415
     from braid.version import package_version  # noqa: PLC0415
 
-    plan = plan_of(args)
+    concurrency = args.concurrency
+    plan = plan_of(args, lambda socket_dir: daemon_command(socket_dir, concurrency))
     before = os.getloadavg()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:

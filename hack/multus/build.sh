@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Build Multus thin (`multus`, Multus v4's one-shot CNI binary) at the version go.mod pins, into
+# .cache/multus/bin/ (or $BRAID_MULTUS_BIN_DIR), for `braidctl bench --mode compare --multus`
+# (docs/performance.md). Test-only: nothing built here is shipped. Needs Go and the Go module
+# proxy, as hack/kube/build.sh does. A finished build is reused while its key (go.mod, go.sum,
+# this script and the Go version) is unchanged; `--force` rebuilds. About a minute on 2 cores
+# with the module cache warm.
+set -euo pipefail
+
+module=gopkg.in/k8snetworkplumbingwg/multus-cni.v4
+
+main() {
+	local here root out key version ldflags staging
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	root=$(cd "$here/../.." && pwd)
+	out=${BRAID_MULTUS_BIN_DIR:-$root/.cache/multus/bin}
+
+	if ! command -v go >/dev/null 2>&1; then
+		echo "build.sh: Go is not installed; install Go >= 1.21 and retry" >&2
+		exit 1
+	fi
+
+	cd "$here"
+	key=$({
+		go env GOVERSION GOOS GOARCH
+		cat go.mod go.sum tools.go build.sh
+	} | sha256sum | cut -d' ' -f1)
+	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" && -x $out/multus ]]; then
+		echo "build.sh: $out/multus is up to date"
+		exit 0
+	fi
+
+	version=$(go list -m -f '{{.Version}}' "$module")
+	# As Multus's own build stamps it (`multus -version`).
+	ldflags="-X $module/pkg/multus.version=$version"
+	mkdir -p "${out%/*}"
+	# The build output is never committed: ignore the whole cache directory from inside it.
+	echo '*' >"${out%/*}/.gitignore"
+	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
+	trap 'rm -rf "$staging"' EXIT
+	echo "build.sh: building multus $version into $out"
+	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" "$module/cmd/multus"
+	echo "$key" >"$staging/.build-key"
+	rm -rf "$out"
+	mv "$staging" "$out"
+	trap - EXIT
+	echo "build.sh: done: $("$out/multus" -version)"
+}
+
+# Everything runs from main: editing this file during a build cannot derail the running one.
+main "$@"

@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the program this module builds; it is never compiled.
+package tools
+
+import (
+	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
+)
