@@ -9,6 +9,7 @@ __all__ = [
     "CACHE_KIND",
     "CNI_CURRENT_VERSION",
     "CNI_VERSIONS",
+    "ERROR_CODES",
     "EXIT_GRACE_SECONDS",
     "GC_LOCK_NAME",
     "MAX_CACHE_ENTRY_BYTES",
@@ -39,11 +40,13 @@ __all__ = [
     "convert_result",
     "decode_record",
     "del_stdins",
+    "device_info_dirs",
     "discover_spares",
     "error_json",
     "find_plugin",
     "interface_name_problem",
     "is_meta_plugin",
+    "is_plain_plugin_type",
     "judge_exit",
     "link_info",
     "list_links",
@@ -64,6 +67,7 @@ __all__ = [
     "plugin_search_dirs",
     "plugin_stdin",
     "record_container",
+    "remove_device_info_dir",
     "result_version",
     "run_sequence",
     "select_list_version",
@@ -82,6 +86,7 @@ __all__ = [
 ]
 
 CNI_VERSIONS: list[str]
+ERROR_CODES: list[tuple[str, int]]
 CNI_CURRENT_VERSION: str
 BRAID_VERSION: str
 BRAID_BUILD: str
@@ -132,6 +137,7 @@ def find_plugin(
     *, plugin_type: str, dirs: list[str], seen: list[str] | None = None
 ) -> tuple[int, int, int, int, int]: ...
 def is_meta_plugin(*, plugin_type: str) -> bool: ...
+def is_plain_plugin_type(*, plugin_type: str) -> bool: ...
 def plugin_search_dirs(*, bin_dir: str, cni_path: str) -> list[str]: ...
 def plugin_env(
     *,
@@ -251,6 +257,8 @@ def run_sequence(
 # A record's (or an entry's) fields by attribute name; JSON members as bytes or None.
 _Fields = dict[str, Any]
 
+def device_info_dirs(*, data: bytes, container_id: str, device_info_dir: str) -> list[str]: ...
+def remove_device_info_dir(*, directory: str, above: str | None = None) -> None: ...
 def decode_record(
     *, data: bytes, container_id: str
 ) -> tuple[_Fields | None, tuple[int, str, str, list[_Fields], bool] | None]: ...

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-# Well-known CNI error codes (SPEC "Error codes") and braid's own (100 and up, see docs/errors.md).
-INCOMPATIBLE_VERSION = 1
-UNSUPPORTED_FIELD = 2
-UNKNOWN_CONTAINER = 3
-INVALID_ENVIRONMENT = 4
-IO_FAILURE = 5
-DECODE_FAILURE = 6
-INVALID_CONFIG = 7
-TRY_AGAIN_LATER = 11
-PLUGIN_FAILURE = 100
-CONVERSION_REFUSED = 101
-PLUGIN_TIMEOUT = 102
-PLUGIN_NOT_FOUND = 103
-INTERNAL = 999
+from typing import Final
+
+from braid import _native
+
+# Well-known CNI error codes (SPEC "Error codes") and braid's own (100 and up, see
+# docs/errors.md), taken from the Rust core's one table (``braid_wire::error::codes::ALL``);
+# tests/unit/test_errors_table.py holds the names below equal to it.
+CODES: Final[dict[str, int]] = dict(_native.ERROR_CODES)
+INCOMPATIBLE_VERSION: Final = CODES["INCOMPATIBLE_VERSION"]
+UNSUPPORTED_FIELD: Final = CODES["UNSUPPORTED_FIELD"]
+UNKNOWN_CONTAINER: Final = CODES["UNKNOWN_CONTAINER"]
+INVALID_ENVIRONMENT: Final = CODES["INVALID_ENVIRONMENT"]
+IO_FAILURE: Final = CODES["IO_FAILURE"]
+DECODE_FAILURE: Final = CODES["DECODE_FAILURE"]
+INVALID_CONFIG: Final = CODES["INVALID_CONFIG"]
+TRY_AGAIN_LATER: Final = CODES["TRY_AGAIN_LATER"]
+PLUGIN_FAILURE: Final = CODES["PLUGIN_FAILURE"]
+CONVERSION_REFUSED: Final = CODES["CONVERSION_REFUSED"]
+PLUGIN_TIMEOUT: Final = CODES["PLUGIN_TIMEOUT"]
+PLUGIN_NOT_FOUND: Final = CODES["PLUGIN_NOT_FOUND"]
+INTERNAL: Final = CODES["INTERNAL"]
 
 
 class CniError(Exception):
@@ -34,8 +41,6 @@ class CniError(Exception):
 
     def to_json(self, cni_version: str = "") -> bytes:
         """The CNI error object, rendered by the Rust core (the one place errors are rendered)."""
-        from braid import _native  # noqa: PLC0415 - keeps this module importable on its own
-
         return _native.error_json(
             code=self.code, msg=self.msg, details=self.details, cni_version=cni_version
         )

@@ -136,7 +136,7 @@ def _add(
                 )
             except BaseException:
                 if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
-                    remove_device_info(ctx, request.container_id)
+                    remove_device_info(ctx, record)
                 raise
     finally:
         executions.close()  # nothing it started outlives the ADD

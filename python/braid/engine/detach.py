@@ -28,13 +28,6 @@ def detach(
     once all are down, the device-information files braid wrote for them go too, before the
     runtime hears of the success (an early ``answer`` included)."""
     wait_ready(ctx.config.readinessindicatorfile, operation="detaching")
-    early = None
-    if answer is not None:
-        told = answer
-
-        def early(out: bytes) -> None:
-            remove_device_info(ctx, request.container_id)
-            told(out)
-
-    delete(ctx, request, capability_args, early)
-    remove_device_info(ctx, request.container_id)  # without an early answer
+    delete(
+        ctx, request, capability_args, answer, done=lambda record: remove_device_info(ctx, record)
+    )

@@ -6,7 +6,8 @@ The directories above ``deviceInfoDir`` are the node's and are reached as the no
 opened by descriptor from the one above with ``O_NOFOLLOW``: a level that is a link, not a
 directory, or not this process's user's (root's) is refused, never followed or written through.
 A level braid creates is made 0700 whatever the umask (``mkdir``, then ``fchmod``). Files in the
-last level are then written and removed by its descriptor.
+last level are then written by its descriptor. They are removed by the rule the shim follows
+(``braid_delegate::devinfo``, through ``braid.engine.devices.remove_device_info``).
 """
 
 from __future__ import annotations
@@ -116,27 +117,6 @@ def write_file(directory: int, name: str, data: bytes | None) -> None:
     fd = os.open(name, flags, 0o600, dir_fd=directory)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
-
-
-def remove_directory(parent: int, name: str) -> None:
-    """Removes directory ``name`` of ``parent`` and the files and links it holds (a link in
-    its place is refused; a link inside is removed, not followed; none: nothing to do)."""
-    try:
-        fd = os.open(name, _DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise Refused(
-                f"{name} is a link or not a directory: braid does not follow it"
-            ) from None
-        raise
-    try:
-        for entry in os.listdir(fd):  # noqa: PTH208 (by descriptor: no link followed)
-            os.unlink(entry, dir_fd=fd)
-    finally:
-        os.close(fd)
-    os.rmdir(name, dir_fd=parent)
 
 
 def io_error(what: str, exc: OSError) -> CniError:

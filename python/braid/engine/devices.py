@@ -21,8 +21,9 @@ from typing import Any
 
 import msgspec
 
+from braid import _native
 from braid.engine.context import EngineContext, log
-from braid.engine.devdirs import io_error, make_levels, open_levels, remove_directory, write_file
+from braid.engine.devdirs import io_error, make_levels, open_levels, write_file
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
@@ -197,28 +198,25 @@ def device_infos(ctx: EngineContext, record: AttachmentRecord) -> dict[int, dict
     return found
 
 
-def remove_device_info(ctx: EngineContext, container_id: str) -> None:
-    """Removes the device-information files braid wrote for the container (none: nothing to
-    do), by descriptor: no level is followed when it is a link. Failures are logged: they
-    cannot undo a teardown that succeeded."""
-    if not container_id or "/" in container_id or container_id in {".", ".."}:
-        return
-    directory = cni_info_dir(ctx.config.engine.devices.device_info_dir, container_id)
-    try:
-        cni = open_levels(_local_base(ctx), ["cni"], create=False)
-    except OSError as exc:
-        log.warning("container %s: device-information files not removed: %s", container_id, exc)
-        return
-    if cni is None:
-        return  # no directory: the usual case
-    try:
-        remove_directory(cni, container_id)
-    except OSError as exc:
-        log.warning(
-            "container %s: device-information files in %s not removed: %s",
-            container_id,
-            directory,
-            exc,
-        )
-    finally:
-        os.close(cni)
+def remove_device_info(ctx: EngineContext, record: AttachmentRecord) -> None:
+    """Removes the device-information files braid wrote for the container: its directory under
+    ``deviceInfoDir`` and those ``record``'s entries name (``braid_delegate::devinfo``, the
+    rule the shim's DEL replay follows; none: nothing to do), by descriptor, no level from
+    ``deviceInfoDir`` down followed when it is a link. Failures are logged: they cannot undo a
+    teardown that succeeded."""
+    found = _native.device_info_dirs(
+        data=msgspec.json.encode(record),
+        container_id=record.container_id,
+        device_info_dir=ctx.config.engine.devices.device_info_dir,
+    )
+    for directory in found:
+        above = directory.rsplit("/", 3)[0] or "/"  # the directory above deviceInfoDir
+        try:
+            _native.remove_device_info_dir(directory=directory, above=ctx.local(above))
+        except OSError as exc:
+            log.warning(
+                "container %s: device-information files in %s not removed: %s",
+                record.container_id,
+                directory,
+                exc,
+            )

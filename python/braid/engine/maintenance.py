@@ -156,7 +156,7 @@ def gc(ctx: EngineContext, request: CniRequest) -> None:
                 ctx.records().write(record, durable=True)
             else:
                 ctx.records().remove(record.container_id)
-                remove_device_info(ctx, record.container_id)
+                remove_device_info(ctx, record)
         errors.extend(_gc_networks(runtime, kept))
     if errors:
         raise TeardownError(errors)

@@ -164,8 +164,12 @@ def delete(
     request: CniRequest,
     capability_args: dict[str, Any],
     answer: Callable[[bytes], None] | None = None,
+    *,
+    done: Callable[[AttachmentRecord], None] | None = None,
 ) -> None:
     """Tears down every attachment; raises ``TeardownError`` listing all failures.
+    ``done`` is given the record torn down once every attachment is down and the record is
+    removed, before ``answer`` (the device-information files go then, ``braid.engine.detach``).
 
     ``answer`` (the daemon's) is told of a complete success as soon as the record is removed
     (an unlink, not waited on to be durable), still under the container's lock. Answering
@@ -173,7 +177,7 @@ def delete(
     DEL again; this way a crash before the answer leaves no record, and the runtime's retry
     (or the shim's replay) finds nothing to do."""
     # No early start of the first delegate here (``braid.engine.early`` says why).
-    _delete_locked(ctx, request, capability_args, answer)
+    _delete_locked(ctx, request, capability_args, answer, done)
 
 
 def _delete_locked(
@@ -181,6 +185,7 @@ def _delete_locked(
     request: CniRequest,
     capability_args: dict[str, Any],
     answer: Callable[[bytes], None] | None,
+    done: Callable[[AttachmentRecord], None] | None,
 ) -> None:
     records = ctx.records()
     corrupt: CorruptRecord | None = None
@@ -204,6 +209,8 @@ def _delete_locked(
             records.write(record, durable=True)
             raise TeardownError(errors)
         records.remove(request.container_id)
+        if done is not None and corrupt is None:
+            done(record)
         if answer is not None and corrupt is None:
             answer(b"")
     if corrupt is not None:

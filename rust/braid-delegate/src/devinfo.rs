@@ -31,7 +31,15 @@ const MAX_DIRECTORIES: usize = 4;
 
 /// The container's device-information directories that `entries` name (usually none or one).
 pub fn directories(entries: &[Entry], container_id: &str) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
+    directories_with(entries, container_id, Vec::new())
+}
+
+/// [`directories`] after those `found` already holds (the [`configured_directory`]).
+pub fn directories_with(
+    entries: &[Entry],
+    container_id: &str,
+    mut found: Vec<PathBuf>,
+) -> Vec<PathBuf> {
     for entry in entries {
         let Some(dir) = entry
             .capability_args
@@ -55,7 +63,20 @@ pub fn directories(entries: &[Entry], container_id: &str) -> Vec<PathBuf> {
 /// `container_id` and sits in one named `cni`.
 pub fn directory_of(args: &[u8], container_id: &str) -> Option<PathBuf> {
     let args: Value = serde_json::from_slice(args).ok()?;
-    let text = args.get(CAPABILITY)?.as_str()?;
+    directory_of_file(args.get(CAPABILITY)?.as_str()?, container_id)
+}
+
+/// The container's directory under the configured `device_info_dir`,
+/// `<deviceInfoDir>/cni/<container ID>`, by the rule of [`directory_of`] (`None` when that
+/// refuses it). The engine, which has braid's configuration, removes it as well as those its
+/// record names: files written just before a crash that lost the record are found too.
+pub fn configured_directory(device_info_dir: &str, container_id: &str) -> Option<PathBuf> {
+    let base = device_info_dir.trim_end_matches('/');
+    directory_of_file(&format!("{base}/cni/{container_id}/-"), container_id)
+}
+
+/// The directory of the device-information file `text`, by the rule of [`directory_of`].
+fn directory_of_file(text: &str, container_id: &str) -> Option<PathBuf> {
     let plain = text.starts_with('/')
         && text
             .split('/')
@@ -75,6 +96,13 @@ pub fn directory_of(args: &[u8], container_id: &str) -> Option<PathBuf> {
 /// this process's user is refused. Every failure is reported, in one error, once everything
 /// that could go has gone.
 pub fn remove_directory(dir: &Path) -> io::Result<()> {
+    remove_directory_reached(dir, None)
+}
+
+/// [`remove_directory`] for a process that reaches the node's directory above
+/// `deviceInfoDir` elsewhere (`above`: the node's root seen from a container, links above
+/// `deviceInfoDir` resolved as the node names them); `None`: where `dir` says.
+pub fn remove_directory_reached(dir: &Path, above_seen: Option<&Path>) -> io::Result<()> {
     let no_directory = || io::Error::new(io::ErrorKind::InvalidInput, "no directory");
     let (Some(cni_dir), Some(own)) = (dir.parent(), dir.file_name()) else {
         return Err(no_directory());
@@ -85,7 +113,7 @@ pub fn remove_directory(dir: &Path) -> io::Result<()> {
     let (Some(above), Some(base)) = (base_dir.parent(), base_dir.file_name()) else {
         return Err(no_directory());
     };
-    let found = open_dir(above, 0)
+    let found = open_dir(above_seen.unwrap_or(above), 0)
         .and_then(|above| open_level(&above, base, dir))
         .and_then(|base| open_level(&base, cni, dir));
     let parent = match found {
@@ -189,6 +217,19 @@ mod tests {
         serde_json::json!({ CAPABILITY: path, "deviceID": "0000:03:00.1" })
             .to_string()
             .into_bytes()
+    }
+
+    #[test]
+    fn the_configured_directory_follows_the_same_rule() {
+        let dir = |base: &str, id: &str| configured_directory(base, id);
+        assert_eq!(
+            dir("/run/devinfo/", "ctr1"),
+            Some(PathBuf::from("/run/devinfo/cni/ctr1"))
+        );
+        for (base, id) in [("/run/devinfo", ""), ("/run/devinfo", ".."), ("run", "c")] {
+            assert_eq!(dir(base, id), None, "{base} {id}");
+        }
+        assert_eq!(dir("/run/../x", "ctr1"), None);
     }
 
     #[test]

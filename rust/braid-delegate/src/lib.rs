@@ -11,13 +11,14 @@
 //! - [`lock`]: the container's lock files;
 //! - [`delegates`]: plugins run as processes (`braid-exec`) with the CNI variables;
 //! - [`teardown`]: the DEL of a network list, plugins in reverse with `prevResult`;
+//! - [`durable`]: the durable write of a record, over a spare file or through a new one;
 //! - [`spares`]: what a spare record file holds, and the spare holding a container's record;
 //! - [`trust`]: the shim's trusted paths read from the node (the node file, `stat(2)`);
 //! - [`devinfo`]: the device-information files braid wrote for a container, removed once its
 //!   attachments are torn down.
 //!
 //! The pure rules take bytes and give bytes or a [`CniError`](braid_cni::CniError); the
-//! process and file work is kept to [`delegates`], [`lock`], [`devinfo`] and the readers of
+//! process and file work is kept to [`delegates`], [`lock`], [`devinfo`], [`durable`] and the readers of
 //! [`cache`].
 #![forbid(unsafe_code)]
 
@@ -26,6 +27,7 @@ use std::time::Duration;
 pub mod cache;
 pub mod delegates;
 pub mod devinfo;
+pub mod durable;
 pub mod judge;
 pub mod lock;
 pub mod lookup;

@@ -19,12 +19,12 @@ pub struct Found {
     pub identity: (u64, u64, i128, u64),
 }
 
-/// Whether `plugin_type` can name nothing but a file inside a plugin directory.
+/// Whether `plugin_type` is a plain file name, which can name nothing but a file inside a
+/// plugin directory: not empty, not `.` or `..`, without `/` or NUL. Every other character is
+/// part of a file name on Linux (`\` and `a..b` included). The one rule of plugin types:
+/// `braid.nad.syntax` asks it through `braid._native`.
 pub fn is_plain_name(plugin_type: &str) -> bool {
-    !plugin_type.is_empty()
-        && plugin_type != "."
-        && !plugin_type.contains(['/', '\0'])
-        && !plugin_type.contains("..")
+    !matches!(plugin_type, "" | "." | "..") && !plugin_type.contains(['/', '\0'])
 }
 
 /// The plugin types braid never runs as a delegate: its own executables (the `braid` front,
@@ -145,9 +145,14 @@ mod tests {
 
     #[test]
     fn names_that_could_leave_the_directories_are_refused() {
-        for bad in ["", ".", "..", "a/b", "../x", "x..y", "a\0b"] {
+        for bad in ["", ".", "..", "a/b", "../x", "/", "a\0b"] {
+            assert!(!is_plain_name(bad), "{bad:?}");
             let err = find(bad, &["/usr/lib/cni".into()], None).unwrap_err();
             assert_eq!(err.code, codes::INVALID_CONFIG, "{bad:?}");
+        }
+        // File names all the same: nothing in them leaves the directory.
+        for plain in ["x..y", "..a", "a.", "a\\b", "br idge", "\u{e9}"] {
+            assert!(is_plain_name(plain), "{plain:?}");
         }
     }
 

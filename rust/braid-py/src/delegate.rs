@@ -42,6 +42,14 @@ fn is_meta_plugin(plugin_type: &str) -> bool {
     lookup::is_meta_plugin(plugin_type)
 }
 
+/// Whether `plugin_type` is a plain file name (`braid_delegate::lookup::is_plain_name`): the
+/// one rule of plugin types. Text that is not UTF-8 (a lone surrogate) is no file name.
+#[pyfunction]
+#[pyo3(signature = (*, plugin_type))]
+fn is_plain_plugin_type(plugin_type: &Bound<'_, PyString>) -> bool {
+    plugin_type.to_str().is_ok_and(lookup::is_plain_name)
+}
+
 /// A plugin's environment for one call: a copy of `environ` with the six CNI variables of the
 /// call over it (`braid_delegate::delegates::call_variables`, `CNI_PATH` from `plugin_dirs` by
 /// `cni_path`), the shim's rule. A variable that is not UTF-8 is left out when the plugin is
@@ -351,6 +359,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plugin_search_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(find_plugin, m)?)?;
     m.add_function(wrap_pyfunction!(is_meta_plugin, m)?)?;
+    m.add_function(wrap_pyfunction!(is_plain_plugin_type, m)?)?;
     m.add_function(wrap_pyfunction!(plugin_env, m)?)?;
     m.add_function(wrap_pyfunction!(version_env, m)?)?;
     m.add_function(wrap_pyfunction!(judge_exit, m)?)?;

@@ -5,6 +5,7 @@
 #![allow(clippy::needless_pass_by_value)]
 
 mod delegate;
+mod devinfo;
 mod durable;
 mod exec;
 mod helpers;
@@ -269,10 +270,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interface_name_problem, m)?)?;
     netns::register(m)?;
     delegate::register(m)?;
+    devinfo::register(m)?;
     durable::register(m)?;
     exec::register(m)?;
     record::register(m)?;
     trust::register(m)?;
+    m.add("ERROR_CODES", braid_cni::codes::ALL.to_vec())?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;
     m.add("CNI_CURRENT_VERSION", version::CURRENT)?;
     m.add("BRAID_VERSION", version::PACKAGE)?;

@@ -35,6 +35,24 @@ pub mod codes {
     pub const PLUGIN_NOT_FOUND: u32 = 103;
     /// Internal error (libcni's `ErrInternal`; also a panic in the shim).
     pub const INTERNAL: u32 = 999;
+
+    /// Every code above by its name, in order: the one table `braid.errors` takes its
+    /// constants from (`braid._native.ERROR_CODES`).
+    pub const ALL: [(&str, u32); 13] = [
+        ("INCOMPATIBLE_VERSION", INCOMPATIBLE_VERSION),
+        ("UNSUPPORTED_FIELD", UNSUPPORTED_FIELD),
+        ("UNKNOWN_CONTAINER", UNKNOWN_CONTAINER),
+        ("INVALID_ENVIRONMENT", INVALID_ENVIRONMENT),
+        ("IO_FAILURE", IO_FAILURE),
+        ("DECODE_FAILURE", DECODE_FAILURE),
+        ("INVALID_CONFIG", INVALID_CONFIG),
+        ("TRY_AGAIN_LATER", TRY_AGAIN_LATER),
+        ("PLUGIN_FAILURE", PLUGIN_FAILURE),
+        ("CONVERSION_REFUSED", CONVERSION_REFUSED),
+        ("PLUGIN_TIMEOUT", PLUGIN_TIMEOUT),
+        ("PLUGIN_NOT_FOUND", PLUGIN_NOT_FOUND),
+        ("INTERNAL", INTERNAL),
+    ];
 }
 
 /// A CNI error: a code, a message saying what went wrong and where, and optional details.
@@ -114,6 +132,19 @@ impl core::error::Error for CniError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_code_table_names_every_code_once() {
+        let mut names: Vec<&str> = codes::ALL.iter().map(|(name, _)| *name).collect();
+        let mut values: Vec<u32> = codes::ALL.iter().map(|(_, code)| *code).collect();
+        names.sort_unstable();
+        names.dedup();
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(names.len(), codes::ALL.len());
+        assert_eq!(values.len(), codes::ALL.len());
+        assert!(codes::ALL.contains(&("INVALID_CONFIG", codes::INVALID_CONFIG)));
+    }
 
     #[test]
     fn renders_without_empty_fields() {

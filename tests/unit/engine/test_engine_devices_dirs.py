@@ -16,7 +16,7 @@ import pytest
 from braid.config.schema import BraidConfig
 from braid.engine.context import EngineContext
 from braid.engine.devices import device_infos, remove_device_info, write_device_info
-from braid.engine.record import AttachmentEntry, AttachmentRecord
+from braid.engine.record import RECORD_KIND, RECORD_VERSION, AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import IO_FAILURE, CniError
 from braid.nad.devices import DEVICE_INFO_FILE, Assignment, DevicePlan
@@ -51,6 +51,14 @@ def plan(devinfo: Path) -> DevicePlan:
     return DevicePlan(
         plan=AttachmentPlan("default", "web-0", "", (attachment,)),
         assignments=(Assignment(1, NIC, "d1", dp_file),),
+    )
+
+
+def record_of(devices: DevicePlan) -> AttachmentRecord:
+    """The record of `devices`' plan: its entries name the device-information files."""
+    entries = [AttachmentEntry.of(a, dict(a.capability_args)) for a in devices.plan.attachments]
+    return AttachmentRecord(
+        container_id="ctr1", netns="", kind=RECORD_KIND, version=RECORD_VERSION, attachments=entries
     )
 
 
@@ -89,7 +97,7 @@ def test_every_level_braid_creates_is_0700_under_umask_0(tmp_path: Path, umask_0
     for level in [tmp_path / "a", tmp_path / "a" / "b", devinfo, devinfo / "cni", written.parent]:
         assert stat.S_IMODE(level.stat().st_mode) == 0o700, level
 
-    remove_device_info(context(devinfo), "ctr1")
+    remove_device_info(context(devinfo), record_of(plan(devinfo)))
     assert not written.parent.exists()
     assert (devinfo / "cni").is_dir()
 
@@ -131,7 +139,7 @@ def test_a_link_at_any_level_is_not_followed_at_del(tmp_path: Path, level: str) 
     devinfo, _ = plant_link(tmp_path, level)
     before = snapshot(tmp_path / "target")
 
-    remove_device_info(context(devinfo), "ctr1")  # logged, never raised
+    remove_device_info(context(devinfo), record_of(plan(devinfo)))  # logged, never raised
 
     assert snapshot(tmp_path / "target") == before, "the link's target is untouched"
     assert (tmp_path / level).is_symlink()

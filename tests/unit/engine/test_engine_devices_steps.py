@@ -26,7 +26,7 @@ from braid.engine.devices import (
     remove_device_info,
     write_device_info,
 )
-from braid.engine.record import AttachmentEntry, AttachmentRecord
+from braid.engine.record import RECORD_KIND, RECORD_VERSION, AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.podresources import read_pod_devices
@@ -84,7 +84,11 @@ def test_socket_and_files_are_reached_through_the_nodes_root(root: Path) -> None
     assert json.loads(written.read_text()) == info
     assert not (root / "var" / "run" / "k8s.cni.cncf.io").is_symlink()
 
-    remove_device_info(ctx, "ctr1")
+    entries = [AttachmentEntry.of(a, dict(a.capability_args)) for a in devices.plan.attachments]
+    record = AttachmentRecord(
+        container_id="ctr1", netns="", kind=RECORD_KIND, version=RECORD_VERSION, attachments=entries
+    )
+    remove_device_info(ctx, record)
     assert not written.parent.exists()
     assert dp.exists()
 

@@ -51,7 +51,8 @@ def test_present_name_is_kept_verbatim() -> None:
     [
         ({"type": "../../bin/sh"}, "names a path"),
         ({"type": "/usr/bin/true"}, "names a path"),
-        ({"type": "a\\b"}, "names a path"),
+        ({"type": "."}, "names a path"),
+        ({"type": "a\u0000b"}, "names a path"),
         ({"type": "bridge", "ipam": {"type": "../x"}}, "ipam type '../x' names a path"),
         ({"type": "bridge", "ipam": {"type": "/abs"}}, "names a path"),
         ({"plugins": [{"type": "bridge"}, {"type": "x/y"}]}, "plugins[1]: plugin type"),
