@@ -18,6 +18,7 @@ the bucket's rate in API calls and ``max_entries`` answers in memory.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -34,7 +35,10 @@ if TYPE_CHECKING:
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"  # noqa: S105 - a URL path
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+log = logging.getLogger("braid.k8s")
 REVIEW_TIMEOUT = 5.0
+# A review that fails is logged at most once in this many seconds.
+FAILURE_LOG_SECONDS = 60.0
 # A bearer token longer than this is refused unread (a service account's JWT is about 1 KiB).
 MAX_TOKEN_BYTES = 4096
 MAX_REVIEW_BODY = 64 << 10
@@ -96,6 +100,7 @@ class AccessReviewer:
         self._answers: OrderedDict[tuple[bytes, str], tuple[float, Verdict]] = OrderedDict()
         self._bucket = TokenBucket(reviews_per_second, burst, clock)
         self.reviews = 0  # API calls made
+        self._failure_logged = -FAILURE_LOG_SECONDS
 
     def verdict(self, token: str, path: str) -> Verdict:
         if not well_formed(token):
@@ -135,8 +140,19 @@ class AccessReviewer:
                 if not self._bucket.take(1):
                     return Verdict.BUSY
             return Verdict.ALLOWED if self._authorize(user, path) else Verdict.FORBIDDEN
-        except CniError:
+        except CniError as exc:
+            self._failed(exc)
             return Verdict.UNAVAILABLE
+
+    def _failed(self, exc: CniError) -> None:
+        """Says why scrapes get 503 (a 403 here: braid's identity lacks ``create`` on the
+        reviews, deploy/components/metrics-auth), at most once a minute."""
+        with self._lock:
+            now = self.clock()
+            if now - self._failure_logged < FAILURE_LOG_SECONDS:
+                return
+            self._failure_logged = now
+        log.warning("the metrics endpoint cannot review a token (answered 503): %s", exc)
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
