@@ -5,7 +5,6 @@ test_cluster_deploy_apply.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -24,6 +23,10 @@ KINDS = ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole
          "ClusterRoleBinding", "ConfigMap", "DaemonSet"]  # fmt: skip
 POLICY_KINDS = ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
 OPERATIONS = apiserver.REPO_ROOT / "docs" / "operations.md"
+DAEMON_CAPABILITIES = {"NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_CHROOT", "DAC_OVERRIDE"}
+# The node's paths the daemon writes (docs/adr/0012-least-privilege.md).
+WRITABLE_NODE_PATHS = {"/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni", "/run/braid", "/run/cni",
+                       "/run/k8s.cni.cncf.io", "/run/xtables.lock"}  # fmt: skip
 
 
 def documented_block(marker: str) -> str:
@@ -84,8 +87,23 @@ def test_the_daemonset_runs_on_every_node_with_the_host_mounts() -> None:
     assert "cpu" not in daemon["resources"]["limits"]
     mounts = {m["mountPath"]: m for m in daemon["volumeMounts"]}
     assert mounts["/hostroot"]["mountPropagation"] == "HostToContainer"
-    host_paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert host_paths == {"/"}, "every node path is reached through the node's root"
+    assert mounts["/hostroot"]["readOnly"] is True
+    # Each node directory braid writes, read-write over the read-only root at its node path.
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    assert set(host_paths.values()) == {"/", *WRITABLE_NODE_PATHS}
+    for mount in daemon["volumeMounts"]:
+        if mount["name"] in host_paths and mount["name"] != "hostroot":
+            assert mount["mountPath"] == "/hostroot" + host_paths[mount["name"]]
+            assert not mount.get("readOnly", False)
+    assert [m["name"] for m in install["volumeMounts"]] == ["cni-bin"]
+    # Neither container privileged; the list and its reasons: docs/adr/0012-least-privilege.md.
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container, added in ((daemon, DAEMON_CAPABILITIES), (install, set())):
+        context = container["securityContext"]
+        assert "privileged" not in context
+        assert context["capabilities"]["drop"] == ["ALL"]
+        assert set(context["capabilities"].get("add", [])) == added
+        assert context["readOnlyRootFilesystem"] is True
 
 
 def config_key(container: dict[str, Any], variable: str) -> str:
@@ -110,14 +128,46 @@ def test_each_cni_directory_is_set_in_the_configmap_alone(overlay: str) -> None:
     assert "--cni-bin-dir=$(BRAID_CNI_BIN_DIR)" in install["command"]
     assert "--bin-dir=$(BRAID_CNI_BIN_DIR)" in install["command"], "the node file's binDir"
     assert "--host-root=/hostroot" in install["command"]
-    assert {"name": "hostroot", "mountPath": "/hostroot"} in install["volumeMounts"]
     assert config["cniConfDir"] == "/etc/cni/net.d"
     assert config["cniBinDir"] == "/opt/cni/bin"
-    # No other copy of either directory anywhere in the DaemonSet, nor in braid.conf: the
-    # daemon gives braid.conf's confDir and binDir the node's (operator_config.with_node_dirs).
-    text = json.dumps(daemonset(docs)) + config["braid.conf"]
+    assert_mounts_follow(spec, config)
+    # No other copy of either directory in deploy/ (the DaemonSet's volumes get the
+    # ConfigMap's), nor in braid.conf: the daemon gives braid.conf's confDir and binDir the
+    # node's (operator_config.with_node_dirs).
+    text = (cluster_manifests.DEPLOY_DIR / "base" / "daemonset.yaml").read_text()
+    text += config["braid.conf"]
     assert "/etc/cni/net.d" not in text
     assert "/opt/cni/bin" not in text
+
+
+def assert_mounts_follow(spec: dict[str, Any], config: dict[str, str]) -> None:
+    """The read-write volumes of the two CNI directories are the ConfigMap's, mounted at
+    their node paths under /hostroot."""
+    volumes = {v["name"]: v.get("hostPath", {}).get("path") for v in spec["volumes"]}
+    assert volumes["cni-conf"] == config["cniConfDir"]
+    assert volumes["cni-bin"] == config["cniBinDir"]
+    [install], [daemon] = spec["initContainers"], spec["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in daemon["volumeMounts"]}
+    assert mounts["cni-conf"] == "/hostroot" + config["cniConfDir"]
+    assert mounts["cni-bin"] == "/hostroot" + config["cniBinDir"]
+    assert install["volumeMounts"] == [
+        {"name": "cni-bin", "mountPath": "/hostroot" + config["cniBinDir"]}
+    ]
+
+
+def test_an_overlay_moves_the_cni_directories_as_documented(tmp_path: Path) -> None:
+    """docs/operations.md's overlay for other CNI directories: the ConfigMap and the
+    DaemonSet's read-write volumes move together."""
+    overlay = tmp_path / "cni-dirs"
+    overlay.mkdir()
+    base = os.path.relpath(cluster_manifests.DEPLOY_DIR / "base", overlay)
+    text = documented_block("CNI directories elsewhere").replace("../../base", base)
+    (overlay / "kustomization.yaml").write_text(text)
+    docs = cluster_manifests.render(str(overlay))
+    [config] = [d["data"] for d in docs if d["kind"] == "ConfigMap"]
+    assert config["cniConfDir"] == "/etc/kubernetes/cni/net.d"
+    assert config["cniBinDir"] == "/home/kubernetes/bin"
+    assert_mounts_follow(daemonset(docs)["spec"]["template"]["spec"], config)
 
 
 @pytest.mark.parametrize("overlay", ["base", "overlays/dev", "overlays/prod"])
