@@ -109,6 +109,46 @@ def manifest_seeds() -> list[bytes]:
         b"y" + b"kind: NetworkAttachmentDefinition\nmetadata: {name: a}\nspec:\n"
         b'  config: {cniVersion: "1.0.0", type: bridge, ipam: {type: host-local}}\n',
         b'j{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "a"}}]}',
+        b'j{"kind": "NetworkAttachmentDefinition", "metadata": {"name": "a"}, "spec": '
+        b'{"config": "{\\"type\\": \\"bridge\\", \\"x\\": \\"\\ud800\\"}"}}',
+    ]
+    return seeds
+
+
+def _event(kind: str, obj: dict[str, Any]) -> bytes:
+    return dumps({"type": kind, "object": obj})
+
+
+def k8s_object_seeds() -> list[bytes]:
+    """Watch events of pods and NADs, as the API server sends them."""
+    status = [
+        {"name": "cbr0", "interface": "eth0", "ips": ["10.1.0.5"], "default": True},
+        {"name": "default/macvlan-conf", "interface": "net1", "ips": ["10.2.0.5"], "dns": {}},
+    ]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-0",
+            "namespace": "default",
+            "uid": "0b9d8e8a-2f0c-4d7e-9d55-6a4c4f7b1a11",
+            "resourceVersion": "7",
+            "annotations": {
+                "k8s.v1.cni.cncf.io/networks": "macvlan-conf@net1",
+                "k8s.v1.cni.cncf.io/network-status": json.dumps(status),
+            },
+        },
+        "spec": {"nodeName": "node-a", "resourceClaims": [{"name": "nic"}]},
+    }
+    seeds = [_event("ADDED", pod), _event("DELETED", pod)]
+    for path in sorted((FIXTURES / "nad" / "store" / "nads").glob("*.y*ml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            for obj in doc.get("items", [doc]) if isinstance(doc, dict) else []:
+                seeds.append(_event("MODIFIED", obj))
+    seeds += [
+        _event("BOOKMARK", {"kind": "Pod", "metadata": {"resourceVersion": "9"}}),
+        _event("ERROR", {"kind": "Status", "code": 410, "message": "too old"}),
+        b'{"type": "ADDED", "object": {"metadata": {"name": "a\xdc"}}}',
     ]
     return seeds
 
@@ -126,6 +166,7 @@ def main() -> None:
         "cni_args_py": cni_args,
         "annotations": annotation_seeds(),
         "nad_manifest": manifest_seeds(),
+        "k8s_objects": k8s_object_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target

@@ -151,7 +151,7 @@ def _same_status(published: Any, recorded: bytes) -> bool:
         return False
     try:
         return bool(msgspec.json.decode(published) == msgspec.json.decode(recorded))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
         return False
 
 
@@ -170,7 +170,7 @@ def _summary(outcome: Outcome) -> str:
 def _status_ips(network_status: bytes) -> dict[str, list[str]]:
     try:
         entries = msgspec.json.decode(network_status)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return {}
     found: dict[str, list[str]] = {}
     for entry in entries if isinstance(entries, list) else ():

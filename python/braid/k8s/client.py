@@ -234,7 +234,7 @@ def decode_object(data: bytes, what: str) -> dict[str, Any]:
     """A JSON object, or an ``ApiError`` (code 11) saying the server answered garbage."""
     try:
         doc = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise garbage(what, f"not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise garbage(what, f"expected a JSON object, found {type(doc).__name__}")

@@ -40,7 +40,7 @@ def _status_fields(body: bytes) -> tuple[str, str]:
     """(reason, message) of a Kubernetes ``Status`` body; other bodies give their text."""
     try:
         doc: Any = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         doc = None
     if isinstance(doc, dict) and doc.get("kind") == "Status":
         reason, message = doc.get("reason"), doc.get("message")

@@ -41,7 +41,7 @@ def _interfaces(network_status: bytes) -> list[tuple[str, list[str], str]]:
     """(interface, ips, network) of every network-status entry."""
     try:
         entries = msgspec.json.decode(network_status)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return []
     if not isinstance(entries, list):
         return []

@@ -208,7 +208,7 @@ class Reflector:
     def _apply(self, line: bytes) -> None:
         try:
             event = msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise garbage(f"WATCH {self.path}", f"an event is not JSON: {exc}") from None
         kind = event.get("type") if isinstance(event, dict) else None
         obj = event.get("object") if isinstance(event, dict) else None

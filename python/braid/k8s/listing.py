@@ -115,13 +115,18 @@ class Pager:
     def _decode(self, data: bytes) -> _Page:
         try:
             return msgspec.json.decode(data, type=_Page)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        except (
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            UnicodeDecodeError,
+            RecursionError,
+        ) as exc:
             raise garbage(f"LIST {self.path}", f"not a list: {exc}") from None
 
     def _item(self, raw: msgspec.Raw) -> dict[str, Any] | None:
         try:
             obj = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError) as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise garbage(f"LIST {self.path}", f"an item is not JSON: {exc}") from None
         return obj if isinstance(obj, dict) else None
 

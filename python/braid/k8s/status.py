@@ -38,7 +38,7 @@ def secondary_count(network_status: bytes) -> int:
     """How many network-status entries are not the default network's."""
     try:
         entries = msgspec.json.decode(network_status)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return 0
     if not isinstance(entries, list):
         return 0

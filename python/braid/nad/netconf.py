@@ -46,7 +46,7 @@ def _fail(source: str, msg: str) -> CniError:
 def _decode(data: bytes, source: str) -> dict[str, Any]:
     try:
         doc = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise _fail(source, f"not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise _fail(source, "a CNI configuration must be a JSON object")

@@ -102,7 +102,7 @@ def read_result(result: bytes, *, what: str) -> ResultView | None:
         typed = _TYPED.decode(result)
     except msgspec.ValidationError:  # not of the view's types: read field by field
         return _read_untyped(result, what)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise _not_json(what, exc) from None
     if typed.interfaces is msgspec.UNSET and typed.cni_version in LEGACY_VERSIONS:
         return _converted(result, what)
@@ -126,7 +126,7 @@ def _not_json(what: str, exc: Exception) -> CniError:
 def _read_untyped(result: bytes, what: str) -> ResultView | None:
     try:
         doc = msgspec.json.decode(result)
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise _not_json(what, exc) from None
     if doc is None:
         return None
