@@ -31,6 +31,12 @@ _RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
         "clusterrolebindings",
         False,
     ),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): (
+        "/apis/rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        True,
+    ),
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
         "/apis/admissionregistration.k8s.io/v1",
         "validatingadmissionpolicies",

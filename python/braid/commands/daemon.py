@@ -8,7 +8,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from braid.cni.hostroot import HostRoot
 from braid.config.schema import METRICS_AUTH_MODES
@@ -33,6 +35,9 @@ from braid.daemon.trace import Tracer
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.select import kubernetes_wanted
 from braid.version import package_version
+
+if TYPE_CHECKING:
+    from braid.k8s.client import KubeClient
 
 log = logging.getLogger(DAEMON_LOGGER)
 EXIT_JOIN_SECONDS = 5.0
@@ -216,6 +221,19 @@ def service_of(
     return service
 
 
+def thin_chores(
+    operator: OperatorConfig, node_name: str, client: KubeClient | None
+) -> list[Callable[[], object]]:
+    """What keeps braid-thin's kubeconfig (``thinKubeconfig``; nothing without it)."""
+    path = operator.config.daemon.thin_kubeconfig
+    if not path:
+        return []
+    from braid.k8s.thin_token import keeper_of  # noqa: PLC0415
+
+    config = operator.config.daemon
+    return [keeper_of(config, operator.localize.local(path), node_name, client).look]
+
+
 def threads_left(timeout: float) -> list[str]:
     """The names of the threads besides this one still alive after waiting ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -247,9 +265,9 @@ def run_daemon(args: argparse.Namespace) -> int:
         service = service_of(operator, settings, root)
         service.follower = follower_of(args, operator, root)
         service.tracer = tracer_of(args.trace)
-        gate = metrics_gate_of(
-            settings.metrics_auth, service.cluster.client if service.cluster else None
-        )
+        client = service.cluster.client if service.cluster else None
+        gate = metrics_gate_of(settings.metrics_auth, client)
+        service.more_chores += thin_chores(operator, settings.node_name, client)
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all
         return 2

@@ -79,7 +79,8 @@ class DaemonConfig(msgspec.Struct, frozen=True):
     """``daemonSocketDir``, ``daemonWaitSeconds`` (the shim's), ``daemonConcurrency`` (0: twice
     the cores), ``daemonQueueSize``, ``daemonMetricsAddress``, ``daemonHealthAddress``,
     ``daemonMetricsAuth``, ``hotPlug``, ``hotPlugNamespaces`` (None: every namespace),
-    ``hotPlugInterval``, ``hotPlugWorkers`` and ``hotPlugTimeout``."""
+    ``hotPlugInterval``, ``hotPlugWorkers`` and ``hotPlugTimeout``; braid-thin's kubeconfig
+    that the daemon keeps: ``thinKubeconfig``, ``thinServiceAccount``, ``thinTokenSeconds``."""
 
     socket_dir: str
     wait_seconds: float
@@ -93,6 +94,9 @@ class DaemonConfig(msgspec.Struct, frozen=True):
     hot_plug_workers: int
     hot_plug_timeout: float
     metrics_auth: str = "none"
+    thin_kubeconfig: str = ""
+    thin_service_account: str = "braid-system/braid-thin"
+    thin_token_seconds: int = 3600
 
 
 class KubernetesConfig(msgspec.Struct, frozen=True):

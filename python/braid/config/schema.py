@@ -98,6 +98,11 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     # "none": the metrics endpoint answers anyone; "kubernetes": a bearer token the API server
     # reviews (TokenReview, SubjectAccessReview of `get` on the path; docs/daemon.md).
     daemon_metrics_auth: str = "none"
+    # braid-thin's kubeconfig, which the daemon keeps with a short-lived token of
+    # `thinServiceAccount` bound to its node ("": none; docs/kubernetes.md).
+    thin_kubeconfig: str = ""
+    thin_service_account: str = "braid-system/braid-thin"
+    thin_token_seconds: int = 3600
     # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
     status_write_policy: str = "background"
     skip_status_without_networks: bool = False
@@ -192,6 +197,9 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
             metrics_address=self.daemon_metrics_address,
             health_address=self.daemon_health_address,
             metrics_auth=self.daemon_metrics_auth,
+            thin_kubeconfig=self.thin_kubeconfig,
+            thin_service_account=self.thin_service_account,
+            thin_token_seconds=self.thin_token_seconds,
             hot_plug=self.hot_plug,
             hot_plug_namespaces=(
                 None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)
@@ -353,6 +361,7 @@ PATH_KEYS = tuple(
         "log_file",
         "pod_resources_socket",
         "device_info_dir",
+        "thin_kubeconfig",
     }
 )
 
@@ -384,6 +393,10 @@ def _check_values(config: BraidConfig) -> None:
             listed = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
             raise _fail(f"braid configuration: key `{key}` must be {listed}")
     _check_hot_plug(config)
+    if not 600 <= config.thin_token_seconds <= 86400:  # the API server's least: 10 minutes
+        raise _fail(
+            "braid configuration: key `thinTokenSeconds` must be an integer from 600 to 86400"
+        )
     if not config.daemon_wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
         raise _fail(
             "braid configuration: key `daemonWaitSeconds` must be a positive number of "

@@ -211,6 +211,8 @@ class DaemonService:
             operator.on_reload = self.metrics.observe_config_reload
         # Keeps braid's conflist on the node once the daemon is ready (``--cni-conf-dir``).
         self.follower: ConfListFollower | None = None
+        # More tasks of the chores (braid-thin's kubeconfig, ``braid.k8s.thin_token``).
+        self.more_chores: list[Callable[[], object]] = []
         self.chores: Chores | None = None
         self.store = store
         # NAD and pod manifest files parsed once and re-read only when they change.
@@ -285,6 +287,7 @@ class DaemonService:
             tasks.append(self.operator.refresh)
         if self.follower is not None:
             tasks.append(self.follower.look)
+        tasks.extend(self.more_chores)
         self.chores = Chores(tasks)
         self.chores.start()
         self._report_shim()  # once ready: a slow shim delays no ADD
