@@ -153,6 +153,12 @@ def k8s_object_seeds() -> list[bytes]:
     return seeds
 
 
+def network_status_seeds() -> list[bytes]:
+    """Results of every version, each for the default network with v1 keys and for a
+    secondary one with Multus's (the first byte's bits)."""
+    return [flags + result for result in result_seeds() for flags in (b"\x00", b"\x03")]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -167,6 +173,7 @@ def main() -> None:
         "annotations": annotation_seeds(),
         "nad_manifest": manifest_seeds(),
         "k8s_objects": k8s_object_seeds(),
+        "network_status": network_status_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target
