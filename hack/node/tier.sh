@@ -27,12 +27,17 @@ node_dirs=(
 	/etc/cni/net.d /opt/cni/bin /var/lib/cni /run/braid /etc/braid /run/netns
 	/run/containerd     # containerd-shim-runc-v2's sockets (/run/containerd/s, fixed)
 	/var/log/containers # kubelet's container log symlinks (fixed)
+	/run/cni /run/k8s.cni.cncf.io # braid's read-write hostPath volumes on the node's /run
 )
+# braid's DaemonSet mounts this file of the node read-write (FileOrCreate): made here when the
+# machine has none, removed afterwards.
+node_files=(/run/xtables.lock)
 # Names tests/node/node_cluster.py gives what it creates outside the namespace.
 node_links=(braid-node0 cni-node0)
 cgroup_root=braid-node-tier
 # Set by main, read by finish (the EXIT trap).
 created=()
+created_files=()
 forward=
 tmp=
 child=
@@ -87,10 +92,13 @@ finish() {
 	if ((${#created[@]})); then
 		rmdir "${created[@]}" 2>/dev/null || true
 	fi
+	if ((${#created_files[@]})); then
+		rm -f "${created_files[@]}"
+	fi
 }
 
 main() {
-	local dir parent status
+	local dir file parent status
 	if [[ ${1:-} == --inside ]]; then
 		shift
 		inside "$@"
@@ -118,6 +126,12 @@ main() {
 			parent=$(dirname "$parent")
 		done
 		mkdir -p "$dir"
+	done
+	for file in "${node_files[@]}"; do
+		if [[ ! -e $file ]]; then
+			: >"$file"
+			created_files+=("$file")
+		fi
 	done
 	tmp=$(mktemp -d /tmp/braid-node.XXXXXX)
 	export BRAID_NODE_TMPDIR=$tmp

@@ -42,6 +42,8 @@ NODE_DIRS = (
     "/run/netns",
     "/run/containerd",
     "/var/log/containers",
+    "/run/cni",
+    "/run/k8s.cni.cncf.io",
 )
 # kubelet sets these kernel tunables at start (or refuses to start when told to protect them).
 # The node gets files holding kubelet's values bound over them, so the machine's own settings

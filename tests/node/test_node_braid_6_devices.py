@@ -185,18 +185,13 @@ def remove_veths() -> None:
 
 @pytest.fixture(scope="module")
 def devinfo_dir() -> Iterator[None]:
-    """The NPWG directory as the node's own tmpfs (the tier's mounts never reach the machine;
-    the daemon sees it through the node's root)."""
-    created = not DEVINFO.exists()
-    DEVINFO.mkdir(mode=0o755, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "braid-devinfo", str(DEVINFO)],
-                   check=True)  # fmt: skip
+    """The NPWG directory, the node's own tmpfs (hack/node/tier.sh; the daemon mounts it
+    read-write), emptied afterwards."""
+    assert node_host.mounts_under(DEVINFO, itself=True), f"{DEVINFO} is not the node's tmpfs"
     try:
         yield
     finally:
-        node_host.unmount_under(DEVINFO, itself=True)
-        if created:
-            DEVINFO.rmdir()
+        node_host.empty_directory(DEVINFO)
 
 
 @pytest.fixture(scope="module")
