@@ -338,40 +338,62 @@ class CorruptRecord(CniError):
 
 def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
     """Decodes a record with braid's one record decoder (``braid_cni::record``, which the
-    shim's DEL replay uses too); a damaged one raises ``CorruptRecord`` with every entry that
-    still decodes, from what is left of a record cut short too."""
-    fields, damage = _native.decode_record(data=data, container_id=container_id)
+    shim's DEL replay uses too), which gives it back as JSON in one shape whatever its format,
+    decoded here with the record type; a damaged one raises ``CorruptRecord`` with every entry
+    that still decodes, from what is left of a record cut short too. A member only this type
+    reads (``network_data``) of the wrong kind damages the record the same way."""
+    canonical, damage = _native.decode_record(data=data, container_id=container_id)
     if damage is not None:
         code, msg, details, salvaged, complete = damage
-        entries = [_entry(found) for found in salvaged]
-        raise CorruptRecord(code, msg, details, entries, complete=complete)
-    if fields is None:  # pragma: no cover - the decoder answers one of the two
+        entries = _each_entry(_raws.decode(salvaged))
+        whole = complete and len(entries) == len(_raws.decode(salvaged))
+        raise CorruptRecord(code, msg, details, entries, complete=whole)
+    if canonical is None:  # pragma: no cover - the decoder answers one of the two
         raise CniError(IO_FAILURE, f"the attachment record of container {container_id} is lost")
-    return AttachmentRecord(
-        **{
-            **fields,
-            "kind": RECORD_KIND,
-            "capability_args": _object(fields["capability_args"]),
-            "attachments": [_entry(found) for found in fields["attachments"]],
-            "network_status": _raw(fields["network_status"]),
-        }
+    try:
+        return _records.decode(canonical)
+    except msgspec.ValidationError as exc:
+        raise _refused(canonical, container_id, exc) from None
+
+
+class _Entries(msgspec.Struct, rename="camel"):
+    """A record's runtime capability arguments and its entries undecoded."""
+
+    capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
+    attachments: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+def _each_entry(raws: list[msgspec.Raw]) -> list[AttachmentEntry]:
+    """The entries of ``raws`` that decode, each on its own."""
+    entries = []
+    for raw in raws:
+        try:
+            entries.append(_entry.decode(raw))
+        except msgspec.ValidationError:
+            continue
+    return entries
+
+
+def _refused(canonical: bytes, container_id: str, exc: Exception) -> CorruptRecord:
+    """A record the shared decoder took but whose member only this type reads is of the wrong
+    kind: corrupt, its entries that decode salvaged with their capability arguments whole."""
+    members = msgspec.json.decode(canonical, type=_Entries)
+    entries = _each_entry(members.attachments)
+    runtime = _encoder.encode(members.capability_args)
+    for entry in entries:
+        merged = _native.merge_capability_args(
+            runtime=runtime, own=_encoder.encode(entry.capability_args)
+        )
+        entry.capability_args = _objects.decode(merged)
+    return CorruptRecord(
+        IO_FAILURE,
+        f"the attachment record of container {container_id} is corrupt",
+        str(exc),
+        entries,
+        complete=len(entries) == len(members.attachments),
     )
 
 
-def _entry(fields: dict[str, Any]) -> AttachmentEntry:
-    return AttachmentEntry(
-        **{
-            **fields,
-            "args_cni": _object(fields["args_cni"]),
-            "capability_args": _object(fields["capability_args"]),
-            "result": _raw(fields["result"]),
-        }
-    )
-
-
-def _object(data: bytes | None) -> dict[str, Any]:
-    return {} if data is None else _objects.decode(data)
-
-
-def _raw(data: bytes | None) -> msgspec.Raw:
-    return NO_RAW if data is None else msgspec.Raw(data)
+_records = msgspec.json.Decoder(AttachmentRecord)
+_entry = msgspec.json.Decoder(AttachmentEntry)
+_raws = msgspec.json.Decoder(list[msgspec.Raw])

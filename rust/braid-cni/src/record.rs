@@ -13,6 +13,7 @@
 //! a power failure) is read up to the damage (`prefix`): every entry written whole before it
 //! is salvaged.
 
+mod canonical;
 pub mod capabilities;
 mod fields;
 mod prefix;
@@ -145,14 +146,31 @@ pub fn container_of(data: &[u8]) -> Option<String> {
 
 /// Decodes the record of `container_id`.
 pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Damaged> {
-    let damaged = |reason: String, salvage: Salvage| Damaged {
-        error: CniError::new(
+    read(data, container_id)
+        .map(|(_, record)| record)
+        .map_err(|(damaged, _)| damaged)
+}
+
+/// A record's members as it holds them, and its decoding.
+type Read = (Map<String, Value>, Record);
+/// A damaged record, and the members of each entry it salvaged (as `Damaged::salvaged`).
+type Unread = (Damaged, Vec<Map<String, Value>>);
+
+/// [`decode`], keeping the record's members (or those of the salvaged entries) for
+/// [`canonical`].
+fn read(data: &[u8], container_id: &str) -> std::result::Result<Read, Unread> {
+    let damaged = |reason: String, salvage: Salvage| {
+        let error = CniError::new(
             codes::IO_FAILURE,
             format!("the attachment record of container {container_id} is corrupt"),
         )
-        .with_details(reason),
-        salvaged: salvage.entries,
-        complete: salvage.complete,
+        .with_details(reason);
+        let damaged = Damaged {
+            error,
+            salvaged: salvage.entries,
+            complete: salvage.complete,
+        };
+        (damaged, salvage.members)
     };
     let top = match serde_json::from_slice::<Value>(data) {
         Ok(Value::Object(top)) => top,
@@ -181,7 +199,10 @@ pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Da
             &runtime,
         )
     };
-    let record = decode_record(&top).map_err(|reason| damaged(reason, salvage()))?;
+    let record = match decode_record(&top) {
+        Ok(record) => record,
+        Err(reason) => return Err(damaged(reason, salvage())),
+    };
     let kind = top.get("kind").and_then(Value::as_str).unwrap_or_default();
     if kind != RECORD_KIND || !READ_VERSIONS.contains(&record.version) {
         let reason = format!(
@@ -190,7 +211,27 @@ pub fn decode(data: &[u8], container_id: &str) -> std::result::Result<Record, Da
         );
         return Err(damaged(reason, salvage()));
     }
-    Ok(record)
+    Ok((top, record))
+}
+
+/// The record of `container_id` decoded (as [`decode`] decodes it) and given back as JSON in
+/// one shape whatever the format it was written in: every member as the record holds it (the
+/// members this crate does not read too, for the engine's record type), the runtime's
+/// capability arguments at the top (`capabilityArgs`, none in format 1) and each entry's own
+/// in the entry; a `null` `result` or `networkStatus` left out, as absent. A damaged record
+/// gives the damage and its salvaged entries as a JSON array, each entry's `capabilityArgs`
+/// whole (the runtime's merged in: they go into another record).
+pub fn canonical(
+    data: &[u8],
+    container_id: &str,
+) -> std::result::Result<Vec<u8>, (Damaged, Vec<u8>)> {
+    match read(data, container_id) {
+        Ok((top, record)) => Ok(canonical::record(top, &record)),
+        Err((damaged, members)) => {
+            let salvaged = canonical::salvaged(members, &damaged.salvaged);
+            Err((damaged, salvaged))
+        }
+    }
 }
 
 /// Whether the members say a kind and version this crate reads. Both come before
@@ -217,10 +258,12 @@ fn runtime_capabilities(members: &Map<String, Value>) -> Map<String, Value> {
         .unwrap_or_default()
 }
 
-/// The entries of a damaged record that decode, and whether they are all it held.
+/// The entries of a damaged record that decode (with their members), and whether they are
+/// all it held.
 #[derive(Debug, Default)]
 struct Salvage {
     entries: Vec<Entry>,
+    members: Vec<Map<String, Value>>,
     complete: bool,
 }
 
@@ -228,13 +271,21 @@ impl Salvage {
     /// `items` decoded one by one, in plan order; `listed_whole`: `items` is the record's
     /// whole `attachments` array, of a format this crate reads.
     fn of(items: &[Value], listed_whole: bool, runtime: &Map<String, Value>) -> Self {
-        let mut entries: Vec<Entry> = items
+        let mut found: Vec<(Entry, Map<String, Value>)> = items
             .iter()
-            .filter_map(|i| decode_entry(i, runtime).ok())
+            .filter_map(|item| {
+                let entry = decode_entry(item, runtime).ok()?;
+                Some((entry, item.as_object()?.clone()))
+            })
             .collect();
-        let complete = listed_whole && entries.len() == items.len();
-        entries.sort_by_key(|entry| entry.position);
-        Self { entries, complete }
+        let complete = listed_whole && found.len() == items.len();
+        found.sort_by_key(|(entry, _)| entry.position);
+        let (entries, members) = found.into_iter().unzip();
+        Self {
+            entries,
+            members,
+            complete,
+        }
     }
 }
 

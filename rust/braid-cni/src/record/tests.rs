@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{decode, Entry};
+use super::{canonical, decode, Entry};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/records")
@@ -80,4 +80,48 @@ fn every_golden_record_decodes_as_cases_json_says() {
             check_entry(entry, &cases["entries"][&entry.ifname], file);
         }
     }
+}
+
+#[test]
+fn canonical_json_decodes_to_the_same_record_and_keeps_what_only_the_engine_reads() {
+    let cases: Value =
+        serde_json::from_slice(&fs::read(fixtures().join("cases.json")).expect("cases"))
+            .expect("cases.json");
+    for case in cases["cases"].as_array().expect("cases") {
+        let file = case["file"].as_str().expect("file");
+        let data = fs::read(fixtures().join(file)).expect("fixture");
+        match (decode(&data, "ctr1"), canonical(&data, "ctr1")) {
+            (Ok(record), Ok(json)) => {
+                let again = decode(&json, "ctr1").expect("canonical JSON decodes");
+                let format_2 =
+                    |r: &super::Record| (r.capability_args.clone(), r.attachments.clone());
+                assert_eq!(format_2(&again), format_2(&record), "{file}");
+                let top: Value = serde_json::from_slice(&json).expect("JSON");
+                for item in top["attachments"].as_array().expect("attachments") {
+                    assert!(!item.get("result").is_some_and(Value::is_null), "{file}");
+                }
+            }
+            (Err(damaged), Err((again, salvaged))) => {
+                assert_eq!(damaged, again, "{file}");
+                let items: Vec<Value> = serde_json::from_slice(&salvaged).expect("JSON");
+                assert_eq!(items.len(), damaged.salvaged.len(), "{file}");
+                for (item, entry) in items.iter().zip(&damaged.salvaged) {
+                    assert_eq!(item["ifname"], entry.ifname.as_str(), "{file}");
+                    assert_eq!(
+                        item["capabilityArgs"],
+                        json_of(entry.capability_args.as_ref()),
+                        "{file}: whole"
+                    );
+                }
+            }
+            _ => panic!("{file}: canonical and decode disagree"),
+        }
+    }
+    let data = fs::read(fixtures().join("v2-python.json")).expect("fixture");
+    let json = canonical(&data, "ctr1").expect("decodes");
+    let top: Value = serde_json::from_slice(&json).expect("JSON");
+    assert_eq!(
+        top["attachments"][1]["networkData"]["interfaceName"], "net1",
+        "a member the engine alone reads is given back untouched"
+    );
 }
