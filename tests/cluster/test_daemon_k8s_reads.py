@@ -80,6 +80,8 @@ class K8sDaemon:
                     *("--health-address", "127.0.0.1:0"),  # in the host's namespace
                     # Short watches: the proxy's stop waits for the streams it forwards to end.
                     *("--watch-seconds", "3"),
+                    # No admission check unless a test asks (its dry run is a PATCH of its own).
+                    *("--admission-check-seconds", "0"),
                     *flags,
                 ],
                 stderr=log,

@@ -23,6 +23,7 @@ from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.server import DaemonAlreadyRunning, DaemonServer
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import (
+    DEFAULT_ADMISSION_CHECK_SECONDS,
     DEFAULT_CACHE_SYNC_SECONDS,
     DEFAULT_DRAIN_SECONDS,
     DEFAULT_FRAME_SECONDS,
@@ -136,6 +137,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="how long the API server keeps one watch open before the daemon renews it",
     )
     parser.add_argument(
+        "--admission-check-seconds",
+        type=float,
+        default=DEFAULT_ADMISSION_CHECK_SECONDS,
+        help="how often the daemon checks that its admission policy is in force, give or take "
+        "a tenth (0: never)",
+    )
+    parser.add_argument(
         "--trace",
         metavar="FILE",
         type=Path,
@@ -161,6 +169,7 @@ def settings_of(args: argparse.Namespace, operator: OperatorConfig) -> DaemonSet
         node_name=node_name,
         cache_sync_seconds=args.cache_sync_seconds,
         watch_seconds=args.watch_seconds,
+        admission_check_seconds=args.admission_check_seconds,
         host_root=args.host_root,
         cni_conf_dir=args.cni_conf_dir,
         max_connections=args.max_connections,
@@ -217,6 +226,7 @@ def service_of(
             node_name=settings.node_name,
             metrics=service.metrics,
             watch_seconds=settings.watch_seconds,
+            admission_check_seconds=settings.admission_check_seconds,
         )
     return service
 

@@ -33,6 +33,7 @@ from braid.commands.doctor_node import (
     check_shim,
     check_shim_version,
 )
+from braid.commands.doctor_policy import check_admission_policy
 from braid.commands.doctor_view import Finding, NodeView, failed
 from braid.daemon.operator_config import OperatorConfig
 from braid.errors import CniError
@@ -56,10 +57,11 @@ def run_checks(view: NodeView, cni_path: str) -> list[Finding]:
         store, nads = store_and_nads(view)
     except CniError as exc:
         findings.append(failed("NADs", f"cannot list them: {exc.msg}", exc.details))
-        return findings
+        return [*findings, check_admission_policy(view)]
     findings.extend(check_cluster_network(view, store))
     findings.extend(check_plugins(view, networks_of(view, store, nads), cni_path))
     findings.extend(check_capabilities(view))
+    findings.append(check_admission_policy(view))
     return findings
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from braid.config.schema import BraidConfig
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.metrics import DaemonMetrics
+from braid.daemon.policy_check import PERIOD_SECONDS, PolicyCheck
 from braid.daemon.publisher import MeasuredStatusWriter
 from braid.errors import CniError
 from braid.k8s.background import RetryScheduler
@@ -76,6 +77,7 @@ class DaemonCluster:
         node_name: str,
         metrics: DaemonMetrics,
         watch_seconds: int = 300,
+        admission_check_seconds: float = PERIOD_SECONDS,
     ) -> None:
         self.kubeconfig = _canonical(config.kubeconfig)
         self.node_name = node_name
@@ -95,6 +97,14 @@ class DaemonCluster:
             client, host=node_name, scheduler=self.scheduler, level=config.kubernetes.events
         )
         metrics.watch_background(lambda: self.scheduler.pending)
+        # Whether the admission policy is in force (``braid.daemon.policy_check``).
+        self.policy = PolicyCheck(
+            client,
+            self._a_pod,
+            metrics.registry,
+            synced=self.synced,
+            period=admission_check_seconds,
+        )
         self._writers: dict[tuple[str, bool], MeasuredStatusWriter] = {}
         self._lock = threading.Lock()
         self._stopped = False
@@ -124,6 +134,7 @@ class DaemonCluster:
                     skip_without_networks=key[1],
                     scheduler=self.scheduler,
                     events=self.events,
+                    on_refused=self.policy.write_refused,
                 )
                 self._writers[key] = writer
             return writer
@@ -133,6 +144,20 @@ class DaemonCluster:
         what = claims if self.caches.claims is not None else ""
         log.info("watching the pods of node %s, every NAD%s", self.node_name, what)
         self.caches.start()
+        if self.policy.period > 0:
+            self.policy.start()
+
+    def _a_pod(self) -> tuple[str, str] | None:
+        """A pod of this node from the cache (the admission check's subject), or None."""
+        for pod in self.caches.pods.values():
+            meta = pod.get("metadata") or {}
+            if meta.get("namespace") and meta.get("name"):
+                return str(meta["namespace"]), str(meta["name"])
+        return None
+
+    def details(self) -> list[str]:
+        """Lines of ``/readyz?verbose`` that do not decide readiness."""
+        return self.policy.detail()
 
     def synced(self) -> bool:
         """True once every cache has listed (never blocks)."""
@@ -162,6 +187,7 @@ class DaemonCluster:
         pending = self.scheduler.pending
         if pending:
             log.warning("%d status write(s) or event(s) dropped at shutdown", pending)
+        self.policy.stop()
         self.caches.stop()
         self.scheduler.stop()
         self.client.close()
@@ -174,6 +200,7 @@ def open_cluster(
     node_name: str,
     metrics: DaemonMetrics,
     watch_seconds: int = 300,
+    admission_check_seconds: float = PERIOD_SECONDS,
 ) -> DaemonCluster:
     """The daemon's Kubernetes side, with credentials from ``kubeconfig`` or, without one,
     the in-cluster service account. Raises ``CniError`` for unusable credentials."""
@@ -183,4 +210,5 @@ def open_cluster(
         node_name=node_name,
         metrics=metrics,
         watch_seconds=watch_seconds,
+        admission_check_seconds=admission_check_seconds,
     )

@@ -44,7 +44,7 @@ def route(
     service: DaemonService, path: str, paths: frozenset[str] = METRICS_PATHS
 ) -> tuple[int, str, bytes]:
     """Status, content type and body for a GET of ``path`` on a listener serving ``paths``."""
-    path = path.split("?", 1)[0]
+    path, _, query = path.partition("?")
     if path not in paths:
         return 404, "text/plain", b"not found\n"
     if path == "/metrics":
@@ -52,7 +52,8 @@ def route(
     if path == "/healthz":
         return 200, "text/plain", b"ok\n"
     if path == "/readyz":
-        return _readiness(service)
+        status, ctype, body = _readiness(service)
+        return status, ctype, body + _details(service, query)
     return 404, "text/plain", b"not found\n"
 
 
@@ -65,6 +66,14 @@ def _readiness(service: DaemonService) -> tuple[int, str, bytes]:
     if stale:
         return 503, "text/plain", f"not ready: {stale}\n".encode()
     return 200, "text/plain", b"ready\n"
+
+
+def _details(service: DaemonService, query: str) -> bytes:
+    """With ``?verbose``: what the daemon knows that does not decide its readiness (whether
+    its admission policy is in force, ``braid.daemon.policy_check``), a line each."""
+    if "verbose" not in query.split("&") or service.cluster is None:
+        return b""
+    return "".join(f"{line}\n" for line in service.cluster.details()).encode()
 
 
 _REASONS = {
@@ -93,8 +102,8 @@ def response_to(
         return _response(400, "text/plain", b"bad request\n")
     if method != "GET":
         return _response(400, "text/plain", b"GET only\n")
-    path = path.split("?", 1)[0]
-    refused = gate.refusal(head, path) if gate is not None and path in paths else None
+    bare = path.split("?", 1)[0]  # route() reads the query (/readyz?verbose)
+    refused = gate.refusal(head, bare) if gate is not None and bare in paths else None
     if refused is not None:
         status, body, extra = refused
         return _response(status, "text/plain", body, extra)

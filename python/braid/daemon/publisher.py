@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from braid.daemon.metrics import DaemonMetrics
 from braid.k8s.background import RetryScheduler
 from braid.k8s.client import KubeClient
+from braid.k8s.errors import ApiError
 from braid.k8s.events import EventRecorder
 from braid.k8s.status import PodGone, StatusWriter
 from braid.nad.resolve import PodRef
@@ -37,7 +39,9 @@ class MeasuredStatusWriter(StatusWriter):
         skip_without_networks: bool,
         scheduler: RetryScheduler,
         events: EventRecorder,
+        on_refused: Callable[[ApiError], None] | None = None,
     ) -> None:
+        """``on_refused`` hears of every attempt the API server answered with an error."""
         super().__init__(
             client,
             policy=policy,
@@ -46,6 +50,7 @@ class MeasuredStatusWriter(StatusWriter):
             events=events,
         )
         self.metrics = metrics
+        self.on_refused = on_refused
         self._inline = _Inline()
 
     def publish(self, pod: PodRef, network_status: bytes) -> None:
@@ -69,6 +74,10 @@ class MeasuredStatusWriter(StatusWriter):
             outcome = "written"
         except PodGone:
             outcome = "pod_gone"
+            raise
+        except ApiError as exc:
+            if self.on_refused is not None:
+                self.on_refused(exc)
             raise
         finally:
             self.metrics.status_writes.labels(outcome=outcome).inc()

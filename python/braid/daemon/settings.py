@@ -35,6 +35,7 @@ SOCKET_NAME = "braid.sock"
 DEFAULT_DRAIN_SECONDS = 60.0
 DEFAULT_CACHE_SYNC_SECONDS = 20.0
 DEFAULT_WATCH_SECONDS = 300
+DEFAULT_ADMISSION_CHECK_SECONDS = 600.0
 NODE_NAME_VARIABLES = ("BRAID_NODE_NAME", "NODE_NAME")
 
 # Unix socket connections beyond the requests the scheduler admits (``concurrency + queue``):
@@ -72,6 +73,8 @@ class DaemonSettings:
     node_name: str = ""
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS
     watch_seconds: int = DEFAULT_WATCH_SECONDS
+    # How often the admission policy is checked (``braid.daemon.policy_check``; 0: never).
+    admission_check_seconds: float = DEFAULT_ADMISSION_CHECK_SECONDS
     # Where the node's root filesystem is ("" : this process's own root).
     host_root: str = ""
     # The node's CNI configuration directory, where the daemon keeps braid's conflist ("": it
@@ -142,6 +145,7 @@ def settings_from(
     node_name: str = "",
     cache_sync_seconds: float = DEFAULT_CACHE_SYNC_SECONDS,
     watch_seconds: int = DEFAULT_WATCH_SECONDS,
+    admission_check_seconds: float = DEFAULT_ADMISSION_CHECK_SECONDS,
     host_root: str = "",
     cni_conf_dir: str = "",
     max_connections: int = 0,
@@ -154,6 +158,8 @@ def settings_from(
     queue = queue_size if queue_size is not None else config.queue_size
     if chosen < 0 or queue < 0:
         raise CniError(INVALID_CONFIG, "daemon concurrency and queue size may not be negative")
+    if admission_check_seconds < 0:
+        raise CniError(INVALID_CONFIG, "--admission-check-seconds must be >= 0 (0: never)")
     if cache_sync_seconds < 0 or watch_seconds < 1:
         raise CniError(INVALID_CONFIG, "--cache-sync-seconds must be >= 0 and --watch-seconds >= 1")
     if max_connections < 0 or not 0 < frame_seconds <= MAX_FRAME_SECONDS:
@@ -174,6 +180,7 @@ def settings_from(
         node_name=node_name,
         cache_sync_seconds=cache_sync_seconds,
         watch_seconds=watch_seconds,
+        admission_check_seconds=admission_check_seconds,
         host_root=host_root,
         cni_conf_dir=cni_conf_dir,
         max_connections=max_connections,

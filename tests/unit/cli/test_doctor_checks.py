@@ -30,6 +30,7 @@ CHECKS = [
     "delegate plugins",
     "iptables",
     "pod-annotations capability",
+    "admission policy",
 ]
 
 
