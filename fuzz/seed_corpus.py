@@ -159,6 +159,66 @@ def network_status_seeds() -> list[bytes]:
     return [flags + result for result in result_seeds() for flags in (b"\x00", b"\x03")]
 
 
+KUBECONFIG = """apiVersion: v1
+kind: Config
+current-context: braid
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==
+    tls-server-name: kubernetes
+contexts:
+- name: braid
+  context: {cluster: local, user: node, namespace: kube-system}
+users:
+- name: node
+  user:
+"""
+KUBECONFIG_USERS = [
+    "    token: abc.def\n",
+    "    tokenFile: token\n    client-certificate: cert.pem\n    client-key: key.pem\n",
+    "    client-certificate-data: LS0tCg==\n    client-key-data: LS0tCg==\n",
+    "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ./get-token\n"
+    "      args: [--node, a]\n      env: [{name: A, value: b}]\n      interactiveMode: Never\n"
+    "      provideClusterInfo: true\n",
+    "    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: get-token}\n",
+    "    auth-provider: {name: oidc, config: {id-token: x}}\n",
+]
+KUBECONFIG_SECOND = """current-context: other
+clusters:
+- name: local
+  cluster: {server: 'http://10.0.0.1:8080', proxy-url: 'http://user:pw@proxy:3128'}
+- {name: other, cluster: {server: 'https://b'}}
+contexts: [{name: other, context: {cluster: other, user: node}}]
+users: [{name: node, user: {token: b}}]
+"""
+
+
+def kubeconfig_seeds() -> list[bytes]:
+    """A kubeconfig for each kind of user, a second file to merge, a plugin's answer."""
+    answers = [b""]
+    for api, status in (
+        ("v1", {"token": "t0k", "expirationTimestamp": "2030-01-01T00:00:00Z"}),
+        ("v1beta1", {"clientCertificateData": "-----BEGIN", "clientKeyData": "-----BEGIN"}),
+    ):
+        version = f"client.authentication.k8s.io/{api}"
+        answers.append(dumps({"apiVersion": version, "kind": "ExecCredential", "status": status}))
+    seeds = []
+    for user in KUBECONFIG_USERS:
+        for answer in answers:
+            files = (KUBECONFIG + user).encode() + b"\0" + KUBECONFIG_SECOND.encode()
+            seeds.append(files + b"\0" + answer)
+    nested = [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 8)]
+    bomb = [
+        "l0: &l0 [x, x, x, x, x, x, x, x, x, x]",
+        *nested,
+        "users: [{name: u, user: {token: *l7}}]",
+    ]
+    seeds.append("\n".join(bomb).encode())
+    return seeds
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -174,6 +234,7 @@ def main() -> None:
         "nad_manifest": manifest_seeds(),
         "k8s_objects": k8s_object_seeds(),
         "network_status": network_status_seeds(),
+        "kubeconfig": kubeconfig_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target

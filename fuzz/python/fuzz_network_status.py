@@ -14,7 +14,7 @@ no larger than a bound of the result's size; the annotation decodes to the entry
 readers find its interface, addresses and count in it.
 """
 
-# ruff: noqa: S101, PT017 - the assertions are the properties the fuzzer checks
+# ruff: noqa: S101 - the assertions are the properties the fuzzer checks
 from __future__ import annotations
 
 import ipaddress

@@ -98,13 +98,33 @@ def _read(file: Path) -> dict[str, Any]:
         if len(raw) > MAX_FILE_BYTES:
             raise fail(source, f"larger than {MAX_FILE_BYTES} bytes")
         doc = yaml.safe_load(raw.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise fail(source, f"cannot be read: {exc}") from None
+    if not _expands_within(doc, 2 * len(raw) + 10_000):
+        raise fail(source, "its YAML aliases expand to more values than the file holds bytes")
     if doc is None:
         return {}  # an empty file is an empty configuration, as for kubectl
     if not isinstance(doc, dict):
         raise fail(source, "not a mapping")
     return doc
+
+
+def _expands_within(doc: Any, limit: int) -> bool:
+    """Whether ``doc``, each alias written out, holds at most ``limit`` values. An alias is
+    the anchored value again: nested ones, or one inside itself, stand for any amount of data
+    once a value is printed or sent (``KUBERNETES_EXEC_INFO``). kubectl's YAML library
+    (go-yaml) refuses such "excessive aliasing" too; a file without aliases is always within."""
+    count, stack = 0, [doc]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _merge_file(merged: Merged, doc: dict[str, Any], file: Path) -> None:
