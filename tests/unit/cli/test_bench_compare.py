@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from braid.bench.compare_report import compare_document, compare_lines
+from braid.bench.multus_side import multus_conf
 from braid.bench.paired import Figures, OverheadRecord, median_interval
 from braid.bench.rounds import Attached, Rounds
+from braid.bench.world import World
 from braid.commands import bench
 from braid.commands.bench_plan import extra_counts, plan_of
 from braid.errors import CniError
@@ -141,3 +144,18 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_what_only_compare_mode_takes(argv: tuple[str, ...], said: str) -> None:
     with pytest.raises(CniError, match=said):
         plan_of(parse(*argv), lambda _: [])
+
+
+def test_multus_gets_the_pods_networks_as_its_delegates_and_no_kubeconfig(tmp_path: Path) -> None:
+    """Without a Kubernetes client Multus attaches every entry of ``delegates`` in order
+    (``eth0``, ``net1``, ...), as braid attaches the cluster network and the pod's NADs."""
+    cluster = {"cniVersion": "1.0.0", "name": "c", "plugins": [{"type": "bridge"}]}
+    extra = {"cniVersion": "1.0.0", "name": "x", "plugins": [{"type": "macvlan"}]}
+    world = World(tmp_path, "/run/netns/h", "/usr/lib/cni", cluster, [("x", extra)] * 2)
+    conf = multus_conf(world, 2)
+    assert conf["delegates"] == [cluster, extra, extra]
+    assert multus_conf(world, 0)["delegates"] == [cluster]
+    assert (conf["type"], conf["cniVersion"], conf["binDir"]) == ("multus", "1.0.0", "/usr/lib/cni")
+    assert conf["cniDir"] == str(tmp_path / "multus")  # its scratch files stay in the run's
+    assert "kubeconfig" not in conf
+    assert "clusterNetwork" not in conf
