@@ -33,6 +33,7 @@ from typing import Any
 
 from braid.cni.hostroot import HostRoot
 from braid.commands.args import existing_file, seconds
+from braid.commands.install_thin import add_thin_arguments, thin_keeper_of, thin_needs_auto
 
 # The conflist and its writer live with the daemon, which keeps braid's conflist in a cluster;
 # their names stay importable from here.
@@ -47,6 +48,7 @@ from braid.daemon.conflist import (
     wrapped_conflist,
     write_atomically,
 )
+from braid.errors import CniError
 
 __all__ = [
     "BRAID_CONFLIST",
@@ -112,14 +114,22 @@ def writer_of(args: argparse.Namespace) -> ConfListWriter:
 
 
 def run_auto(args: argparse.Namespace) -> int:
-    """Writes braid's configuration when the default network is ready, then follows it."""
+    """Writes braid's configuration when the default network is ready, then follows it (and
+    keeps braid-thin's kubeconfig with ``--thin-kubeconfig``)."""
     stop: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda n, _f: stop.append(n))
+    try:
+        keeper = thin_keeper_of(args, local_dir(args, args.thin_kubeconfig or "/"))
+    except CniError as exc:
+        _say(f"--thin-kubeconfig: {exc}")
+        return 2
     writer = writer_of(args)
     deadline = time.monotonic() + args.wait_timeout if args.wait_timeout else None
     last = ""
     while not stop:
+        if keeper is not None:
+            keeper.look()
         state = writer.reconcile()
         if state not in (last, "unchanged"):
             _say(f"{BRAID_CONFLIST}: {state}")
@@ -178,6 +188,8 @@ def shim_source(args: argparse.Namespace) -> Path | None:
 
 
 def run_install(args: argparse.Namespace) -> int:
+    if not thin_needs_auto(args, _say):
+        return 2
     if args.uninstall:
         return uninstall(args)
     if not args.skip_binary:
@@ -250,6 +262,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--once", action="store_true", help="auto: exit once written, do not follow")
     p.add_argument("--uninstall", action="store_true", help="remove braid's configuration")
     p.add_argument("--remove-binary", action="store_true", help="with --uninstall: the shim too")
+    add_thin_arguments(p)
     p.set_defaults(handler=run_install)
 
 

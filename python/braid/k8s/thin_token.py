@@ -23,7 +23,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,3 +239,22 @@ def keeper_of(
         seconds=config.thin_token_seconds,
     )
     return ThinTokenKeeper(client, identity)
+
+
+def standalone_keeper(
+    identity: ThinIdentity, kubeconfig: str, env: Mapping[str, str]
+) -> ThinTokenKeeper:
+    """A keeper outside the daemon (``braidctl install --thin-kubeconfig``): asking with the
+    credentials of ``kubeconfig``, else of the pod's service account."""
+    from braid.k8s.client import KubeClient  # noqa: PLC0415 - only where asked for
+    from braid.k8s.credentials import CredentialReloader  # noqa: PLC0415
+    from braid.k8s.kubeconfig import (  # noqa: PLC0415
+        in_cluster_credentials,
+        kubeconfig_credentials,
+    )
+
+    def load() -> Credentials:
+        return kubeconfig_credentials(kubeconfig) if kubeconfig else in_cluster_credentials(env)
+
+    token_path(identity.account)
+    return ThinTokenKeeper(KubeClient(CredentialReloader(load)), identity)
