@@ -108,9 +108,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--extra-networks",
         metavar="N[,N...]",
         type=extra_counts,
-        default=(0,),
+        default=None,
         help="more attachments of the network per pod, net1... (0-16, default 0); compare "
-        "mode takes several, each pod size measured in the same rounds (e.g. 0,2)",
+        "mode takes several, each pod size measured in the same rounds (default 0,2)",
     )
     parser.add_argument(
         "--burst",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CNI_PATH = "/opt/cni/bin"
 DEFAULT_BURST = 20
+DEFAULT_COMPARED = (0, 2)  # compare mode's pod sizes: 1 and 3 attachments
 MAX_EXTRA_NETWORKS = 16
 
 
@@ -58,10 +59,18 @@ def executable(args: argparse.Namespace) -> Path:
     return _executable(args.shim, "braid", "--shim")
 
 
+def pod_sizes(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--extra-networks``, else the mode's default."""
+    if args.extra_networks is not None:
+        counts: tuple[int, ...] = args.extra_networks
+        return counts
+    return DEFAULT_COMPARED if args.mode == "compare" else (0,)
+
+
 def _mode_checks(args: argparse.Namespace) -> None:
     """What only compare mode takes, and what it does not."""
     if args.mode != "compare":
-        if len(args.extra_networks) > 1:
+        if len(pod_sizes(args)) > 1:
             raise CniError(INVALID_ENVIRONMENT, "several --extra-networks need --mode compare")
         if args.multus is not None:
             raise CniError(INVALID_ENVIRONMENT, "--multus needs --mode compare")
@@ -99,7 +108,7 @@ def plan_of(args: argparse.Namespace, daemon_command: Callable[[Path], list[str]
         bin_dir=bin_dir,
         executable=path,
         rounds=args.rounds,
-        extra_networks=max(args.extra_networks),
+        extra_networks=max(pod_sizes(args)),
         burst=burst,
         parallel=min(args.parallel, burst) if burst else args.parallel,
         spread=args.phase_spread_ms / 1e3,
@@ -107,5 +116,5 @@ def plan_of(args: argparse.Namespace, daemon_command: Callable[[Path], list[str]
         daemon_command=daemon_command,
         trace=args.trace,
         sides=sides,
-        extra_counts=args.extra_networks if sides is not None else (),
+        extra_counts=pod_sizes(args) if sides is not None else (),
     )

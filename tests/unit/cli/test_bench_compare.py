@@ -16,7 +16,7 @@ from braid.bench.paired import Figures, OverheadRecord, median_interval
 from braid.bench.rounds import Attached, Rounds
 from braid.bench.world import World
 from braid.commands import bench
-from braid.commands.bench_plan import extra_counts, plan_of
+from braid.commands.bench_plan import extra_counts, plan_of, pod_sizes
 from braid.errors import CniError
 
 
@@ -144,6 +144,16 @@ def parse(*argv: str) -> argparse.Namespace:
 def test_what_only_compare_mode_takes(argv: tuple[str, ...], said: str) -> None:
     with pytest.raises(CniError, match=said):
         plan_of(parse(*argv), lambda _: [])
+
+
+@pytest.mark.parametrize(
+    ("argv", "counts"),
+    [((), (0,)), (("--mode", "compare"), (0, 2)), (("--extra-networks", "1"), (1,))],
+)
+def test_the_pod_sizes_by_default(argv: tuple[str, ...], counts: tuple[int, ...]) -> None:
+    """Compare mode measures 1 and 3 attachments unless told otherwise."""
+
+    assert pod_sizes(parse(*argv)) == counts
 
 
 def test_multus_gets_the_pods_networks_as_its_delegates_and_no_kubeconfig(tmp_path: Path) -> None:
