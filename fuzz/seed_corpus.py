@@ -219,6 +219,53 @@ def kubeconfig_seeds() -> list[bytes]:
     return seeds
 
 
+DEVICE_INFOS = [  # the NPWG Device Information specification's examples, by type
+    {
+        "type": "pci",
+        "version": "1.1.0",
+        "pci": {
+            "pci-address": "0000:18:02.5",
+            "vhost-net": "/dev/vhost-net",
+            "rdma-device": "mlx5_3",
+            "pf-pci-address": "0000:18:00.0",
+            "representor-device": "eth3",
+        },
+    },
+    {
+        "type": "vdpa",
+        "version": "1.1.0",
+        "vdpa": {
+            "parent-device": "vdpa:0000:65:00.3",
+            "driver": "vhost",
+            "path": "/dev/vhost-vdpa-1",
+            "pci-address": "0000:65:00.3",
+        },
+    },
+    {
+        "type": "vhost-user",
+        "version": "1.1.0",
+        "vhost-user": {"mode": "server", "path": "/var/run/vhost/sock"},
+    },
+    {
+        "type": "memif",
+        "version": "1.1.0",
+        "memif": {"role": "primary", "mode": "ethernet", "path": "/var/run/memif.sock"},
+    },
+    {
+        "type": "pci",
+        "version": "1.0.0",
+        "pci": {"pci-address": "0000:03:02.1"},
+        "network-status": {"x": [1, 2.5, None, True]},
+    },
+]
+
+
+def device_info_seeds() -> list[bytes]:
+    """Device-information files, each written once (the first byte: copies, less one)."""
+    seeds = [b"\x00" + dumps(info) for info in DEVICE_INFOS]
+    return [*seeds, b"\x00{}", b"\x00[]", b"\x07" + dumps(DEVICE_INFOS[0])]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -235,6 +282,7 @@ def main() -> None:
         "k8s_objects": k8s_object_seeds(),
         "network_status": network_status_seeds(),
         "kubeconfig": kubeconfig_seeds(),
+        "device_info": device_info_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target
