@@ -6,7 +6,7 @@ Each call is a process start on both sides (`runtime_exec`), as a runtime makes 
 overhead is everything `braid-thin` costs beyond its delegates: Python's start-up, its imports,
 the engine's work and the attachment record. The figures (median and 90th percentile of the
 per-round differences) are printed at the end of the run and recorded in `docs/performance.md`
-("braid-thin overhead"). Needs root.
+("Thin mode in detail"). Needs root.
 """
 
 from __future__ import annotations
