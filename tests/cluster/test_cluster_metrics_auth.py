@@ -119,6 +119,10 @@ def test_only_a_reader_gets_the_metrics_and_the_probes_ask_nothing(
     assert get(port, "/metrics", scrapers["stranger"])[0] == 403
     assert len(fault_proxy.requests(TOKEN_REVIEWS)) == reviewed
 
+    body = get(port, "/metrics", scrapers["reader"])[2].decode()
+    for outcome, count in (("allowed", 3), ("forbidden", 2), ("unauthenticated", 2)):
+        assert f'braid_daemon_metrics_auth_total{{outcome="{outcome}"}} {count}.0' in body
+
     # The health endpoint, on loopback, answers the probes without a token.
     assert wait_until(lambda: get(health, "/readyz")[0] == 200), k8s_daemon.log_text()
     assert get(health, "/healthz")[2] == b"ok\n"

@@ -276,7 +276,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         service.follower = follower_of(args, operator, root)
         service.tracer = tracer_of(args.trace)
         client = service.cluster.client if service.cluster else None
-        gate = metrics_gate_of(settings.metrics_auth, client)
+        gate = metrics_gate_of(settings.metrics_auth, client, service.metrics.observe_metrics_auth)
         service.more_chores += thin_chores(operator, settings.node_name, client)
     except CniError as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - the message says it all

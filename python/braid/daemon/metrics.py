@@ -23,6 +23,9 @@ reach them as an observer (``observe_phase``, installed with ``braid.engine.phas
   cache at ``maxCacheBytes``: not kept, read live); read from the caches when scraped.
 - ``braid_daemon_config_reloads_total{outcome}``: new versions of the daemon's configuration
   file: ``applied``, or ``invalid`` (the last good one stays in force).
+- ``braid_daemon_metrics_auth_total{outcome}``: requests on the metrics endpoint checked by
+  ``daemonMetricsAuth: kubernetes``: ``allowed``, ``unauthenticated``, ``forbidden``, ``busy``
+  (past the review rate), ``unavailable`` (the API server did not answer the review).
 - ``braid_build_info{version, python}``: 1, labelled with braid's version.
 - ``braid_shim_info{version, build}``: 1, labelled with the version and build of the shim in
   the node's CNI bin directory as it answered VERSION when the daemon started (``unreadable``
@@ -123,6 +126,13 @@ class DaemonMetrics:
             "network-status PATCH attempts made by the background retries",
             registry=self.registry,
         )
+        self.metrics_auth = Counter(
+            "braid_daemon_metrics_auth",
+            "Requests on the metrics endpoint checked by daemonMetricsAuth, by outcome: "
+            "allowed, unauthenticated, forbidden, busy, unavailable",
+            ["outcome"],
+            registry=self.registry,
+        )
         # Labelled children by metric and label values: ``labels()`` takes a lock and builds
         # its key on every call; a request observes three to a dozen of them.
         self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
@@ -159,6 +169,9 @@ class DaemonMetrics:
     def observe_phase(self, name: str, seconds: float, plugin: str = "") -> None:
         """The engine's phase observer (``braid.engine.phases``); ``plugin`` for delegates."""
         self._child(self.phases, name, plugin).observe(seconds)
+
+    def observe_metrics_auth(self, outcome: str) -> None:
+        self._child(self.metrics_auth, outcome).inc()
 
     def observe_config_reload(self, outcome: str) -> None:
         self._child(self.config_reloads, outcome).inc()

@@ -10,6 +10,7 @@ The health endpoint (``daemonHealthAddress``) is never behind this gate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from braid.config.schema import METRICS_AUTH_KUBERNETES
@@ -56,10 +57,12 @@ def bearer_token(head: bytes) -> str:
 
 
 class MetricsGate:
-    """The check of one request on the metrics endpoint."""
+    """The check of one request on the metrics endpoint; ``observe`` is told each outcome
+    (``DaemonMetrics.observe_metrics_auth``)."""
 
-    def __init__(self, reviewer: Reviewer) -> None:
+    def __init__(self, reviewer: Reviewer, observe: Callable[[str], None] | None = None) -> None:
         self.reviewer = reviewer
+        self.observe = observe
 
     def refusal(
         self, head: bytes, path: str
@@ -67,13 +70,17 @@ class MetricsGate:
         """None when the request may be answered; else its status, body and extra headers."""
         token = bearer_token(head)
         verdict = self.reviewer.verdict(token, path) if token else Verdict.UNAUTHENTICATED
+        if self.observe is not None:
+            self.observe(verdict.name.lower())
         if verdict is Verdict.ALLOWED:
             return None
         challenge = _CHALLENGE.get(verdict)
         return verdict.value, _REFUSALS[verdict], (challenge,) if challenge else ()
 
 
-def metrics_gate_of(mode: str, client: KubeClient | None) -> MetricsGate | None:
+def metrics_gate_of(
+    mode: str, client: KubeClient | None, observe: Callable[[str], None] | None = None
+) -> MetricsGate | None:
     """The gate ``daemonMetricsAuth`` asks for (None: ``none``); ``kubernetes`` needs the
     daemon's API client (code 7 without one)."""
     if mode != METRICS_AUTH_KUBERNETES:
@@ -84,4 +91,4 @@ def metrics_gate_of(mode: str, client: KubeClient | None) -> MetricsGate | None:
             "daemonMetricsAuth is 'kubernetes' but the daemon has no Kubernetes API client: "
             "set `kubeconfig` or run it in a pod, or set daemonMetricsAuth to 'none'",
         )
-    return MetricsGate(AccessReviewer(client))
+    return MetricsGate(AccessReviewer(client), observe)

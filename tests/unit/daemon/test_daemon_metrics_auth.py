@@ -72,6 +72,15 @@ def test_refusals_carry_their_status_and_challenge() -> None:
     assert ("Retry-After", "1") in busy[2]
 
 
+def test_each_outcome_is_told_to_the_observer() -> None:
+    seen: list[str] = []
+    gate = MetricsGate(FakeReviewer(), seen.append)
+    for token in ("reader", "stranger", "busy", "nobody"):
+        gate.refusal(f"GET /metrics HTTP/1.1\r\nAuthorization: Bearer {token}".encode(), "/metrics")
+    gate.refusal(b"GET /metrics HTTP/1.1", "/metrics")
+    assert seen == ["allowed", "forbidden", "busy", "unauthenticated", "unauthenticated"]
+
+
 def test_the_endpoint_answers_by_the_reviewers_verdict_and_the_probes_ask_nothing(
     tmp_path: Path,
 ) -> None:
