@@ -28,7 +28,7 @@ from braid import _native
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
-from braid.nad.plan import Attachment
+from braid.nad.plan import Attachment, AttachmentFields
 
 RECORD_KIND = _native.RECORD_KIND
 RECORD_VERSION = _native.RECORD_VERSION
@@ -38,37 +38,32 @@ NO_RAW = msgspec.Raw()
 State = Literal["planned", "added", "failed", "deleted"]
 
 
-class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
-    """One attachment: a delegate network run for one interface of the pod.
+class AttachmentEntry(AttachmentFields):
+    """One attachment: a delegate network run for one interface of the pod. The fields it
+    shares with the plan's attachment are declared once (``braid.nad.plan.AttachmentFields``);
+    these are the record's own.
 
     ``config`` is the delegate configuration text exactly as resolved (a conflist, or a conf
-    when ``is_list`` is false); the other fields are what each delegate call needs and what
-    the result is verified against; ``auxiliary_chain`` marks the auxiliary chain, whose ADD
-    starts from an empty ``prevResult`` (``braid.nad.plan.empty_prev_result``).
+    when ``is_list`` is false); ``label``: how messages name it ("" when the record has none);
     ``capability_args`` are the entry's own: what its delegates get is the record's with these
-    over them (``AttachmentRecord.capabilities``). ``network_data``: what a DRA driver published
-    for the attachment's device (``status.devices[].networkData``), kept for every later
-    network-status (a hot-plug change rewrites it).
+    over them (``AttachmentRecord.capabilities``); ``state``, ``result`` and ``error``: what
+    became of it. ``network_data``: what a DRA driver published for the attachment's device
+    (``status.devices[].networkData``), kept for every later network-status (a hot-plug change
+    rewrites it).
     """
 
-    name: str
-    network_name: str
-    ifname: str
     config: str
-    position: int = 0
-    is_list: bool = True
-    is_default: bool = False
     label: str = ""
-    args_cni: dict[str, Any] = msgspec.field(default_factory=dict)
     capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
-    ips: list[str] = msgspec.field(default_factory=list)
-    mac: str | None = None
-    default_route: list[str] | None = None
-    auxiliary_chain: bool = False
     state: State = "planned"
     result: msgspec.Raw = NO_RAW
     error: str | None = None
     network_data: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        """The network-status name (the record's ``name``)."""
+        return self.status_name
 
     @classmethod
     def of(cls, attachment: Attachment, capability_args: dict[str, Any]) -> AttachmentEntry:
@@ -80,43 +75,21 @@ class AttachmentEntry(msgspec.Struct, rename="camel", omit_defaults=True):
                 INVALID_CONFIG, f"{attachment.label}: configuration is not UTF-8 JSON"
             ) from exc
         return cls(
-            name=attachment.status_name,
-            network_name=attachment.network_name,
-            ifname=attachment.ifname,
+            **attachment.shared_fields(),
             config=text,
-            position=attachment.position,
-            is_list=attachment.is_list,
-            is_default=attachment.is_default,
             label=attachment.label,
-            args_cni=dict(attachment.args_cni),
             capability_args=capability_args,
-            ips=list(attachment.ips),
-            mac=attachment.mac,
-            default_route=None
-            if attachment.default_route is None
-            else list(attachment.default_route),
-            auxiliary_chain=attachment.auxiliary_chain,
         )
 
     def attachment(self) -> Attachment:
         """The plan entry this record entry was made from (for status and verification), with
         the entry's own capability arguments only."""
         return Attachment(
-            position=self.position,
-            ifname=self.ifname,
-            status_name=self.name,
-            network_name=self.network_name,
+            **self.shared_fields(),
             config=self.config.encode(),
-            is_list=self.is_list,
             source="attachment record",
-            label=self.label or self.name,
-            is_default=self.is_default,
-            args_cni=dict(self.args_cni),
+            label=self.label or self.status_name,
             capability_args=dict(self.capability_args),
-            ips=tuple(self.ips),
-            mac=self.mac,
-            default_route=None if self.default_route is None else tuple(self.default_route),
-            auxiliary_chain=self.auxiliary_chain,
         )
 
     def result_bytes(self) -> bytes | None:

@@ -12,8 +12,36 @@ import msgspec
 from braid.cni.config import NetworkList, network_list_from_bytes, network_list_from_conf
 
 
-class Attachment(msgspec.Struct, frozen=True):
-    """One network attachment of a pod.
+class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """What a plan's attachment and its entry in the attachment record
+    (``braid.engine.record.AttachmentEntry``) both carry, declared once, under the record's
+    member names (``status_name`` is the record's ``name``): the network-status name, the
+    delegate configuration's network name, the interface and position, whether the
+    configuration is a conflist and the cluster default network, the keys merged into each
+    delegate's ``args.cni``, the addresses, MAC and default-route gateways the pod asked for,
+    and whether it is braid's auxiliary chain."""
+
+    position: int = 0
+    ifname: str
+    status_name: str = msgspec.field(name="name")
+    network_name: str
+    is_list: bool = True
+    is_default: bool = False
+    args_cni: dict[str, Any] = msgspec.field(default_factory=dict)
+    ips: tuple[str, ...] = ()
+    mac: str | None = None
+    default_route: tuple[str, ...] | None = None
+    auxiliary_chain: bool = False
+
+    def shared_fields(self) -> dict[str, Any]:
+        """These fields by name: what a plan's attachment and a record entry hand each other."""
+        return {name: getattr(self, name) for name in AttachmentFields.__struct_fields__}
+
+
+# msgspec makes every field of a frozen subclass immutable, the inherited ones too; mypy's
+# dataclass rule does not know it.
+class Attachment(AttachmentFields, frozen=True):  # type: ignore[misc]
+    """One network attachment of a pod (``AttachmentFields`` with what only the plan keeps).
 
     ``config`` is the delegate configuration exactly as plugins get it (a conf when
     ``is_list`` is false; the engine up-converts it), ``status_name`` names the network-status
@@ -24,23 +52,12 @@ class Attachment(msgspec.Struct, frozen=True):
     plugin gets an empty result as ``prevResult`` on ADD (``empty_prev_result``).
     """
 
-    position: int
-    ifname: str
-    status_name: str
-    network_name: str
     config: bytes
-    is_list: bool
     source: str
     label: str
-    is_default: bool = False
-    args_cni: dict[str, Any] = msgspec.field(default_factory=dict)
     capability_args: dict[str, Any] = msgspec.field(default_factory=dict)
-    ips: tuple[str, ...] = ()
-    mac: str | None = None
     infiniband_guid: str | None = None
-    default_route: tuple[str, ...] | None = None
     nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
-    auxiliary_chain: bool = False
 
     def network_list(self) -> NetworkList:
         """The configuration as a validated ``NetworkList`` (a conf up-converted as libcni

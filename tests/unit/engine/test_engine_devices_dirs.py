@@ -149,7 +149,7 @@ def test_a_link_at_any_level_is_not_followed_at_del(tmp_path: Path, level: str) 
 def test_a_link_at_any_level_is_not_read_through(tmp_path: Path, level: str) -> None:
     devinfo, _ = plant_link(tmp_path, level)
     entry = AttachmentEntry(
-        name="default/sriov",
+        status_name="default/sriov",
         network_name="sriov",
         ifname="net1",
         config="{}",

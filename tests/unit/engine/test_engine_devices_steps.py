@@ -139,7 +139,7 @@ def test_device_info_is_read_only_from_braids_own_files(tmp_path: Path) -> None:
              3: own / "net3-device.json", 4: secret}  # fmt: skip
     entries = [
         AttachmentEntry(
-            name=f"default/n{p}",
+            status_name=f"default/n{p}",
             network_name=f"n{p}",
             ifname=f"net{p}",
             config="{}",

@@ -38,7 +38,7 @@ class Nads:
 def entry(name: str, ifname: str, position: int, **extra: object) -> AttachmentEntry:
     label = extra.pop("label", f"{NETWORKS_ANNOTATION} entry {position - 1} (default/{name})")
     return AttachmentEntry(
-        name=f"default/{name}",
+        status_name=f"default/{name}",
         network_name=name,
         ifname=ifname,
         config="{}",
@@ -52,7 +52,7 @@ def entry(name: str, ifname: str, position: int, **extra: object) -> AttachmentE
 
 def record(*entries: AttachmentEntry) -> AttachmentRecord:
     default = AttachmentEntry(
-        name="k", network_name="k", ifname="eth0", config=DEFAULT_CONF, is_default=True,
+        status_name="k", network_name="k", ifname="eth0", config=DEFAULT_CONF, is_default=True,
         label="the default network 'k'", state="added",
     )  # fmt: skip
     return AttachmentRecord(

@@ -26,7 +26,7 @@ NETWORK_DATA = {"ips": ["10.9.0.5"], "mac": "02:00:00:00:00:05"}
 def entry(position: int, result: msgspec.Raw, **fields: object) -> AttachmentEntry:
     name = "kcluster" if position == 0 else f"default/net-{position}"
     return AttachmentEntry(
-        name=name,
+        status_name=name,
         network_name=name.rpartition("/")[2],
         ifname="eth0" if position == 0 else f"net{position}",
         config='{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"fakenet"}]}',

@@ -32,7 +32,7 @@ RESULT = b'{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}'
 def entry(position: int, **fields: Any) -> AttachmentEntry:
     name = "kcluster" if position == 0 else f"default/net-{position}"
     return AttachmentEntry(
-        name=name,
+        status_name=name,
         network_name=name.rpartition("/")[2],
         ifname="eth0" if position == 0 else f"net{position}",
         config='{"cniVersion":"1.0.0","name":"n","plugins":[{"type":"fakenet"}]}',
@@ -50,7 +50,7 @@ def record(container_id: str = "ctr1") -> AttachmentRecord:
         cni_args=[("K8S_POD_NAME", "web-0")],
         attachments=[
             entry(0, state="added", result=msgspec.Raw(RESULT)),
-            entry(1, ips=["10.1.0.5/24"], args_cni={"ips": ["10.1.0.5/24"]}),
+            entry(1, ips=("10.1.0.5/24",), args_cni={"ips": ["10.1.0.5/24"]}),
         ],
     )
 
@@ -136,7 +136,7 @@ def test_salvage_keeps_entries_that_decode_with_their_results() -> None:
     salvaged = info.value.salvaged
     assert [e.ifname for e in salvaged] == ["eth0", "net1"]
     assert json.loads(bytes(salvaged[0].result)) == json.loads(RESULT)
-    assert salvaged[1].ips == ["10.1.0.5/24"]
+    assert salvaged[1].ips == ("10.1.0.5/24",)
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def test_every_field_python_sets_reads_back() -> None:
     record = python_record()
     entry = record.attachments[0]
     entry.state, entry.error, entry.mac = "failed", "DEL failed", "02:00:00:00:00:02"
-    entry.default_route = ["10.1.0.1"]
+    entry.default_route = ("10.1.0.1",)
     entry.auxiliary_chain = True
     again = decode_record(msgspec.json.encode(record), container_id="ctr1")
     assert again == record
