@@ -266,6 +266,36 @@ def device_info_seeds() -> list[bytes]:
     return [*seeds, b"\x00{}", b"\x00[]", b"\x07" + dumps(DEVICE_INFOS[0])]
 
 
+def _pod_message(api: Any, namespace: str, name: str, device: str) -> Any:
+    claim = api.DynamicResource(
+        claim_name="nic",
+        claim_namespace=namespace,
+        claim_resources=[
+            api.ClaimResource(
+                cdi_devices=[api.CDIDevice(name=f"dra.example.com/net={device}")],
+                driver_name="dra.example.com",
+                pool_name="node-a",
+                device_name=device,
+            )
+        ],
+    )
+    devices = api.ContainerDevices(resource_name="intel.com/sriov", device_ids=[device, "x"])
+    container = api.ContainerResources(name="c0", devices=[devices], dynamic_resources=[claim])
+    return api.PodResources(name=name, namespace=namespace, containers=[container])
+
+
+def podresources_seeds() -> list[bytes]:
+    """kubelet's Get and List replies (the first byte: bit 0 for List), as protobuf bytes."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from braid.k8s.podresources import api_pb2 as api  # noqa: PLC0415 - needs the path
+
+    ours = _pod_message(api, "default", "web-0", "0000:03:02.1")
+    other = _pod_message(api, "other", "db-0", "0000:03:02.2")
+    get = api.GetPodResourcesResponse(pod_resources=ours).SerializeToString()
+    listed = api.ListPodResourcesResponse(pod_resources=[other, ours]).SerializeToString()
+    return [b"\x00" + get, b"\x01" + listed, b"\x00", b"\x01", b"\x00\x0a\xff\xff\xff\xff\x0f"]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -283,6 +313,7 @@ def main() -> None:
         "network_status": network_status_seeds(),
         "kubeconfig": kubeconfig_seeds(),
         "device_info": device_info_seeds(),
+        "podresources": podresources_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target
