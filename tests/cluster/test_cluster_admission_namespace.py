@@ -1,9 +1,10 @@
 """braid moved to another namespace by a kustomize overlay (`namespace: braid-alt` over
-deploy/overlays/prod), applied with `kubectl apply -k` to an API server of its own: the
-admission policy confines braid's account in the new namespace, and an account named braid in
-the old one is nobody special. And the node-bound tokens docs/daemon.md tells a daemon run
-outside a pod to use (`kubectl create token --bound-object-kind Pod|Node`) carry the node's
-name, so the policy lets their writes through.
+deploy/overlays/prod, with braid-thin's identity), applied with `kubectl apply -k` to an API
+server of its own: the admission policy confines braid's account in the new namespace, and an
+account named braid in the old one is nobody special; braid-thin's account is held to the same
+rules. And the node-bound tokens docs/daemon.md tells a daemon run outside a pod to use
+(`kubectl create token --bound-object-kind Pod|Node`) carry the node's name, so the policy
+lets their writes through.
 
 The API server, its etcd and everything in them are removed at the end of the module."""
 
@@ -36,6 +37,8 @@ kind: Kustomization
 namespace: {NAMESPACE}
 resources:
   - {{prod}}
+components:
+  - {{thin}}
 """
 
 
@@ -90,7 +93,8 @@ def moved() -> Iterator[Moved]:
         overlay = workdir / "overlay"
         overlay.mkdir()
         prod = os.path.relpath(cluster_manifests.DEPLOY_DIR / "overlays" / "prod", overlay)
-        (overlay / "kustomization.yaml").write_text(OVERLAY.format(prod=prod))
+        thin = os.path.relpath(cluster_manifests.DEPLOY_DIR / "components" / "braid-thin", overlay)
+        (overlay / "kustomization.yaml").write_text(OVERLAY.format(prod=prod, thin=thin))
         result = Moved(server, server.kubeconfig("admin", workdir / "admin.kubeconfig"))
         kubectl(result, "apply", "-k", str(overlay))
         with server.api_client("admin") as admin:
@@ -200,3 +204,11 @@ def test_a_token_bound_to_nothing_names_no_node(enforced: Moved) -> None:
         )
     assert NODE_NAME_KEY not in (review.status.user_info.extra or {})
     assert patch(enforced, unbound, "on-a", STATUS) == 403
+
+
+def test_braid_thins_account_is_held_to_the_same_rules(enforced: Moved) -> None:
+    thin = token(enforced, *bound_to(enforced, "Node"), account="braid-thin")
+    assert patch(enforced, thin, "on-a", STATUS) == 200
+    assert patch(enforced, thin, "on-a", LABEL) == 403
+    assert patch(enforced, thin, "on-b", STATUS) == 403
+    assert patch(enforced, token(enforced, account="braid-thin"), "on-a", STATUS) == 403

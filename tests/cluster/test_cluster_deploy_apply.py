@@ -144,7 +144,7 @@ def test_an_older_cluster_refuses_only_the_admission_policy_component(
     done = kubectl_apply(strict_apiserver, tmp_path, overlay)
     assert done.returncode != 0
     refused = [line for line in done.stderr.splitlines() if "no matches for kind" in line]
-    assert len(refused) == 2, done.stderr
+    assert len(refused) == 3, done.stderr  # the policy and its two bindings
     assert all("ValidatingAdmissionPolicy" in line for line in refused)
     assert "daemonset.apps/braid configured" in done.stdout
     admit(strict_apiserver, daemon_pod(overlay, NAMESPACE))

@@ -53,6 +53,10 @@ def remove_braid(node: Node) -> None:
         "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
         "braid-network-status-only", "--ignore-not-found",
     )  # fmt: skip
+    node.kubectl(
+        "delete", "validatingadmissionpolicybinding", "braid-thin-network-status-only",
+        "--ignore-not-found",
+    )  # fmt: skip
     node.kubectl("delete", "namespace", nb.NAMESPACE, "--ignore-not-found")
     for command in documented_commands():
         on_the_node(node, command)
@@ -77,6 +81,9 @@ def test_uninstall_as_documented_leaves_every_pod_deletable(
     node.kubectl(
         "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
         "braid-network-status-only",
+    )  # fmt: skip
+    node.kubectl(
+        "delete", "validatingadmissionpolicybinding", "braid-thin-network-status-only"
     )  # fmt: skip
     node.kubectl("delete", "namespace", nb.NAMESPACE)
     assert Path("/opt/cni/bin/braid").exists(), "the shim stays for the pods braid attached"

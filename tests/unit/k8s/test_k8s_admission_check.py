@@ -38,7 +38,7 @@ def answer(status: int, message: str) -> ApiError:
 
 
 def test_the_phrases_are_the_policys() -> None:
-    policy, binding = yaml.safe_load_all(POLICY_FILE.read_text())
+    policy, binding, *_ = yaml.safe_load_all(POLICY_FILE.read_text())
     assert policy["metadata"]["name"] == binding["metadata"]["name"] == POLICY_NAME
     said = " ".join(
         str(v.get("messageExpression", "")) + str(v.get("message", ""))
