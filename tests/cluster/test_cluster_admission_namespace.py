@@ -24,6 +24,11 @@ import cluster_manifests
 import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
+from test_k8s_status import wait_until
+
+from braid.config.schema import BraidConfig
+from braid.k8s.admission_check import ENFORCED, MISSING, check_policy
+from braid.k8s.select import connect
 
 NAMESPACE = "braid-alt"
 STATUS_KEY = "k8s.v1.cni.cncf.io/network-status"
@@ -212,3 +217,20 @@ def test_braid_thins_account_is_held_to_the_same_rules(enforced: Moved) -> None:
     assert patch(enforced, thin, "on-a", LABEL) == 403
     assert patch(enforced, thin, "on-b", STATUS) == 403
     assert patch(enforced, token(enforced, account="braid-thin"), "on-a", STATUS) == 403
+
+
+def test_without_its_binding_the_check_finds_the_policy_missing(
+    enforced: Moved, tmp_path: Path
+) -> None:
+    """Last in the module: it deletes the binding."""
+    braid = token(enforced, *bound_to(enforced, "Pod"))
+    config = enforced.server.kubeconfig("braid", tmp_path / "kubeconfig", token=braid)
+    client = connect(BraidConfig(kubeconfig=str(config)).kubernetes, {})
+    try:
+        assert check_policy(client, WORKLOADS, "on-a").reason == ENFORCED
+        kubectl(enforced, "delete", "validatingadmissionpolicybinding", POLICY)
+        assert wait_until(lambda: check_policy(client, WORKLOADS, "on-a").reason == MISSING)
+        verdict = check_policy(client, WORKLOADS, "on-a")
+    finally:
+        client.close()
+    assert verdict.detail.endswith(f"no ValidatingAdmissionPolicyBinding {POLICY}"), verdict

@@ -21,8 +21,11 @@ from braid.version import package_version
 PLACEHOLDER_IMAGE = "registry.example/braid-cni/braid"
 KINDS = ["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
          "ClusterRoleBinding", "ConfigMap", "DaemonSet"]  # fmt: skip
-# The policy, its binding for braid's account and its binding for braid-thin's.
-POLICY_KINDS = ["ValidatingAdmissionPolicy"] + ["ValidatingAdmissionPolicyBinding"] * 2
+# The policy, its binding for braid's account and its binding for braid-thin's, and the right
+# to read them (the daemon's check of the policy).
+POLICY_KINDS = ["ValidatingAdmissionPolicy"] + ["ValidatingAdmissionPolicyBinding"] * 2 + [
+    "ClusterRole", "ClusterRoleBinding"
+]  # fmt: skip
 OPERATIONS = apiserver.REPO_ROOT / "docs" / "operations.md"
 DAEMON_CAPABILITIES = {"NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_CHROOT", "DAC_OVERRIDE"}
 # The node's paths the daemon writes (docs/adr/0012-least-privilege.md).

@@ -21,7 +21,7 @@ from test_daemon_k8s_reads import NETWORKS_KEY, K8sDaemon, k8s_daemon
 from test_k8s_status import wait_until
 
 from braid.config.schema import BraidConfig
-from braid.k8s.admission_check import FORBIDDEN, NOT_BINDING, NOT_ENFORCED, check_policy
+from braid.k8s.admission_check import FORBIDDEN, MISSING, NOT_BINDING, check_policy
 from braid.k8s.select import connect
 
 __all__ = ["k8s_daemon", "node"]  # the fixtures
@@ -110,13 +110,24 @@ def test_an_identity_the_policy_does_not_bind_finds_the_write_accepted(
     token = core.create_namespaced_service_account_token("braid", ns, request).status.token
     config = kube_apiserver.kubeconfig("braid", tmp_path / "other", token=token)
     client = connect(BraidConfig(kubeconfig=str(config)).kubernetes, {})
+    reader = f"braid-admission-check-{ns}"  # what the component grants braid's account
     try:
         assert wait_until(lambda: check_policy(client, ns, "web").reason != FORBIDDEN)
+        unread = check_policy(client, ns, "web")
+        rbac.create_cluster_role_binding({
+            "metadata": {"name": reader},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "braid-admission-check"},
+            "subjects": [{"kind": "ServiceAccount", "name": "braid", "namespace": ns}],
+        })  # fmt: skip
+        assert wait_until(lambda: check_policy(client, ns, "web").reason == NOT_BINDING)
         verdict = check_policy(client, ns, "web")
     finally:
         client.close()
-    assert verdict.reason in (NOT_BINDING, NOT_ENFORCED), verdict
+        rbac.delete_cluster_role_binding(reader)
+    assert unread.reason == MISSING, unread  # it may not read the policy: as if uninstalled
     assert "was accepted" in verdict.detail
+    assert "do not apply to braid's identity" in verdict.detail
     assert "braid-cni.io/admission-check" not in (core.read_namespaced_pod("web", ns).metadata
                                                   .labels or {})  # fmt: skip
 

@@ -1,8 +1,8 @@
 """Whether braid's admission policy (``deploy/components/admission-policy``) is in force for
 braid's own identity, asked of the API server: a server-side dry run (``dryRun=All``: admission
 runs, nothing is stored) of a write the policy forbids, a label added through ``pods/status``
-of a pod of this node. One PATCH; two GETs (the policy and its binding, by name) only when the
-write was accepted, to say which is missing.
+of a pod of this node. One PATCH; two GETs (the policy and its binding, by name, which the component
+lets braid read) only when the write was accepted, to say which is missing.
 
 The policy refuses that write at its label check only after its earlier checks passed (braid's
 token names a node, the pod is on that node), so the answer also says whether braid's own
@@ -130,6 +130,13 @@ def accepted(client: KubeClient, where: str) -> PolicyVerdict:
                     MISSING, f"a dry-run label change of {where} was accepted: no {kind} "
                     f"{POLICY_NAME}"
                 )  # fmt: skip
+            if exc.status == 403:  # the component grants this read: it is not installed
+                return PolicyVerdict(
+                    MISSING,
+                    f"a dry-run label change of {where} was accepted, and braid may not read "
+                    f"{POLICY_NAME}: the component deploy/components/admission-policy (which "
+                    "grants that read) is not installed",
+                )
             return PolicyVerdict(
                 NOT_ENFORCED,
                 f"a dry-run label change of {where} was accepted: the policy is missing or "
