@@ -57,6 +57,9 @@ def remove_braid(node: Node) -> None:
         "delete", "validatingadmissionpolicybinding", "braid-thin-network-status-only",
         "--ignore-not-found",
     )  # fmt: skip
+    node.kubectl(
+        "delete", "clusterrolebinding,clusterrole", "braid-admission-check", "--ignore-not-found"
+    )  # fmt: skip
     node.kubectl("delete", "namespace", nb.NAMESPACE, "--ignore-not-found")
     for command in documented_commands():
         on_the_node(node, command)
@@ -85,6 +88,7 @@ def test_uninstall_as_documented_leaves_every_pod_deletable(
     node.kubectl(
         "delete", "validatingadmissionpolicybinding", "braid-thin-network-status-only"
     )  # fmt: skip
+    node.kubectl("delete", "clusterrolebinding,clusterrole", "braid-admission-check")
     node.kubectl("delete", "namespace", nb.NAMESPACE)
     assert Path("/opt/cni/bin/braid").exists(), "the shim stays for the pods braid attached"
     # 3. braid's configuration off the node: new pods get the default network directly.
