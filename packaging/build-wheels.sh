@@ -18,6 +18,12 @@
 # here when missing and run as root). maturin, zig and auditwheel come from PyPI, pinned in
 # packaging/wheel-tools.txt, into target/wheel-tools/; cargo's outputs are kept in target/zig/,
 # so a second build compiles only what changed.
+#
+# Beside them (docs/supply-chain.md): each wheel carries its CycloneDX SBOM in
+# <dist-info>/sboms/braid-cni.cdx.json (packaging/sbom.py: the crates compiled into it with
+# Cargo.lock's checksums, the Python dependencies it declares), also written as WHEEL.cdx.json,
+# and braid_cni-V.intoto.json is the provenance of everything built (packaging/provenance.py).
+# Two builds of one commit give the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +46,8 @@ if ! cmp -s packaging/wheel-tools.txt "$tools/requirements.txt" 2>/dev/null; the
   echo "build-wheels: tools into $tools (packaging/wheel-tools.txt)"
   rm -rf "$tools"
   python3 -m venv "$tools"
-  "$tools/bin/python" -m pip install -q --disable-pip-version-check -r packaging/wheel-tools.txt
+  "$tools/bin/python" -m pip install -q --disable-pip-version-check --require-hashes \
+    -r packaging/wheel-tools.txt
   cp packaging/wheel-tools.txt "$tools/requirements.txt"
 fi
 maturin=$tools/bin/maturin
@@ -53,6 +60,7 @@ mkdir -p "$out"
 # One build id for the shim and braid._native of every wheel (braid --version, doctor).
 BRAID_BUILD=$(packaging/build-id.sh)
 export BRAID_BUILD
+built=()
 
 for arch in "${arches[@]}"; do
   triple=$arch-unknown-linux-gnu
@@ -80,7 +88,12 @@ for arch in "${arches[@]}"; do
     quiet "$maturin" build --release --locked --zig --compatibility manylinux2014 \
     --target "$triple" --interpreter python3 -o "$out"
   # shellcheck disable=SC2012 # wheel names hold no blanks
-  echo "build-wheels: $(cd "$out" && ls -t braid_cni-*_"$arch".whl | head -n1)"
+  wheel=$(cd "$out" && ls -t braid_cni-*_"$arch".whl | head -n1)
+  crates=(--crate braid-py --crate braid-shim)
+  [[ $arch != x86_64 ]] || crates+=(--crate braid-front) # the front is x86-64 only
+  quiet "$tools/bin/python" packaging/sbom.py wheel "$out/$wheel" --target "$triple" "${crates[@]}"
+  built+=("$out/$wheel")
+  echo "build-wheels: $wheel (SBOM: $wheel.cdx.json)"
 done
 rm -rf "${stage%/*}"
 if ((sdist)); then
@@ -91,5 +104,18 @@ sys.path.insert(0, "packaging/pep517")
 import braid_build
 braid_build.build_sdist(sys.argv[1])' "$out"
   # shellcheck disable=SC2012 # sdist names hold no blanks
-  echo "build-wheels: $(cd "$out" && ls -t braid_cni-*.tar.gz | head -n1)"
+  sdist_name=$(cd "$out" && ls -t braid_cni-*.tar.gz | head -n1)
+  built+=("$out/$sdist_name")
+  echo "build-wheels: $sdist_name"
 fi
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
+provenance=$out/braid_cni-$version.intoto.json
+subjects=()
+for f in "${built[@]}"; do subjects+=(--subject "$f"); done
+quiet "$tools/bin/python" packaging/provenance.py --kind wheel --out "$provenance" "${subjects[@]}" \
+  --input Cargo.lock --input packaging/wheel-tools.txt --input pyproject.toml \
+  --param "architectures=${arches[*]}" --param "build=$BRAID_BUILD" \
+  --tool "cargo=$(cargo --version)" --tool "rustc=$(rustc --version)" \
+  --tool "maturin=$("$maturin" --version)" --tool "zig=$("$tools/bin/python" -m ziglang version)" \
+  --tool "python=$("$tools/bin/python" --version)"
+echo "build-wheels: $(basename "$provenance") (provenance of ${#built[@]} files)"

@@ -3,27 +3,37 @@
 # a container engine, as an OCI image layout archive (what `make image` runs):
 #
 #   base    Debian bookworm by mmdebstrap (the Essential set + packages.txt, trimmed by
-#           trim-base.sh), cached in .cache/image/base-<key>/ with its layer, <key> being a
-#           hash of the recipe: the package list, mmdebstrap's options, trim-base.sh
-#   wheels  the wheels of requirements.txt (pinned), downloaded once into
-#           .cache/image/wheelhouse-<key>/
+#           trim-base.sh), exactly the packages of packages-<arch>.lock: mmdebstrap's
+#           customize hook fails, naming the package, when a version or a .deb's SHA-256
+#           differs from the lock (debian-lock.py). Cached in .cache/image/base-<key>/ with its
+#           layer, <key> being a hash of the recipe: the lock, the package list, mmdebstrap's
+#           options and mirrors, trim-base.sh
+#   wheels  the wheels of requirements.txt (pinned, with hashes) and pip.txt, downloaded once
+#           into .cache/image/wheelhouse-<key>/ in pip's hash-checking mode
 #   braid   a virtualenv at /opt/braid made by the image's own python3, with the wheel
 #           (dist/braid_cni-*.whl) and its dependencies installed offline inside the root
 #           filesystem, byte-compiled (unchecked-hash); the shim at /usr/local/bin/braid and
 #           braid-full (target/release/)
 #   archive two gzip layers (base, braid) and the config, written by oci.py: the same inputs
 #           give the same bytes
+#   attest  the image's CycloneDX SBOM (packaging/sbom.py), also in the image at
+#           /usr/share/doc/braid/sbom.cdx.json, written beside the archive as OUTPUT.cdx.json;
+#           the provenance (packaging/provenance.py) as OUTPUT.intoto.json
+#           (docs/supply-chain.md)
 #
 # Needs root (mmdebstrap --mode=root, chroot). The first build downloads Debian's packages
 # (about a minute); later ones reuse the base and take seconds.
 #
 #   packaging/image/build.sh [--name NAME] [--output FILE] [--work DIR]
-#                            [--refresh-base] [--cached-base-only]
+#                            [--refresh-base] [--refresh-lock] [--cached-base-only]
 #
 #   --name NAME        the image's name (default $BRAID_IMAGE_NAME or docker.io/library/braid:dev)
 #   --output FILE      the archive (default dist/braid-image.oci.tar)
 #   --work DIR         scratch directory, emptied first (default target/image)
-#   --refresh-base     build the base and the wheelhouse again (Debian's updates since)
+#   --refresh-base     build the base and the wheelhouse again
+#   --refresh-lock     build the base from the mirror's current packages and write them to
+#                      packages-<arch>.lock, with BRAID_DEBIAN_SNAPSHOT (default: the newest
+#                      Date of the mirror's Release files) as the lock's snapshot
 #   --cached-base-only fail instead of building a base that is not cached
 #
 # The archive is an OCI image layout in a tar file (`oci-archive`). braid publishes no image:
@@ -38,7 +48,9 @@
 # layer's files and of the image; a base built anew takes it too when it is set (otherwise
 # the time of that build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
 # commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
-# BRAID_IMAGE_MIRROR, BRAID_IMAGE_SECURITY_MIRROR: Debian's archive and its security archive.
+# BRAID_DEBIAN_MIRROR, BRAID_DEBIAN_SECURITY_MIRROR: Debian's archive and its security archive
+# (default deb.debian.org; https://snapshot.debian.org/archive/debian/<snapshot>/ and
+# .../debian-security/<snapshot>/ rebuild the lock's packages wherever the live mirror moved on).
 # BRAID_IMAGE_CACHE: where the base and the wheelhouse are kept (default .cache/image).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +60,7 @@ name=${BRAID_IMAGE_NAME:-docker.io/library/braid:dev}
 output=dist/braid-image.oci.tar
 work=target/image
 refresh=0
+relock=0
 cached_only=0
 while (($#)); do
   case $1 in
@@ -58,6 +71,7 @@ while (($#)); do
     --work) work=$2; shift 2 ;;
     --work=*) work=${1#*=}; shift ;;
     --refresh-base) refresh=1; shift ;;
+    --refresh-lock) refresh=1; relock=1; shift ;;
     --cached-base-only) cached_only=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
@@ -66,9 +80,8 @@ done
 
 cache=${BRAID_IMAGE_CACHE:-.cache/image}
 suite=bookworm
-mirror=${BRAID_IMAGE_MIRROR:-http://deb.debian.org/debian}
-security_mirror=${BRAID_IMAGE_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
-pip_pin=pip==26.3 # runs from its wheel inside the root filesystem; not installed in the image
+mirror=${BRAID_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${BRAID_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 python=python3
 [[ -x .venv/bin/python ]] && python=.venv/bin/python
 started=$SECONDS
@@ -105,13 +118,26 @@ if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
 else
   base_epoch_default=$SOURCE_DATE_EPOCH
 fi
+export SOURCE_DATE_EPOCH # the SBOM's and the provenance's time
 revision=${BRAID_IMAGE_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 echo "       $wheel (braid $version), target/release/braid{,-full}, time $SOURCE_DATE_EPOCH"
 
 # --- 2. the Debian base ----------------------------------------------------------------------
-packages=$(sed -e 's/#.*//' "$here/packages.txt" | xargs | tr ' ' ,)
+lock=$here/packages-$arch.lock
+locked() { "$python" "$here/debian-lock.py" "$@"; }
+if ((relock)); then
+  snapshot=${BRAID_DEBIAN_SNAPSHOT:-auto} # auto: the Date of the mirror's Release files
+  packages=$(sed -e 's/#.*//' "$here/packages.txt" | xargs | tr ' ' ,)
+else
+  [[ -f $lock ]] || die "no $lock: build.sh --refresh-lock writes it (docs/supply-chain.md)"
+  snapshot=$(locked snapshot "$lock")
+  # shellcheck disable=SC2046 # one word a package
+  packages=$(locked versions "$lock" $(sed -e 's/#.*//' "$here/packages.txt") | tr ' ' ,)
+fi
 mm_args=(
   --variant=essential
+  # apt's downloads kept until the customize hook has checked them against the lock
+  --skip=essential/unlink
   # merged /usr by symlinks, as debootstrap does, without the usrmerge package (and Perl)
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
   --include="$packages"
@@ -128,14 +154,14 @@ mirrors=(
   "deb $mirror $suite-updates main"
   "deb $security_mirror $suite-security main"
 )
-base_key=$(
+recipe_key() {
   {
     echo "$suite $arch"
     printf '%s\n' "${mm_args[@]}" "${mirrors[@]}"
-    cat "$here/trim-base.sh"
+    cat "$here/trim-base.sh" "$here/debian-lock.py" "$lock"
   } | sha
-)
-base=$cache/base-$base_key
+}
+if ((relock)); then base=$cache/base-relock; else base=$cache/base-$(recipe_key); fi
 if ((refresh)); then
   rm -rf --one-file-system "$base"
 fi
@@ -149,7 +175,14 @@ else
   rm -rf --one-file-system "$base.partial"
   mkdir -p "$base.partial"
   base_epoch=${base_epoch_default:-$(date +%s)}
+  hook_python=$(realpath "$(command -v "$python")") # the hook runs with no virtualenv
+  if ((relock)); then
+    hook="$hook_python $PWD/$here/debian-lock.py write $PWD/$base.partial/packages.lock \"\$1\" --snapshot $snapshot"
+  else
+    hook="$hook_python $PWD/$here/debian-lock.py check $PWD/$lock \"\$1\""
+  fi
   if ! SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --mode=root "${mm_args[@]}" \
+    --customize-hook="$hook" \
     "$suite" "$base.partial/rootfs" "${mirrors[@]}" >"$base.partial/mmdebstrap.log" 2>&1; then
     tail -n 30 "$base.partial/mmdebstrap.log" >&2
     die "mmdebstrap failed (log: $base.partial/mmdebstrap.log)"
@@ -164,7 +197,20 @@ else
     --mtime "$base_epoch" --clamp --exclude 'dev/*' --exclude 'proc/*' --exclude 'sys/*' \
     >"$base.partial/layer.json"
   touch "$base.partial/done"
-  mv "$base.partial" "$base"
+  if ((relock)); then
+    mv "$base.partial/packages.lock" "$lock"
+    snapshot=$(locked snapshot "$lock")
+    echo "       wrote $lock (snapshot $snapshot)"
+    # shellcheck disable=SC2046
+    packages=$(locked versions "$lock" $(sed -e 's/#.*//' "$here/packages.txt") | tr ' ' ,)
+    mm_args=("${mm_args[@]/#--include=*/--include=$packages}")
+    relocked=$cache/base-$(recipe_key) # where a build from this lock finds it
+    rm -rf --one-file-system "$relocked"
+    mv "$base.partial" "$relocked"
+    base=$relocked
+  else
+    mv "$base.partial" "$base"
+  fi
   # One base is kept: the others were built from an older recipe.
   for old in "$cache"/base-*; do
     [[ $old == "$base" ]] || rm -rf --one-file-system "$old"
@@ -173,18 +219,18 @@ fi
 base_epoch=$(cat "$base/epoch")
 
 # --- 3. the wheelhouse -----------------------------------------------------------------------
-wheels_key=$({ cat "$here/requirements.txt"; echo "$pip_pin $arch"; } | sha)
+wheels_key=$({ cat "$here/requirements.txt" "$here/pip.txt"; echo "$arch"; } | sha)
 wheelhouse=$cache/wheelhouse-$wheels_key
 ((refresh == 0)) || rm -rf "$wheelhouse"
 if [[ -f $wheelhouse/done ]]; then
   step "wheels: cached ($wheelhouse)"
 else
   ((cached_only == 0)) || die "no cached wheelhouse at $wheelhouse (make image)"
-  step "wheels: pip download $(grep -c '==' "$here/requirements.txt") pinned + $pip_pin"
+  step "wheels: pip download $(grep -c '==' "$here/requirements.txt") pinned + pip, hashes checked"
   rm -rf "$wheelhouse.partial"
   # Wheels only, for this machine's CPython 3.11 and glibc: Debian bookworm's, the image's.
   "$python" -m pip download -q --disable-pip-version-check --only-binary=:all: --no-deps \
-    -d "$wheelhouse.partial" -r "$here/requirements.txt" "$pip_pin"
+    --require-hashes -d "$wheelhouse.partial" -r "$here/requirements.txt" -r "$here/pip.txt"
   touch "$wheelhouse.partial/done"
   rm -rf "$wheelhouse"
   mv "$wheelhouse.partial" "$wheelhouse"
@@ -202,14 +248,24 @@ install_dir=$work/rootfs/tmp/braid-install
 mkdir -p "$install_dir"
 cp "$wheelhouse"/*.whl "$here/requirements.txt" "$install_dir/"
 cp "$wheel" "$install_dir/"
+# The wheel too is installed in hash-checking mode: these are the bytes the SBOM names.
+echo "/tmp/braid-install/$(basename "$wheel") --hash=sha256:$(sha256sum <"$wheel" | cut -d' ' -f1)" \
+  >"$install_dir/braid.txt"
 pip_wheel=$(cd "$install_dir" && ls pip-*.whl)
 in_root /usr/bin/python3 -m venv --without-pip /opt/braid
 in_root /opt/braid/bin/python "/tmp/braid-install/$pip_wheel/pip" install -q \
   --no-index --find-links /tmp/braid-install --no-cache-dir --no-compile \
-  --disable-pip-version-check --no-warn-script-location \
-  -r /tmp/braid-install/requirements.txt "/tmp/braid-install/$(basename "$wheel")"
+  --disable-pip-version-check --no-warn-script-location --require-hashes \
+  -r /tmp/braid-install/requirements.txt -r /tmp/braid-install/braid.txt
 in_root /opt/braid/bin/python -m compileall -q --invalidation-mode unchecked-hash \
   /opt/braid/lib >/dev/null
+rm -f "$install_dir/$pip_wheel" # the installer, not installed
+sbom_in_image=usr/share/doc/braid/sbom.cdx.json
+"$python" packaging/sbom.py image --root "$work/rootfs" \
+  --site "$work/rootfs/opt/braid/lib/python3.11/site-packages" --wheels "$install_dir" \
+  --lock "$lock" --version "$version" --out "$work/top/$sbom_in_image" \
+  --file "/usr/local/bin/braid=target/release/braid" \
+  --file "/usr/local/bin/braid-full=target/release/braid-full"
 rm -rf "$install_dir"
 mkdir -p "$work/top/opt" "$work/top/usr/local/bin"
 mv "$work/rootfs/opt/braid" "$work/top/opt/braid"
@@ -237,7 +293,7 @@ digest=$(
     --layer "$base/layer.tar.gz" --layer-created "$base_epoch" \
     --layer-by "Debian $suite (mmdebstrap --variant=essential): ${packages//,/ }" \
     --layer "$work/braid-layer.tar.gz" --layer-created "$SOURCE_DATE_EPOCH" \
-    --layer-by "braid $version: /opt/braid (virtualenv), /usr/local/bin/braid, braid-full" \
+    --layer-by "braid $version: /opt/braid (virtualenv), /usr/local/bin/braid, braid-full, /$sbom_in_image" \
     --env PATH=/opt/braid/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --env LANG=C.UTF-8 \
     --cmd-json '["braidctl","daemon","--config=/etc/braid/braid.conf"]' \
@@ -249,6 +305,20 @@ digest=$(
 )
 rm -rf --one-file-system "$work/rootfs"
 
+# --- 7. the SBOM and the provenance, beside the archive --------------------------------------
+cp "$work/top/$sbom_in_image" "$output.cdx.json"
+"$python" packaging/provenance.py --kind image --out "$output.intoto.json" \
+  --subject "$output" --subject-digest "$name=$digest" \
+  --input Cargo.lock --input "$here/requirements.txt" --input "$here/pip.txt" --input "$lock" \
+  --input "$here/packages.txt" --input "$wheel" \
+  --uri "https://snapshot.debian.org/archive/debian/$snapshot/" \
+  --uri "https://snapshot.debian.org/archive/debian-security/$snapshot/" \
+  --param "name=$name" --param "revision=$revision" --param "debianSnapshot=$snapshot" \
+  --param "debianMirror=$mirror" --param "debianSecurityMirror=$security_mirror" \
+  --tool "mmdebstrap=$(mmdebstrap --version 2>/dev/null || echo none)" \
+  --tool "dpkg=$(dpkg-query -W -f '${Version}' dpkg)" \
+  --tool "python=$("$python" --version)" --tool "pip=$(cd "$wheelhouse" && ls pip-*.whl)"
+
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 layer_size() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
 base_u=$(layer_size "$base/layer.json" uncompressed_size)
@@ -256,6 +326,7 @@ base_c=$(layer_size "$base/layer.json" size)
 top_u=$(layer_size "$work/braid-layer.json" uncompressed_size)
 top_c=$(layer_size "$work/braid-layer.json" size)
 printf 'image: %s  %s in %ds\n' "$output" "$digest" $((SECONDS - started))
+printf '       SBOM %s, provenance %s\n' "$output.cdx.json" "$output.intoto.json"
 printf '       layers: Debian %s (%s gzip), braid %s (%s gzip); archive %s\n' \
   "$(mib "$base_u")" "$(mib "$base_c")" "$(mib "$top_u")" "$(mib "$top_c")" \
   "$(mib "$(stat -c %s "$output")")"
