@@ -39,6 +39,7 @@ __all__ = [
     "container_lock_name",
     "convert_result",
     "decode_record",
+    "del_failed",
     "del_stdins",
     "device_info_dirs",
     "discover_spares",
@@ -79,6 +80,7 @@ __all__ = [
     "start_durable_write",
     "start_plugin",
     "supported_versions",
+    "teardown_order",
     "trusted_paths",
     "version_at_least",
     "version_env",
@@ -253,6 +255,8 @@ def run_sequence(
         float,
     ]
 ]: ...
+def teardown_order(*, positions: Sequence[int]) -> list[int]: ...
+def del_failed(*, name: str, code: int, msg: str, details: str) -> tuple[int, str, str]: ...
 def device_info_dirs(*, data: bytes, container_id: str, device_info_dir: str) -> list[str]: ...
 def remove_device_info_dir(*, directory: str, above: str | None = None) -> None: ...
 def decode_record(

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from braid import _native
 from braid.cni import NetworkList, Runtime
 from braid.engine.context import (
     EngineContext,
@@ -39,13 +40,16 @@ def tear_down(
     *,
     netns: str,
 ) -> list[CniError]:
-    """DELs ``entries`` in reverse; returns every failure (each entry's state says which).
+    """DELs every one of ``entries``, the last in plan order first
+    (``braid_delegate::teardown::order``, the rule the shim's DEL replay follows); returns every
+    failure (each entry's state says which, each names its attachment as the shim's do).
     All of them go to the runtime at once (``Runtime.delete_lists``): every delegate's stdin is
     built before the first runs, and the real executor runs them in one native call, each
     plugin started during the one before. An entry whose network cannot be read fails alone."""
+    order = _native.teardown_order(positions=[entry.position for entry in entries])
     steps = [
         (entry, _network_of(entry), runtime_request(record, entry, netns=netns))
-        for entry in reversed(entries)
+        for entry in (entries[index] for index in order)
     ]
     outcomes = iter(
         runtime.delete_lists(
@@ -64,8 +68,14 @@ def tear_down(
             continue
         entry.state = "failed"
         entry.error = str(error)
-        errors.append(CniError(error.code, f"{entry.label or entry.name}: DEL failed", error.msg))
+        errors.append(
+            CniError(*_native.del_failed(name=entry.label or entry.name, **_parts(error)))
+        )
     return errors
+
+
+def _parts(error: CniError) -> dict[str, Any]:
+    return {"code": error.code, "msg": error.msg, "details": error.details}
 
 
 def _network_of(entry: AttachmentEntry) -> NetworkList | CniError:

@@ -101,9 +101,31 @@ struct Prepared {
     cache_path: Option<PathBuf>,
 }
 
+/// Which of a record's entries (given by their `positions`) a DEL tears down, and in which
+/// order, as indices: every one, whatever its state (a DEL of an attachment never made is
+/// harmless; one skipped may leak what its delegates hold), the last in plan order first (ties:
+/// the later entry first). The engine (`braid.engine.teardown`) and the shim's replay both
+/// follow it.
+pub fn order(positions: &[u64]) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..positions.len()).rev().collect();
+    indices.sort_by_key(|&index| std::cmp::Reverse(positions[index]));
+    indices
+}
+
+/// `entries` in teardown order ([`order`]).
+pub fn in_order(entries: &[Entry]) -> Vec<&Entry> {
+    let positions: Vec<u64> = entries.iter().map(|entry| entry.position).collect();
+    order(&positions).into_iter().map(|i| &entries[i]).collect()
+}
+
+/// The error of an attachment whose DEL failed with `err`: its code, the attachment named
+/// (`name`: its label, else its network-status name), `err` whole in the details.
+pub fn del_failed(name: &str, err: &CniError) -> CniError {
+    CniError::new(err.code, format!("{name}: DEL failed")).with_details(err.to_string())
+}
+
 fn labelled(entry: &Entry, err: &CniError) -> CniError {
-    CniError::new(err.code, format!("{}: DEL failed", entry.display_name()))
-        .with_details(err.to_string())
+    del_failed(entry.display_name(), err)
 }
 
 impl Teardown<'_> {
@@ -285,6 +307,23 @@ mod tests {
 
     fn stdin(data: &[u8]) -> Value {
         serde_json::from_slice(data).expect("stdin JSON")
+    }
+
+    #[test]
+    fn every_entry_goes_the_last_in_plan_order_first() {
+        assert_eq!(order(&[0, 1, 2]), [2, 1, 0]);
+        assert_eq!(order(&[2, 0, 1]), [0, 2, 1]);
+        assert_eq!(order(&[0, 1, 1]), [2, 1, 0], "ties: the later entry first");
+        assert!(order(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_failure_names_its_attachment_and_keeps_the_error_whole() {
+        let err = CniError::new(7, "bad").with_details("why");
+        let failed = del_failed("net1", &err);
+        assert_eq!(failed.code, 7);
+        assert_eq!(failed.msg, "net1: DEL failed");
+        assert_eq!(failed.details, "bad: why (code 7)");
     }
 
     #[test]

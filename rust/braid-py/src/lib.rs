@@ -11,6 +11,7 @@ mod exec;
 mod helpers;
 mod netns;
 mod record;
+mod teardown;
 mod trust;
 
 use braid_cni::{args, config, inject, names, readiness, result, version, CniError};
@@ -274,6 +275,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     durable::register(m)?;
     exec::register(m)?;
     record::register(m)?;
+    teardown::register(m)?;
     trust::register(m)?;
     m.add("ERROR_CODES", braid_cni::codes::ALL.to_vec())?;
     m.add("CNI_VERSIONS", version::ALL.to_vec())?;

@@ -1,7 +1,7 @@
 //! DEL without the daemon: the container's attachment record (`docs/attachment-record.md`)
-//! replayed as the runtime `braid.cni` would run it. Every attachment in reverse plan order;
-//! within one, its plugins in reverse (stopping at the first failure, as libcni does), then
-//! on to the next attachment. Success removes the result cache entries, the record and the
+//! replayed as the runtime `braid.cni` would run it. Every attachment in reverse plan order
+//! (`braid_delegate::teardown::order`, the engine's rule too); within one, its plugins in
+//! reverse (stopping at the first failure, as libcni does), then on to the next attachment. Success removes the result cache entries, the record and the
 //! device-information files braid wrote for the container (`docs/devices.md`); any failure
 //! keeps the record and reports every failure in one error.
 
@@ -21,7 +21,7 @@ use braid_delegate::delegates::Delegates;
 use braid_delegate::devinfo;
 use braid_delegate::lock::{self, Held};
 use braid_delegate::spares;
-use braid_delegate::teardown::Teardown;
+use braid_delegate::teardown::{self, Teardown};
 use braid_wire::answer::answer_wait;
 
 use crate::settings::Settings;
@@ -58,7 +58,7 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         cache_dir: cni_dir,
         delegates: Delegates::new(dirs, settings.plugin_timeout).refusing(own_files()),
     };
-    let order: Vec<&record::Entry> = entries.iter().rev().collect();
+    let order = teardown::in_order(&entries);
     let failures: Vec<CniError> = teardown
         .attachments(&order)
         .into_iter()
