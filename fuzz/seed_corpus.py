@@ -296,6 +296,57 @@ def podresources_seeds() -> list[bytes]:
     return [b"\x00" + get, b"\x01" + listed, b"\x00", b"\x01", b"\x00\x0a\xff\xff\xff\xff\x0f"]
 
 
+DRA_DEVICE = {"driver": "dra.example.com", "pool": "node-a", "device": "nic-1"}
+DRA_OBJECTS = [
+    {  # a pod with a claim of its own and one made from a template
+        "metadata": {"name": "web-0", "namespace": "default", "uid": "u-1"},
+        "spec": {
+            "nodeName": "node-a",
+            "resourceClaims": [
+                {"name": "nic", "resourceClaimName": "shared-nic"},
+                {"name": "gpu", "resourceClaimTemplateName": "gpu-template"},
+            ],
+        },
+        "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "web-0-gpu"}]},
+    },
+    {  # an allocated ResourceClaim, reserved for the pod, with the driver's network data
+        "metadata": {"name": "shared-nic", "namespace": "default", "uid": "c-1"},
+        "status": {
+            "allocation": {"devices": {"results": [{**DRA_DEVICE, "request": "nic"}]}},
+            "reservedFor": [{"resource": "pods", "name": "web-0", "uid": "u-1"}],
+            "devices": [
+                {
+                    **DRA_DEVICE,
+                    "networkData": {
+                        "interfaceName": "net1",
+                        "ips": ["10.9.0.5/24", "2001:db8::5/64"],
+                        "hardwareAddress": "aa:bb:cc:dd:ee:ff",
+                    },
+                }
+            ],
+        },
+    },
+    {  # the node's ResourceSlice of the driver
+        "metadata": {"name": "node-a-dra.example.com"},
+        "spec": {
+            "driver": "dra.example.com",
+            "nodeName": "node-a",
+            "pool": {"name": "node-a", "generation": 2, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": "nic-1",
+                    "attributes": {
+                        "k8s.cni.cncf.io/resourceName": {"string": "example.com/nic"},
+                        "k8s.cni.cncf.io/deviceID": {"string": "0000:03:02.1"},
+                    },
+                }
+            ],
+        },
+    },
+    {"metadata": [], "status": {"allocation": {}}},
+]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -314,6 +365,7 @@ def main() -> None:
         "kubeconfig": kubeconfig_seeds(),
         "device_info": device_info_seeds(),
         "podresources": podresources_seeds(),
+        "dra": [dumps(obj) for obj in DRA_OBJECTS],
     }
     for target, seeds in targets.items():
         folder = out / target

@@ -71,45 +71,57 @@ def field_at(obj: Any, *path: str) -> Any:
 
 
 # What the caches keep of each object: only what braid reads, each list cut one past its bound
-# (so that an object past it is still refused, not read in part).
+# (so that an object past it is still refused, not read in part), a value that should be a
+# list and is not kept as an empty one of its type (refused when read, as the object is).
+
+
+def _cut(value: Any, bound: int) -> Any:
+    if value is None:
+        return None
+    return value[: bound + 1] if isinstance(value, list) else type(value)()
 
 
 def trim_pod_claims(obj: dict[str, Any]) -> dict[str, Any]:
     """The pod's node and claims (``spec``, ``status``), for the pod cache."""
     spec, status = obj.get("spec"), obj.get("status")
-    claims = field_at(spec, "resourceClaims")
     named = field_at(status, "resourceClaimStatuses")
     kept: dict[str, Any] = {}
     if isinstance(spec, dict):
         kept["spec"] = {"nodeName": spec.get("nodeName")}
-        if isinstance(claims, list):
-            kept["spec"]["resourceClaims"] = claims[: MAX_CLAIMS + 1]
-    if isinstance(named, list):
-        kept["status"] = {"resourceClaimStatuses": named[: MAX_CLAIMS + 1]}
+        if spec.get("resourceClaims") is not None:
+            kept["spec"]["resourceClaims"] = _cut(spec["resourceClaims"], MAX_CLAIMS)
+    if named is not None:
+        kept["status"] = {"resourceClaimStatuses": _cut(named, MAX_CLAIMS)}
     return kept
 
 
+def _metadata(obj: dict[str, Any], keep: tuple[str, ...]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return {k: meta[k] for k in keep if k in meta} if isinstance(meta, dict) else {}
+
+
 def trim_claim(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
     keep = ("namespace", "name", "uid", "resourceVersion")
     status = obj.get("status")
     kept: dict[str, Any] = {}
     if isinstance(status, dict):
-        results = field_at(status, "allocation", "devices", "results")
-        if isinstance(status.get("allocation"), dict):
-            cut = results[: MAX_RESULTS + 1] if isinstance(results, list) else results
-            kept["allocation"] = {"devices": {"results": cut}}
+        allocation = status.get("allocation")
+        if isinstance(allocation, dict):  # devices not a mapping: read as not allocated
+            devices = allocation.get("devices")
+            results = _cut(field_at(devices, "results"), MAX_RESULTS)
+            kept["allocation"] = (
+                {"devices": {"results": results}} if isinstance(devices, dict) else {}
+            )
         for key, bound in (("reservedFor", MAX_RESERVED), ("devices", MAX_RESULTS)):
-            if isinstance(status.get(key), list):
-                kept[key] = status[key][: bound + 1]
-    return {"metadata": {k: meta[k] for k in keep if k in meta}, "status": kept}
+            if status.get(key) is not None:
+                kept[key] = _cut(status[key], bound)
+    return {"metadata": _metadata(obj, keep), "status": kept}
 
 
 def trim_slice(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
     spec = obj.get("spec")
     if not isinstance(spec, dict):
-        return {"metadata": {k: meta[k] for k in ("name", "resourceVersion") if k in meta}}
+        return {"metadata": _metadata(obj, ("name", "resourceVersion"))}
     listed = spec.get("devices")
     devices = []
     for device in listed[: MAX_SLICE_DEVICES + 1] if isinstance(listed, list) else []:
@@ -122,7 +134,7 @@ def trim_slice(obj: dict[str, Any]) -> dict[str, Any]:
             {"name": name, "attributes": {k: attributes[k] for k in ours if k in attributes}}
         )
     return {
-        "metadata": {k: meta[k] for k in ("name", "resourceVersion") if k in meta},
+        "metadata": _metadata(obj, ("name", "resourceVersion")),
         "spec": {
             "driver": spec.get("driver"),
             "pool": spec.get("pool"),
@@ -146,16 +158,17 @@ def claim_names(pod: dict[str, Any], what: str) -> list[str] | None:
         MAX_CLAIMS,
         f"{what} status.resourceClaimStatuses",
     )
-    generated = {s.get("name"): s.get("resourceClaimName") for s in statuses}
+    generated = {_text(s, "name"): s.get("resourceClaimName") for s in statuses}
     names = []
     for entry in entries:
         direct = _text(entry, "resourceClaimName")
         if direct:
             names.append(direct)
         elif _text(entry, "resourceClaimTemplateName"):
-            if entry.get("name") not in generated:
+            name = _text(entry, "name")
+            if not name or name not in generated:
                 return None
-            made = generated[entry.get("name")]
+            made = generated[name]
             if isinstance(made, str) and made:  # null: the template needed no claim
                 names.append(made)
     return list(dict.fromkeys(names))

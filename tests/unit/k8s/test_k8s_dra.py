@@ -135,15 +135,15 @@ def test_the_caches_keep_only_what_braid_reads_cut_past_the_bounds() -> None:
     for garbage in ({"x": 1}, "devices", 7):  # never a crash of the watch's thread
         hostile = trim_slice({"spec": {"driver": "d", "devices": garbage}})
         assert hostile["spec"]["devices"] == []
-        assert trim_claim({"status": {"allocation": garbage, "reservedFor": garbage}})[
-            "status"
-        ] in (
-            {},
-            {"allocation": {"devices": {"results": None}}},
-        )
-        assert trim_pod_claims({"spec": {"resourceClaims": garbage}, "status": garbage}) == {
-            "spec": {"nodeName": None}
-        }
+        # What the cache keeps reads as the object does: not allocated, and refused.
+        kept = trim_claim({"status": {"allocation": garbage, "reservedFor": garbage}})
+        assert allocated(kept, "c") is None
+        with pytest.raises(CniError, match="expected a list"):
+            reserved_for(kept, "c")
+        kept = trim_pod_claims({"spec": {"resourceClaims": garbage}, "status": garbage})
+        assert kept["spec"]["nodeName"] is None
+        with pytest.raises(CniError, match="expected a list"):
+            claim_names(kept, "p")
     assert trim_pod_claims({"spec": {"containers": [], "nodeName": "n"}}) == {
         "spec": {"nodeName": "n"}
     }
