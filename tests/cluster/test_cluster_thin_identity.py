@@ -96,7 +96,10 @@ def braid_client(kube_apiserver: apiserver.ApiServer, tmp_path: Path) -> Iterato
 
 
 def keeper(client: KubeClient, path: Path, node_name: str) -> ThinTokenKeeper:
-    conf = b'{"type": "braid", "thinKubeconfig": "/x", "thinTokenSeconds": 600}'
+    conf = (
+        b'{"type": "braid", "thinKubeconfig": "/x", "thinTokenSeconds": 600, '
+        b'"thinServiceAccount": "braid-system/braid-thin"}'
+    )
     return keeper_of(load_braid_config(conf).config.daemon, str(path), node_name, client)
 
 
@@ -195,14 +198,22 @@ def thin_kubeconfig(
 
 
 def test_braid_thin_does_its_job_with_it(
-    thin_kubeconfig: Path, kube_admin: kubernetes.client.ApiClient, kube_namespace: str, node: Node
+    thin_kubeconfig: Path,
+    kube_admin: kubernetes.client.ApiClient,
+    kube_namespace: str,
+    node: Node,
+    test_node: str,
 ) -> None:
     ns, path = kube_namespace, thin_kubeconfig
     create_nad(kube_admin, ns, "blue")
-    uid = create_pod(kube_admin, ns, "web", {NETWORKS_KEY: "blue"})
+    # On the token's node: the admission policy, where installed, holds braid-thin's writes to
+    # the pods of its own node.
+    uid = create_pod(kube_admin, ns, "web", {NETWORKS_KEY: "blue"}, node=test_node)
     # One ADD and one DEL as braid-thin makes them, with the kubeconfig the daemon wrote.
-    result, code = node.run("ADD", namespace=ns, pod="web", uid=uid, kubeconfig=str(path))
-    assert code == 0, result
+    result, code = node.run(
+        "ADD", namespace=ns, pod="web", uid=uid, kubeconfig=str(path), statusWritePolicy="fail"
+    )
+    assert code == 0, result  # "fail": a refused status write fails the ADD, saying why
     status = json.loads(read_pod(kube_admin, ns, "web").metadata.annotations[STATUS_KEY])
     assert [s["name"] for s in status] == ["kcluster", f"{ns}/blue"]
     result, code = node.run("DEL", namespace=ns, pod="web", uid=uid, kubeconfig=str(path))
@@ -274,7 +285,11 @@ def test_the_daemon_keeps_braid_thins_kubeconfig(
             raise
     try:
         path = k8s_daemon.root / "net.d" / "braid-thin.kubeconfig"
-        k8s_daemon.start(thinKubeconfig=str(path), thinTokenSeconds=600)
+        k8s_daemon.start(
+            thinKubeconfig=str(path),
+            thinTokenSeconds=600,
+            thinServiceAccount="braid-system/braid-thin",
+        )
         assert wait_until(path.exists), k8s_daemon.log_text()
         said = claims(token_in(path))
         assert said["sub"] == THIN_USER

@@ -33,7 +33,8 @@ def test_the_installer_keeps_braid_thins_kubeconfig(
         [sys.executable, "-m", "braid.commands.install", "--mode", "auto", "--skip-binary",
          "--cni-conf-dir", str(tmp_path / "net.d"), "--poll-interval", "0.2",
          "--thin-kubeconfig", str(path), "--thin-token-seconds", "600",
-         "--node-name", test_node, "--kubeconfig", str(braid)],
+         "--node-name", test_node, "--kubeconfig", str(braid),
+         "--thin-service-account", "braid-system/braid-thin"],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -42,8 +42,9 @@ def add_thin_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--thin-service-account",
-        default="braid-system/braid-thin",
-        help="NAMESPACE/NAME whose tokens --thin-kubeconfig carries",
+        default="",
+        help="NAMESPACE/NAME whose tokens --thin-kubeconfig carries (default: braid-thin in "
+        "the namespace of this pod's account)",
     )
     p.add_argument(
         "--thin-token-seconds",

@@ -95,7 +95,7 @@ class DaemonConfig(msgspec.Struct, frozen=True):
     hot_plug_timeout: float
     metrics_auth: str = "none"
     thin_kubeconfig: str = ""
-    thin_service_account: str = "braid-system/braid-thin"
+    thin_service_account: str = ""
     thin_token_seconds: int = 3600
 
 

@@ -99,9 +99,10 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     # reviews (TokenReview, SubjectAccessReview of `get` on the path; docs/daemon.md).
     daemon_metrics_auth: str = "none"
     # braid-thin's kubeconfig, which the daemon keeps with a short-lived token of
-    # `thinServiceAccount` bound to its node ("": none; docs/kubernetes.md).
+    # `thinServiceAccount` bound to its node ("": none; docs/kubernetes.md); that account's
+    # NAMESPACE/NAME, "": braid-thin in the daemon's own namespace.
     thin_kubeconfig: str = ""
-    thin_service_account: str = "braid-system/braid-thin"
+    thin_service_account: str = ""
     thin_token_seconds: int = 3600
     # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
     status_write_policy: str = "background"

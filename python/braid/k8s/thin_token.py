@@ -21,10 +21,11 @@ import datetime
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -34,7 +35,7 @@ import msgspec
 from braid.config.layers import DaemonConfig
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.errors import ApiError
-from braid.k8s.kubeconfig import Credentials, file_signature
+from braid.k8s.kubeconfig import SERVICE_ACCOUNT_DIR, Credentials, file_signature
 
 if TYPE_CHECKING:
     from braid.k8s.client import KubeClient
@@ -45,6 +46,9 @@ RETRY_SECONDS = 30.0
 # The API server's bounds on expirationSeconds: at least 10 minutes; a day is braid's.
 MIN_TOKEN_SECONDS, MAX_TOKEN_SECONDS = 600, 86400
 _REFUSED_BINDING = frozenset({400, 422})
+THIN_ACCOUNT_NAME = "braid-thin"
+# A namespace's name: an RFC 1123 label (at most 63 characters).
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,26 @@ def token_path(account: str) -> str:
         f"/api/v1/namespaces/{quote(namespace, safe='')}/serviceaccounts/"
         f"{quote(name, safe='')}/token"
     )
+
+
+def account_of(account: str, account_dir: str = SERVICE_ACCOUNT_DIR) -> str:
+    """``account`` (``thinServiceAccount``), or braid-thin in the namespace of the pod's own
+    ServiceAccount when it is "" (so a deployment moved to another namespace needs no edit);
+    code 7 outside a pod."""
+    if account:
+        token_path(account)
+        return account
+    try:
+        namespace = Path(account_dir, "namespace").read_text(encoding="ascii")[:64].strip()
+    except (OSError, UnicodeDecodeError):
+        namespace = ""
+    if not _NAMESPACE.fullmatch(namespace):
+        raise CniError(
+            INVALID_CONFIG,
+            "thinServiceAccount is not set and braid does not run in a pod whose namespace "
+            f"it can read ({account_dir}/namespace): set it to NAMESPACE/NAME",
+        )
+    return f"{namespace}/{THIN_ACCOUNT_NAME}"
 
 
 def kubeconfig_text(creds: Credentials, token: str) -> bytes:
@@ -231,10 +255,9 @@ def keeper_of(
             "thinKubeconfig is set but the daemon has no Kubernetes API client to ask for "
             "braid-thin's token: set `kubeconfig` or run it in a pod",
         )
-    token_path(config.thin_service_account)
     identity = ThinIdentity(
         path=local_path,
-        account=config.thin_service_account,
+        account=account_of(config.thin_service_account),
         node=node,
         seconds=config.thin_token_seconds,
     )
@@ -256,5 +279,5 @@ def standalone_keeper(
     def load() -> Credentials:
         return kubeconfig_credentials(kubeconfig) if kubeconfig else in_cluster_credentials(env)
 
-    token_path(identity.account)
+    identity = replace(identity, account=account_of(identity.account))
     return ThinTokenKeeper(KubeClient(CredentialReloader(load)), identity)

@@ -17,7 +17,13 @@ from braid.config.schema import load_braid_config
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.errors import ApiError
 from braid.k8s.kubeconfig import Credentials, kubeconfig_credentials
-from braid.k8s.thin_token import RETRY_SECONDS, ThinTokenKeeper, keeper_of, token_path
+from braid.k8s.thin_token import (
+    RETRY_SECONDS,
+    ThinTokenKeeper,
+    account_of,
+    keeper_of,
+    token_path,
+)
 
 CREDS = Credentials(server="https://10.96.0.1:443", source="test", ca_data="-----CA-----\n")
 
@@ -51,7 +57,10 @@ class FakeApi:
 def make(tmp_path: Path, **api: Any) -> tuple[ThinTokenKeeper, FakeApi, list[float]]:
     clock = [1_800_000_000.0]
     fake = FakeApi(clock, **api)
-    conf = b'{"type": "braid", "thinKubeconfig": "/x", "thinTokenSeconds": 1000}'
+    conf = (
+        b'{"type": "braid", "thinKubeconfig": "/x", "thinTokenSeconds": 1000, '
+        b'"thinServiceAccount": "braid-system/braid-thin"}'
+    )
     keeper = keeper_of(
         load_braid_config(conf).config.daemon,
         str(tmp_path / "d" / "thin.kubeconfig"),
@@ -145,9 +154,21 @@ def test_the_keys_are_validated_and_need_an_api_client() -> None:
     with pytest.raises(CniError, match="thinTokenSeconds"):
         load_braid_config(b'{"type": "braid", "thinTokenSeconds": 60}')
     config = load_braid_config(b'{"type": "braid", "thinKubeconfig": "/k"}').config.daemon
-    assert (config.thin_service_account, config.thin_token_seconds) == (
-        "braid-system/braid-thin",
-        3600,
-    )
+    assert (config.thin_service_account, config.thin_token_seconds) == ("", 3600)
     with pytest.raises(CniError, match="no Kubernetes API client"):
         keeper_of(config, "/k", "node-a", None)
+
+
+def test_without_an_account_it_is_braid_thin_in_the_pods_own_namespace(tmp_path: Path) -> None:
+    (tmp_path / "namespace").write_text("cni-system")
+    assert account_of("", str(tmp_path)) == "cni-system/braid-thin"
+    assert account_of("team/thin", str(tmp_path)) == "team/thin"
+
+
+@pytest.mark.parametrize("content", [None, "", "../etc", "Upper", "a" * 64, "x\ny"])
+def test_outside_a_pod_the_account_must_be_named(tmp_path: Path, content: str | None) -> None:
+    if content is not None:
+        (tmp_path / "namespace").write_text(content)
+    with pytest.raises(CniError, match="thinServiceAccount is not set") as refused:
+        account_of("", str(tmp_path))
+    assert refused.value.code == INVALID_CONFIG
