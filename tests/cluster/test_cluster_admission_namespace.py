@@ -10,9 +10,11 @@ The API server, its etcd and everything in them are removed at the end of the mo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -234,3 +236,23 @@ def test_without_its_binding_the_check_finds_the_policy_missing(
     finally:
         client.close()
     assert verdict.detail.endswith(f"no ValidatingAdmissionPolicyBinding {POLICY}"), verdict
+    found = doctor(config, tmp_path)
+    assert found["status"] == "fail", found
+    assert str(found["detail"]).startswith("missing: "), found
+    assert "deploy/components/admission-policy" in str(found["fix"])
+
+
+def doctor(kubeconfig: Path, workdir: Path) -> dict[str, object]:
+    """`braidctl doctor -o json`'s admission policy finding, for a daemon on alt-a."""
+    config = workdir / "braid.conf"
+    config.write_text(json.dumps({"cniVersion": "1.1.0", "name": "braid", "type": "braid",
+                                  "kubeconfig": str(kubeconfig)}))  # fmt: skip
+    env = {**os.environ, "BRAID_NODE_NAME": "alt-a"}
+    done = subprocess.run(
+        [sys.executable, "-m", "braid.commands.braidctl", "doctor", "-o", "json",
+         f"--config={config}", f"--cni-conf-dir={workdir}"],
+        capture_output=True, text=True, env=env, check=False, timeout=60,
+    )  # fmt: skip
+    [found] = [f for f in json.loads(done.stdout) if f["check"] == "admission policy"]
+    assert isinstance(found, dict)
+    return found
