@@ -68,7 +68,7 @@ def delete(client: kubernetes.client.ApiClient, doc: dict[str, Any]) -> None:
 
 
 @pytest.fixture
-def test_node(kube_admin: kubernetes.client.ApiClient) -> Iterator[str]:
+def thin_node(kube_admin: kubernetes.client.ApiClient) -> Iterator[str]:
     """A Node object of the test's own (no kubelet behind it)."""
     name = f"thin-{uuid.uuid4().hex[:8]}"
     core = kubernetes.client.CoreV1Api(kube_admin)
@@ -124,11 +124,11 @@ def test_the_token_is_bound_to_the_node_short_lived_and_private(
     thin_rbac: object,
     braid_client: KubeClient,
     kube_admin: kubernetes.client.ApiClient,
-    test_node: str,
+    thin_node: str,
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "net.d" / "braid.d" / "braid-thin.kubeconfig"
-    keeper(braid_client, path, test_node).look()
+    keeper(braid_client, path, thin_node).look()
     found = path.stat()
     assert stat.S_IMODE(found.st_mode) == 0o600
     assert (found.st_uid, found.st_gid) == (0, 0)
@@ -136,21 +136,21 @@ def test_the_token_is_bound_to_the_node_short_lived_and_private(
     said = claims(token)
     assert said["sub"] == THIN_USER
     assert said["exp"] - said["iat"] == 600
-    assert said["kubernetes.io"]["node"]["name"] == test_node
+    assert said["kubernetes.io"]["node"]["name"] == thin_node
     status = authenticated(kube_admin, token)
     assert status.authenticated
     assert status.user.username == THIN_USER
-    assert status.user.extra["authentication.kubernetes.io/node-name"] == [test_node]
+    assert status.user.extra["authentication.kubernetes.io/node-name"] == [thin_node]
     creds = kubeconfig_credentials(str(path))  # braid-thin reads it as its `kubeconfig`
     assert creds.token == token
     assert creds.server == braid_client.reloader.current().credentials.server
 
 
 def test_it_is_replaced_before_it_expires_and_when_the_file_changes(
-    thin_rbac: object, braid_client: KubeClient, test_node: str, tmp_path: Path
+    thin_rbac: object, braid_client: KubeClient, thin_node: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "braid-thin.kubeconfig"
-    kept = keeper(braid_client, path, test_node)
+    kept = keeper(braid_client, path, thin_node)
     kept.look()
     first, inode = token_in(path), path.stat().st_ino
     kept.look()  # not due: nothing asked, nothing written
@@ -176,24 +176,24 @@ def test_the_token_dies_with_its_node(
     thin_rbac: object,
     braid_client: KubeClient,
     kube_admin: kubernetes.client.ApiClient,
-    test_node: str,
+    thin_node: str,
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "braid-thin.kubeconfig"
-    keeper(braid_client, path, test_node).look()
+    keeper(braid_client, path, thin_node).look()
     token = token_in(path)
     assert authenticated(kube_admin, token).authenticated
-    kubernetes.client.CoreV1Api(kube_admin).delete_node(test_node)
+    kubernetes.client.CoreV1Api(kube_admin).delete_node(thin_node)
     assert wait_until(lambda: not authenticated(kube_admin, token).authenticated)
 
 
 @pytest.fixture
 def thin_kubeconfig(
-    thin_rbac: object, braid_client: KubeClient, test_node: str, tmp_path: Path
+    thin_rbac: object, braid_client: KubeClient, thin_node: str, tmp_path: Path
 ) -> Path:
-    """braid-thin's kubeconfig as the daemon of `test_node` writes it."""
+    """braid-thin's kubeconfig as the daemon of `thin_node` writes it."""
     path = tmp_path / "braid-thin.kubeconfig"
-    keeper(braid_client, path, test_node).look()
+    keeper(braid_client, path, thin_node).look()
     return path
 
 
@@ -202,13 +202,13 @@ def test_braid_thin_does_its_job_with_it(
     kube_admin: kubernetes.client.ApiClient,
     kube_namespace: str,
     node: Node,
-    test_node: str,
+    thin_node: str,
 ) -> None:
     ns, path = kube_namespace, thin_kubeconfig
     create_nad(kube_admin, ns, "blue")
     # On the token's node: the admission policy, where installed, holds braid-thin's writes to
     # the pods of its own node.
-    uid = create_pod(kube_admin, ns, "web", {NETWORKS_KEY: "blue"}, node=test_node)
+    uid = create_pod(kube_admin, ns, "web", {NETWORKS_KEY: "blue"}, node=thin_node)
     # One ADD and one DEL as braid-thin makes them, with the kubeconfig the daemon wrote.
     result, code = node.run(
         "ADD", namespace=ns, pod="web", uid=uid, kubeconfig=str(path), statusWritePolicy="fail"

@@ -13,15 +13,15 @@ from pathlib import Path
 import apiserver
 import kubernetes.client
 import pytest
-from test_cluster_thin_identity import THIN_USER, claims, test_node, thin_rbac, token_in
+from test_cluster_thin_identity import THIN_USER, claims, thin_node, thin_rbac, token_in
 from test_k8s_status import wait_until
 
-__all__ = ["test_node", "thin_rbac"]  # the fixtures
+__all__ = ["thin_node", "thin_rbac"]  # the fixtures
 
 
 def test_the_installer_keeps_braid_thins_kubeconfig(
     thin_rbac: object,
-    test_node: str,
+    thin_node: str,
     kube_apiserver: apiserver.ApiServer,
     kube_admin: kubernetes.client.ApiClient,
     tmp_path: Path,
@@ -33,7 +33,7 @@ def test_the_installer_keeps_braid_thins_kubeconfig(
         [sys.executable, "-m", "braid.commands.install", "--mode", "auto", "--skip-binary",
          "--cni-conf-dir", str(tmp_path / "net.d"), "--poll-interval", "0.2",
          "--thin-kubeconfig", str(path), "--thin-token-seconds", "600",
-         "--node-name", test_node, "--kubeconfig", str(braid),
+         "--node-name", thin_node, "--kubeconfig", str(braid),
          "--thin-service-account", "braid-system/braid-thin"],
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -42,7 +42,7 @@ def test_the_installer_keeps_braid_thins_kubeconfig(
         said = claims(token_in(path))
         assert said["sub"] == THIN_USER
         assert said["exp"] - said["iat"] == 600
-        assert said["kubernetes.io"]["node"]["name"] == test_node
+        assert said["kubernetes.io"]["node"]["name"] == thin_node
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         review = {"spec": {"token": token_in(path)}}
         answer = kubernetes.client.AuthenticationV1Api(kube_admin).create_token_review(review)
