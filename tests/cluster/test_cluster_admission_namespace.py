@@ -203,8 +203,16 @@ def test_a_token_bound_to_braids_pod_or_node_names_the_node(enforced: Moved, kin
     assert patch(enforced, braid, "on-b", STATUS) == 403
 
 
-def test_a_token_bound_to_nothing_names_no_node(enforced: Moved) -> None:
-    unbound = token(enforced)
+@pytest.mark.parametrize("bound", ["nothing", "Secret"])
+def test_a_token_bound_to_nothing_or_a_secret_names_no_node(enforced: Moved, bound: str) -> None:
+    flags: list[str] = []
+    if bound == "Secret":
+        kubectl(enforced, "create", "secret", "generic", "braid-bound", "-n", NAMESPACE)
+        uid = kubectl(enforced, "get", "secret", "braid-bound", "-n", NAMESPACE,
+                      "-o", "jsonpath={.metadata.uid}")  # fmt: skip
+        flags = ["--bound-object-kind=Secret", "--bound-object-name=braid-bound",
+                 f"--bound-object-uid={uid}"]  # fmt: skip
+    unbound = token(enforced, *flags)
     with enforced.server.api_client(token=unbound) as client:
         review = kubernetes.client.AuthenticationV1Api(client).create_self_subject_review(
             kubernetes.client.V1SelfSubjectReview()
