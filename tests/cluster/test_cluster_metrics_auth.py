@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,6 +128,23 @@ def test_only_a_reader_gets_the_metrics_and_the_probes_ask_nothing(
     assert wait_until(lambda: get(health, "/readyz")[0] == 200), k8s_daemon.log_text()
     assert get(health, "/healthz")[2] == b"ok\n"
     assert get(health, "/metrics")[0] == 404
+
+
+def test_a_flood_of_distinct_tokens_is_held_to_the_review_rate(
+    k8s_daemon: K8sDaemon, scrapers: dict[str, str], fault_proxy: faultproxy.FaultProxy
+) -> None:
+    k8s_daemon.start(daemonMetricsAuth="kubernetes")
+    port = k8s_daemon.metrics_port
+    assert get(port, "/metrics", scrapers["reader"])[0] == 200  # kept from here on
+    before, started = len(fault_proxy.requests(TOKEN_REVIEWS)), time.monotonic()
+    statuses = [get(port, "/metrics", f"flood-{n}")[0] for n in range(300)]
+    elapsed = time.monotonic() - started
+    reviews = len(fault_proxy.requests(TOKEN_REVIEWS)) - before
+    # The bucket: 20 at once, then 5 a second (one review each: the tokens are unknown).
+    assert reviews <= 20 + 5 * elapsed + 1, (reviews, elapsed)
+    assert set(statuses) == {401, 429}
+    assert statuses.count(429) >= 300 - reviews
+    assert get(port, "/metrics", scrapers["reader"])[0] == 200  # a kept answer is not held back
 
 
 def test_without_the_review_rights_every_scrape_is_503_and_the_log_says_why(
