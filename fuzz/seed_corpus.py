@@ -347,6 +347,15 @@ DRA_OBJECTS = [
 ]
 
 
+def devinfo_seeds() -> list[bytes]:
+    """A container ID, NUL, then capability arguments naming its device-information file (or
+    a ``deviceInfoDir``)."""
+    base = "/var/run/k8s.cni.cncf.io/devinfo"
+    files = [f"{base}/cni/abc123/net1-device.json", f"{base}/cni/../cni/abc123/x", "cni/abc123/x"]
+    seeds = [b"abc123\0" + dumps({"CNIDeviceInfoFile": f, "portMappings": []}) for f in files]
+    return [*seeds, f"abc123\0{base}/".encode(), b"..\0/cni/../x", b"\0{}"]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -366,6 +375,7 @@ def main() -> None:
         "device_info": device_info_seeds(),
         "podresources": podresources_seeds(),
         "dra": [dumps(obj) for obj in DRA_OBJECTS],
+        "devinfo": devinfo_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target

@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod config;
+pub mod devinfo;
 pub mod record;
 pub mod result;
 pub mod wire;
