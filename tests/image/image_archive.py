@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-ARCHIVE = REPO / "dist" / "braid-image.oci.tar"
+# BRAID_IMAGE_ARCHIVE: an archive built elsewhere (build.sh --output), its wheel beside it.
+ARCHIVE = Path(os.environ.get("BRAID_IMAGE_ARCHIVE", REPO / "dist" / "braid-image.oci.tar"))
 BUILD = REPO / "packaging" / "image" / "build.sh"
 REQUIREMENTS = REPO / "packaging" / "image" / "requirements.txt"
 SHIM_DIR = REPO / "target" / "release"

@@ -1,6 +1,7 @@
 """The same inputs give the same archive: `packaging/image/build.sh` run again on the cached
 Debian base and wheelhouse (never mmdebstrap: it fails when they are not cached), with the
-built archive's name, time and revision, writes the very bytes `make image` wrote."""
+built archive's name, time and revision, writes the very bytes `make image` wrote, and the
+same SBOM."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def test_building_again_gives_the_same_bytes(image: OciArchive, scratch: Path) -
     )
     assert differing == [], f"differs: {differing} (config: {rebuilt.config})"
     assert digest(again) == digest(ARCHIVE)
+    # The SBOM beside it too (the one inside is in the layer compared above).
+    assert Path(f"{again}.cdx.json").read_bytes() == Path(f"{ARCHIVE}.cdx.json").read_bytes()
     assert rebuilt.manifest_descriptor["digest"] == image.manifest_descriptor["digest"]
 
 
