@@ -27,7 +27,7 @@ def detach(
     """Waits for the readiness indicator, then tears down every attachment (``delete``);
     once all are down, the device-information files braid wrote for them go too, before the
     runtime hears of the success (an early ``answer`` included)."""
-    wait_ready(ctx.config.readinessindicatorfile, operation="detaching")
+    wait_ready(ctx.config.engine.dirs.readiness_indicator_file, operation="detaching")
     delete(
         ctx, request, capability_args, answer, done=lambda record: remove_device_info(ctx, record)
     )

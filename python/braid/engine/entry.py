@@ -157,7 +157,7 @@ def run_cni(
             log.warning("%s", warning)
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
-        pool = None if spares is None else spares.get(config.cni_dir)
+        pool = None if spares is None else spares.get(config.engine.dirs.cni_dir)
         opened = session(config, env)
         try:
             return _run_in_session(
