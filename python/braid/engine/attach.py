@@ -109,7 +109,7 @@ def _add(
 ) -> AddOutcome:
     # Before anything runs: the default network's result is converted to it at the end.
     require_answerable(ctx.config.cni_version, "braid's configuration")
-    wait_ready(ctx.config.readinessindicatorfile, operation="attaching")
+    wait_ready(ctx.config.engine.dirs.readiness_indicator_file, operation="attaching")
     executions = ExecutionPlan(observer=delegate_observer())  # closed whatever happens
     firsts = ctx.memory.first_delegates if ctx.memory is not None else None
     try:
@@ -191,7 +191,7 @@ def _finish(
     not fsynced), each as early as its reader needs it. Whatever of it can fail does so before
     the answer and rolls the ADD back: no failure leaves an attachment behind. Returns the
     default network's result and the status."""
-    keys = ctx.config.network_status_keys
+    keys = ctx.config.kubernetes.network_status_keys
     infos = (device_infos(ctx, record), record.network_data())
     try:
         default = _default_result(ctx, record)
