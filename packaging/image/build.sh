@@ -46,7 +46,8 @@
 #
 # Environment: SOURCE_DATE_EPOCH (default: the commit time of HEAD) is the time of the braid
 # layer's files and of the image; a base built anew takes it too when it is set (otherwise
-# the time of that build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
+# the time of that build; BRAID_IMAGE_BASE_EPOCH overrides both: the provenance's baseEpoch
+# rebuilds the base of an earlier build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
 # commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
 # BRAID_DEBIAN_MIRROR, BRAID_DEBIAN_SECURITY_MIRROR: Debian's archive and its security archive
 # (default deb.debian.org; https://snapshot.debian.org/archive/debian/<snapshot>/ and
@@ -118,6 +119,7 @@ if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
 else
   base_epoch_default=$SOURCE_DATE_EPOCH
 fi
+base_epoch_default=${BRAID_IMAGE_BASE_EPOCH:-$base_epoch_default}
 export SOURCE_DATE_EPOCH # the SBOM's and the provenance's time
 revision=${BRAID_IMAGE_REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 echo "       $wheel (braid $version), target/release/braid{,-full}, time $SOURCE_DATE_EPOCH"
@@ -314,6 +316,7 @@ cp "$work/top/$sbom_in_image" "$output.cdx.json"
   --uri "https://snapshot.debian.org/archive/debian/$snapshot/" \
   --uri "https://snapshot.debian.org/archive/debian-security/$snapshot/" \
   --param "name=$name" --param "revision=$revision" --param "debianSnapshot=$snapshot" \
+  --param "baseEpoch=$base_epoch" \
   --param "debianMirror=$mirror" --param "debianSecurityMirror=$security_mirror" \
   --tool "mmdebstrap=$(mmdebstrap --version 2>/dev/null || echo none)" \
   --tool "dpkg=$(dpkg-query -W -f '${Version}' dpkg)" \
