@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from sbom_crates import crates  # packaging/, beside this file
+
 Json = dict[str, Any]
 SBOM_NAME = "braid-cni.cdx.json"
-CRATES_IO = "registry+https://github.com/rust-lang/crates.io-index"
 
 
 def normalized(name: str) -> str:
@@ -68,80 +69,6 @@ def document(component: Json, components: list[Json], dependencies: list[Json]) 
 
 
 # --- the wheel ---------------------------------------------------------------------------------
-
-
-def crates(repo: Path, target: str, roots: list[str]) -> tuple[list[Json], list[Json]]:
-    """The components and dependency graph of the crates `roots` compile for `target`."""
-    meta = json.loads(
-        subprocess.run(
-            [
-                "cargo",
-                "metadata",
-                "--locked",
-                "--offline",
-                "--format-version=1",
-                f"--filter-platform={target}",
-                f"--manifest-path={repo / 'Cargo.toml'}",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
-    lock = cargo_lock_checksums(repo / "Cargo.lock")
-    packages = {p["id"]: p for p in meta["packages"]}
-    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
-    by_name = {p["name"]: p["id"] for p in meta["packages"] if p["id"] in meta["workspace_members"]}
-    edges: dict[str, list[str]] = {}
-    todo = [by_name[name] for name in roots]
-    while todo:
-        node = todo.pop()
-        if node in edges:
-            continue
-        normal = [
-            d["pkg"]
-            for d in nodes[node]["deps"]
-            if any(kind["kind"] is None for kind in d["dep_kinds"])
-        ]
-        edges[node] = normal
-        todo.extend(normal)
-    ref = {node: crate_ref(packages[node]) for node in edges}
-    components = []
-    for node in sorted(edges, key=lambda n: ref[n]):
-        package = packages[node]
-        component: Json = {
-            "type": "library",
-            "bom-ref": ref[node],
-            "name": package["name"],
-            "version": package["version"],
-        }
-        if package.get("license"):
-            component["licenses"] = [{"expression": package["license"]}]
-        if package["source"] == CRATES_IO:
-            component["purl"] = ref[node]
-            checksum = lock[(package["name"], package["version"])]
-            component["hashes"] = [{"alg": "SHA-256", "content": checksum}]
-        else:
-            component["properties"] = [{"name": "braid:source", "value": "braid's workspace"}]
-        components.append(component)
-    dependencies = [
-        {"ref": ref[node], "dependsOn": sorted(ref[d] for d in edges[node])}
-        for node in sorted(edges, key=lambda n: ref[n])
-    ]
-    return components, dependencies
-
-
-def crate_ref(package: Json) -> str:
-    if package["source"] == CRATES_IO:
-        return f"pkg:cargo/{package['name']}@{package['version']}"
-    return f"braid-crate:{package['name']}@{package['version']}"
-
-
-def cargo_lock_checksums(path: Path) -> dict[tuple[str, str], str]:
-    import tomllib  # noqa: PLC0415 (3.11; the image's own build runs this on the host)
-
-    lock = tomllib.loads(path.read_text())
-    return {(p["name"], p["version"]): p["checksum"] for p in lock["package"] if "checksum" in p}
 
 
 def python_requirements(metadata: bytes) -> list[Json]:
