@@ -194,11 +194,11 @@ def follower_of(
     """What keeps braid's conflist in ``--cni-conf-dir`` (None without that flag)."""
     if not args.cni_conf_dir:
         return None
-    socket_dir = args.socket_dir or operator.loaded.config.daemon_socket_dir
+    socket_dir = args.socket_dir or operator.loaded.config.daemon.socket_dir
     writer = ConfListWriter(
         args.cni_conf_dir,
         root=root,
-        readiness_file=operator.loaded.config.readinessindicatorfile,
+        readiness_file=operator.loaded.config.engine.dirs.readiness_indicator_file,
         settings=lambda: shim_settings(operator, socket_dir),
         shim_dir=args.shim_dir,
     )

@@ -72,7 +72,7 @@ def plugin_types(data: DelegateConfig | CniError) -> list[str] | CniError:
 def check_plugins(view: NodeView, networks: Networks, cni_path: str) -> Iterator[Finding]:
     """Every plugin of every network is found in the directories the engine searches (binDir,
     then CNI_PATH); iptables where a network chains portmap."""
-    dirs = search_dirs(view.config.bin_dir, cni_path)
+    dirs = search_dirs(view.config.engine.dirs.bin_dir, cni_path)
     if not networks:
         yield nothing("delegate plugins", "no network to check: no clusterNetwork, no NAD")
         yield check_iptables(view, [])
@@ -146,7 +146,7 @@ def networks_of(view: NodeView, store: Store, nads: list[NetworkAttachmentDefini
             found.append((f"clusterNetwork {config.cluster_network}", delegate))
         except CniError:
             pass  # reported by check_cluster_network
-    conf_dir = view.operator.config.conf_dir
+    conf_dir = view.operator.config.engine.dirs.conf_dir
     for nad in nads:
         label = f"NAD {nad.namespace}/{nad.name}"
         try:
@@ -167,5 +167,6 @@ def store_and_nads(view: NodeView) -> tuple[Store, list[NetworkAttachmentDefinit
 
         kube = KubeStore(connect(config.kubernetes, os.environ, timeout=5.0))
         return kube, kube.list_nads()
-    store = FileStore(config.nad_dir, config.pod_dir)
+    dirs = config.engine.dirs
+    store = FileStore(dirs.nad_dir, dirs.pod_dir)
     return store, list(store.nads().values())

@@ -32,7 +32,7 @@ def reinstall(bin_dir: str) -> str:
 
 
 def check_shim(view: NodeView) -> Iterator[Finding]:
-    bin_dir = view.config.bin_dir
+    bin_dir = view.config.engine.dirs.bin_dir
     for name in (SHIM_NAME, FULL_SHIM_NAME):
         path = Path(view.local(f"{bin_dir}/{name}"))
         if path.is_file() and os.access(path, os.X_OK):
@@ -46,14 +46,14 @@ def check_shim(view: NodeView) -> Iterator[Finding]:
 def check_shim_version(view: NodeView, answer: dict[str, Any] | None) -> Finding:
     """The shim's VERSION answer against the daemon's version (this braidctl's when the daemon
     does not say)."""
-    shown = f"{view.config.bin_dir}/{SHIM_NAME}"
+    shown = f"{view.config.engine.dirs.bin_dir}/{SHIM_NAME}"
     local = Path(view.local(shown))
     if not local.is_file():
         return nothing("shim version", f"no shim at {shown} (see the shim's check)")
     try:
         shim = shim_version(str(local))
     except ValueError as exc:
-        return failed("shim version", str(exc), reinstall(view.config.bin_dir))
+        return failed("shim version", str(exc), reinstall(view.config.engine.dirs.bin_dir))
     daemon, whose = own_version(), "this braidctl (the daemon did not say)"
     if answer is not None and isinstance(answer.get("braidVersion"), str):
         daemon, whose = BraidVersion(answer["braidVersion"], str(answer.get("braidBuild"))), ""
@@ -62,8 +62,8 @@ def check_shim_version(view: NodeView, answer: dict[str, Any] | None) -> Finding
         return failed(
             "shim version",
             f"{shown}: {why}",
-            f"{reinstall(view.config.bin_dir)}; or roll the DaemonSet so shim and daemon come "
-            "from one image: `kubectl -n braid-system rollout restart ds/braid`",
+            f"{reinstall(view.config.engine.dirs.bin_dir)}; or roll the DaemonSet so shim and "
+            "daemon come from one image: `kubectl -n braid-system rollout restart ds/braid`",
         )
     against = f"the daemon's braid {daemon}" if not whose else f"{whose}: braid {daemon}"
     return good("shim version", f"{shown} is braid {shim}, as {against}")
@@ -109,7 +109,7 @@ def check_conflist(view: NodeView) -> Iterator[Finding]:
 
 def ask_daemon(view: NodeView) -> tuple[dict[str, Any] | None, str]:
     """The daemon's health answer, or why there is none."""
-    socket_path = Path(view.local(view.config.daemon_socket_dir)) / SOCKET_NAME
+    socket_path = Path(view.local(view.config.daemon.socket_dir)) / SOCKET_NAME
     try:
         answer = exchange(socket_path, {"protocol": PROTOCOL_VERSION, "kind": "health"}, 5.0)
     except (OSError, ValueError) as exc:
@@ -136,7 +136,7 @@ def check_daemon(view: NodeView, answer: dict[str, Any] | None, where: str) -> I
 
 def check_readiness_indicator(view: NodeView) -> Finding:
     check = "readiness indicator"
-    indicator = view.config.readinessindicatorfile
+    indicator = view.config.engine.dirs.readiness_indicator_file
     if not indicator:
         return nothing(check, "readinessindicatorfile is not set: braid does not wait for it")
     if Path(view.local(indicator)).exists():

@@ -105,13 +105,13 @@ def explain(
     cfg = loaded.config
     plan = resolve_plan(
         cfg,
-        FileStore(cfg.nad_dir, cfg.pod_dir),
+        FileStore(cfg.engine.dirs.nad_dir, cfg.engine.dirs.pod_dir),
         PodRef(namespace=pod.namespace, name=pod.name, uid=pod.uid),
         annotations=pod.annotations,
         capability_args=dict(cfg.runtime_config),
     )
     env_path = operator_cni_path(os.environ)
-    runtime = Runtime(search_dirs(cfg.bin_dir, [*plugin_dirs, env_path]))
+    runtime = Runtime(search_dirs(cfg.engine.dirs.bin_dir, [*plugin_dirs, env_path]))
     steps: list[dict[str, Any]] = []
     lines: list[str] = []
     for attachment in plan.attachments:
@@ -194,7 +194,7 @@ def _pod_verb(args: argparse.Namespace) -> int:
         container_id = container_id_for(pod, args.container_id)
         stdin = stdin_for(args.config, pod)
         with contextlib.suppress(CniError):  # the engine reports a bad configuration
-            cni_dir = load_braid_config(stdin).config.cni_dir
+            cni_dir = load_braid_config(stdin).config.engine.dirs.cni_dir
         env = cni_env(
             args.verb, pod, container_id=container_id, netns=args.netns, ifname=args.ifname
         )

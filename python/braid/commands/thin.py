@@ -54,7 +54,7 @@ def _engine_call() -> tuple[bytes, int]:
 
     def trusted(config: BraidConfig) -> BraidConfig:
         config = from_node(config, node_file)
-        versions.load(config.cni_dir, memory.versions)
+        versions.load(config.engine.dirs.cni_dir, memory.versions)
         return config
 
     answer = run_cni(os.environ, stdin, session=open_call_session, policy=trusted, memory=memory)

@@ -1,5 +1,5 @@
-"""braid.config: braid's configuration, one flat schema (``schema``) and the typed part each
-layer reads (``layers``).
+"""braid.config: braid's configuration, the typed part each layer reads (``layers``, where
+each key is declared), its table of keys (``keys``) and the flat document (``schema``).
 
 It imports nothing of braid but ``braid.errors`` and ``braid._native``: every layer may load it.
 """
@@ -19,6 +19,7 @@ from braid.config.layers import (
 )
 from braid.config.schema import (
     KNOWN_KEYS,
+    PATH_KEYS,
     BraidConfig,
     LoadedConfig,
     check_network_name,
@@ -27,6 +28,7 @@ from braid.config.schema import (
 
 __all__ = [
     "KNOWN_KEYS",
+    "PATH_KEYS",
     "Bounds",
     "BraidConfig",
     "DaemonConfig",

@@ -9,21 +9,18 @@ reads its own part through the typed views of ``braid.config.layers``.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
 from braid import _native
+from braid.config.keys import LAYERED, Key, build
 from braid.config.layers import (
-    Bounds,
     DaemonConfig,
-    DeviceConfig,
-    Dirs,
     EngineConfig,
     KubernetesConfig,
     LoggingConfig,
     LogOptions,
-    Policy,
 )
 from braid.errors import INVALID_CONFIG, CniError
 
@@ -46,13 +43,16 @@ _STANDARD_KEYS = frozenset(
 )
 
 
-class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_defaults=True):
-    """The typed configuration; ``delegates`` keep each inline config's bytes verbatim.
+class _CallKeys(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_defaults=True):
+    """The keys of the call itself (the CNI network and what the runtime passes with it) and
+    the network choice (read by resolution, no one layer's setting); every other key is
+    declared once in a view of ``braid.config.layers`` and read through it (``engine``,
+    ``daemon``, ``kubernetes``, ``logging``).
 
-    Frozen, and each layer's view (``engine``, ``daemon``, ``kubernetes``, ``logging``) is
-    built on its first read and kept in the instance's ``__dict__`` (``dict=True``; no field,
-    so never encoded or compared): every read of one configuration returns the same view, and
-    a changed configuration is a new instance (``msgspec.structs.replace``) with views of its
+    Frozen, and each view is built on its first read and kept in the instance's ``__dict__``
+    (``dict=True``; no field, so never encoded or compared): every read of one configuration
+    returns the same view, and a changed configuration is a new instance
+    (``msgspec.structs.replace``, by flat attribute: ``braid.config.keys``) with views of its
     own.
     """
 
@@ -62,179 +62,56 @@ class BraidConfig(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_d
     cluster_network: str = ""
     default_networks: list[str] = msgspec.field(default_factory=list)
     delegates: list[msgspec.Raw] = msgspec.field(default_factory=list)
-    kubeconfig: str = ""
-    conf_dir: str = "/etc/cni/multus/net.d"
-    cni_dir: str = "/var/lib/cni/braid"
-    bin_dir: str = "/opt/cni/bin"
-    readinessindicatorfile: str = ""
-    namespace_isolation: bool = False
-    # Whether the default-network override's per-attachment requests (ips, portMappings, ...)
-    # reach the cluster default network; Multus never applies them.
-    allow_default_network_requests: bool = False
-    # Whether a pod's braid-cni.io/default-networks annotation may drop `defaultNetworks`
-    # (docs/annotations.md); off, such a pod is refused with error 7.
-    allow_default_networks_opt_out: bool = False
-    global_namespaces: str | None = None
-    system_namespaces: list[str] = msgspec.field(default_factory=lambda: ["kube-system"])
-    multus_namespace: str = "kube-system"
     capabilities: dict[str, bool] = msgspec.field(default_factory=dict)
     runtime_config: dict[str, Any] = msgspec.field(default_factory=dict)
     args: dict[str, Any] | None = None
     prev_result: Any = None
-    log_file: str = ""
-    log_level: str = "panic"
-    log_to_stderr: bool = True
-    log_options: LogOptions = msgspec.field(default_factory=LogOptions)
-    retry_delete_on_error: bool = False
-    auxiliary_cni_chain_name: str = msgspec.field(default="", name="auxiliaryCNIChainName")
-    daemon_socket_dir: str = "/run/braid"
-    daemon_wait_seconds: float = 30.0
-    # The daemon's own settings (braidctl daemon --config); 0 concurrency: 2x cores.
-    daemon_concurrency: int = 0
-    daemon_queue_size: int = 512
-    daemon_metrics_address: str = "127.0.0.1:9190"
-    # /healthz and /readyz alone, for kubelet's probes (docs/daemon.md); "": none.
-    daemon_health_address: str = "127.0.0.1:9191"
-    # "none": the metrics endpoint answers anyone; "kubernetes": a bearer token the API server
-    # reviews (TokenReview, SubjectAccessReview of `get` on the path; docs/daemon.md).
-    daemon_metrics_auth: str = "none"
-    # braid-thin's kubeconfig, which the daemon keeps with a short-lived token of
-    # `thinServiceAccount` bound to its node ("": none; docs/kubernetes.md); that account's
-    # NAMESPACE/NAME, "": braid-thin in the daemon's own namespace.
-    thin_kubeconfig: str = ""
-    thin_service_account: str = ""
-    thin_token_seconds: int = 3600
-    # Kubernetes store (docs/kubernetes.md): what a failed network-status write does.
-    status_write_policy: str = "background"
-    skip_status_without_networks: bool = False
-    # "multus": NPWG v1's keys plus Multus's `mtu` and `gateway`; "v1": v1's keys alone.
-    network_status_keys: str = "multus"
-    # Events on pods (docs/kubernetes.md): "all", "failures" (Warnings alone) or "none".
-    events: str = "all"
-    nad_dir: str = "/etc/cni/braid/nads"
-    pod_dir: str = "/etc/cni/braid/pods"
-    plugin_timeout: float | None = None
-    # Bounds of what one pod makes braid resolve (docs/configuration.md, "Bounds").
-    max_selections: int = 64
-    max_annotation_bytes: int = 256 * 1024  # Kubernetes' own bound for all of a pod's
-    max_nad_bytes: int = 64 * 1024
-    max_plan_bytes: int = 1024 * 1024
-    max_nad_file_bytes: int = 1024 * 1024
-    # The daemon's NAD cache and its ResourceClaim cache hold at most this many bytes each
-    # (docs/kubernetes.md); past it, reads go to the API server.
-    max_cache_bytes: int = 32 * 1024 * 1024
-    # Hot-plug (docs/hotplug.md), read from the daemon's own configuration file: "off",
-    # "annotated" (pods annotated braid-cni.io/hot-plug: "true") or "all"; in the namespaces
-    # listed (None: every namespace).
-    hot_plug: str = "off"
-    hot_plug_namespaces: list[str] | None = None
-    # How often one pod's changes are applied at most (seconds), how many pods are worked on
-    # at once, and how long one change may attach for before it is rolled back.
-    hot_plug_interval: float = 1.0
-    hot_plug_workers: int = 4
-    hot_plug_timeout: float = 120.0
-    # Devices (docs/devices.md): kubelet's PodResources API socket and how long braid waits
-    # for its answer, the NPWG device-information directory, and whether a pod's own
-    # `deviceID` may name the device of a NAD that has a resourceName.
-    pod_resources_socket: str = "/var/lib/kubelet/pod-resources/kubelet.sock"
-    pod_resources_timeout: float = 5.0
-    device_info_dir: str = "/var/run/k8s.cni.cncf.io/devinfo"
-    allow_device_id_requests: bool = msgspec.field(default=False, name="allowDeviceIDRequests")
-    # Dynamic Resource Allocation (docs/devices.md): whether the devices of a pod's
-    # ResourceClaims (resource.k8s.io/v1) serve its NADs with a resourceName.
-    resource_claims: bool = True
-
-    def global_namespace_set(self) -> frozenset[str]:
-        """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
-        listed ones (``default`` then has to be listed)."""
-        if self.global_namespaces is None:
-            return frozenset({"default"})
-        return frozenset(p.strip() for p in self.global_namespaces.split(",") if p.strip())
 
     @cached_property
     def engine(self) -> EngineConfig:
         """What the engine reads: directories, bounds, policy, devices."""
-        return EngineConfig(
-            dirs=Dirs(
-                conf_dir=self.conf_dir,
-                cni_dir=self.cni_dir,
-                bin_dir=self.bin_dir,
-                nad_dir=self.nad_dir,
-                pod_dir=self.pod_dir,
-                readiness_indicator_file=self.readinessindicatorfile,
-            ),
-            bounds=Bounds(
-                max_selections=self.max_selections,
-                max_annotation_bytes=self.max_annotation_bytes,
-                max_nad_bytes=self.max_nad_bytes,
-                max_plan_bytes=self.max_plan_bytes,
-                max_nad_file_bytes=self.max_nad_file_bytes,
-                plugin_timeout=self.plugin_timeout,
-            ),
-            policy=Policy(
-                namespace_isolation=self.namespace_isolation,
-                allow_default_network_requests=self.allow_default_network_requests,
-                allow_default_networks_opt_out=self.allow_default_networks_opt_out,
-                retry_delete_on_error=self.retry_delete_on_error,
-                auxiliary_cni_chain_name=self.auxiliary_cni_chain_name,
-            ),
-            devices=DeviceConfig(
-                pod_resources_socket=self.pod_resources_socket,
-                pod_resources_timeout=self.pod_resources_timeout,
-                device_info_dir=self.device_info_dir,
-                allow_device_id_requests=self.allow_device_id_requests,
-                resource_claims=self.resource_claims,
-            ),
-        )
+        return cast("EngineConfig", build(EngineConfig, self))
 
     @cached_property
     def daemon(self) -> DaemonConfig:
         """What the daemon and the shim read: socket, queue, concurrency, metrics, hot-plug."""
-        return DaemonConfig(
-            socket_dir=self.daemon_socket_dir,
-            wait_seconds=self.daemon_wait_seconds,
-            concurrency=self.daemon_concurrency,
-            queue_size=self.daemon_queue_size,
-            metrics_address=self.daemon_metrics_address,
-            health_address=self.daemon_health_address,
-            metrics_auth=self.daemon_metrics_auth,
-            thin_kubeconfig=self.thin_kubeconfig,
-            thin_service_account=self.thin_service_account,
-            thin_token_seconds=self.thin_token_seconds,
-            hot_plug=self.hot_plug,
-            hot_plug_namespaces=(
-                None if self.hot_plug_namespaces is None else tuple(self.hot_plug_namespaces)
-            ),
-            hot_plug_interval=self.hot_plug_interval,
-            hot_plug_workers=self.hot_plug_workers,
-            hot_plug_timeout=self.hot_plug_timeout,
-        )
+        return cast("DaemonConfig", build(DaemonConfig, self))
 
     @cached_property
     def kubernetes(self) -> KubernetesConfig:
         """What the Kubernetes store reads: kubeconfig, status policy, namespaces."""
-        return KubernetesConfig(
-            kubeconfig=self.kubeconfig,
-            status_write_policy=self.status_write_policy,
-            skip_status_without_networks=self.skip_status_without_networks,
-            network_status_keys=self.network_status_keys,
-            multus_namespace=self.multus_namespace,
-            system_namespaces=tuple(self.system_namespaces),
-            global_namespaces=self.global_namespace_set(),
-            max_cache_bytes=self.max_cache_bytes,
-            events=self.events,
-        )
+        return cast("KubernetesConfig", build(KubernetesConfig, self))
 
     @cached_property
     def logging(self) -> LoggingConfig:
         """Where braid's log goes: file, level, stderr, rotation options."""
-        return LoggingConfig(
-            file=self.log_file,
-            level=self.log_level,
-            to_stderr=self.log_to_stderr,
-            options=self.log_options,
-        )
+        return cast("LoggingConfig", build(LoggingConfig, self))
 
+
+def _flat_field(key: Key) -> tuple[str, Any, Any]:
+    if key.default_factory is not msgspec.NODEFAULT:
+        return (
+            key.attribute,
+            key.type,
+            msgspec.field(default_factory=key.default_factory, name=key.key),
+        )
+    return (key.attribute, key.type, msgspec.field(default=key.default, name=key.key))
+
+
+# The flat document: the call's keys and, by its snake_case attribute, every layered key. Typed
+# as the call's keys alone, so that a layered key is read through its view (mypy says so).
+if TYPE_CHECKING:
+    BraidConfig = _CallKeys
+else:
+    BraidConfig = msgspec.defstruct(
+        "BraidConfig",
+        [_flat_field(key) for key in LAYERED],
+        bases=(_CallKeys,),
+        module=__name__,
+        frozen=True,
+        dict=True,
+        omit_defaults=True,
+    )
 
 # Asked once: each call evaluates every annotation of the struct again (a millisecond here, on
 # every braid-thin call).
@@ -338,33 +215,16 @@ def _warnings(keys: set[str], config: BraidConfig) -> tuple[str, ...]:
         for key in sorted(keys - KNOWN_KEYS - _STANDARD_KEYS)
         if not key.startswith("cni.dev/")
     ]
-    if config.log_level not in LOG_LEVELS:
-        found.append(f"logLevel {config.log_level!r} unknown; use one of {sorted(LOG_LEVELS)}")
+    level = config.logging.level
+    if level not in LOG_LEVELS:
+        found.append(f"logLevel {level!r} unknown; use one of {sorted(LOG_LEVELS)}")
     if config.cluster_network and config.delegates:
         found.append("both clusterNetwork and delegates are set; clusterNetwork wins")
     return tuple(found)
 
 
 # (attribute, key) of each key naming a file or directory: a NUL byte would cut the path short.
-PATH_KEYS = tuple(
-    (f.name, f.encode_name)
-    for f in _FIELDS
-    if f.name
-    in {
-        "conf_dir",
-        "cni_dir",
-        "bin_dir",
-        "daemon_socket_dir",
-        "nad_dir",
-        "pod_dir",
-        "kubeconfig",
-        "readinessindicatorfile",
-        "log_file",
-        "pod_resources_socket",
-        "device_info_dir",
-        "thin_kubeconfig",
-    }
-)
+PATH_KEYS = tuple((k.attribute, k.key) for k in LAYERED if k.path)
 
 
 # (attribute, key) of each bound: a positive integer.
@@ -383,29 +243,35 @@ def _check_values(config: BraidConfig) -> None:
     for attribute, key in PATH_KEYS:
         if "\0" in getattr(config, attribute):
             raise _fail(f"braid configuration: key `{key}` must be a path without NUL bytes")
+    kube, daemon = config.kubernetes, config.daemon
     for value, key, choices in (
-        (config.status_write_policy, "statusWritePolicy", STATUS_WRITE_POLICIES),
-        (config.events, "events", EVENT_LEVELS),
-        (config.hot_plug, "hotPlug", HOT_PLUG_MODES),
-        (config.network_status_keys, "networkStatusKeys", KEY_SETS),
-        (config.daemon_metrics_auth, "daemonMetricsAuth", METRICS_AUTH_MODES),
+        (kube.status_write_policy, "statusWritePolicy", STATUS_WRITE_POLICIES),
+        (kube.events, "events", EVENT_LEVELS),
+        (daemon.hot_plug, "hotPlug", HOT_PLUG_MODES),
+        (kube.network_status_keys, "networkStatusKeys", KEY_SETS),
+        (daemon.metrics_auth, "daemonMetricsAuth", METRICS_AUTH_MODES),
     ):
         if value not in choices:
             listed = ", ".join(f"'{c}'" for c in choices[:-1]) + f" or '{choices[-1]}'"
             raise _fail(f"braid configuration: key `{key}` must be {listed}")
-    _check_hot_plug(config)
-    if not 600 <= config.thin_token_seconds <= 86400:  # the API server's least: 10 minutes
+    _check_hot_plug(daemon)
+    _check_numbers(config)
+
+
+def _check_numbers(config: BraidConfig) -> None:
+    daemon, bounds = config.daemon, config.engine.bounds
+    if not 600 <= daemon.thin_token_seconds <= 86400:  # the API server's least: 10 minutes
         raise _fail(
             "braid configuration: key `thinTokenSeconds` must be an integer from 600 to 86400"
         )
-    if not config.daemon_wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
+    if not daemon.wait_seconds >= 0:  # the shim's rule (braid_wire::settings)
         raise _fail(
             "braid configuration: key `daemonWaitSeconds` must be a positive number of "
-            f"seconds, not {config.daemon_wait_seconds:g}"
+            f"seconds, not {daemon.wait_seconds:g}"
         )
-    if config.plugin_timeout is not None and not config.plugin_timeout > 0:
+    if bounds.plugin_timeout is not None and not bounds.plugin_timeout > 0:
         raise _fail("braid configuration: key `pluginTimeout` must be a positive number of seconds")
-    if not 0 < config.pod_resources_timeout <= 600:
+    if not 0 < config.engine.devices.pod_resources_timeout <= 600:
         raise _fail(
             "braid configuration: key `podResourcesTimeout` must be a number of seconds "
             "above 0, at most 600"
@@ -414,13 +280,13 @@ def _check_values(config: BraidConfig) -> None:
         if getattr(config, attribute) < 1:
             raise _fail(f"braid configuration: key `{key}` must be a positive integer")
     for attribute, key in LOG_OPTION_KEYS:
-        if getattr(config.log_options, attribute) < 0:
+        if getattr(config.logging.options, attribute) < 0:
             raise _fail(
                 f"braid configuration: key `logOptions.{key}` must be an integer, 0 or more"
             )
 
 
-def _check_hot_plug(config: BraidConfig) -> None:
+def _check_hot_plug(config: DaemonConfig) -> None:
     if not 0 <= config.hot_plug_interval <= 3600:
         raise _fail(
             "braid configuration: key `hotPlugInterval` must be a number of seconds from 0 to 3600"

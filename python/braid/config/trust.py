@@ -20,14 +20,12 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from braid import _native
+from braid.config.keys import snake
 from braid.config.schema import BraidConfig
 
-# (attribute, key) of each path the rule covers; the daemon's own socket directory is its own.
-CHECKED = (
-    ("cni_dir", "cniDir"),
-    ("bin_dir", "binDir"),
-    ("readinessindicatorfile", "readinessindicatorfile"),
-)
+# (attribute, key) of each path the rule covers (the node file's keys, as the shim declares
+# them); the daemon's own socket directory is its own.
+CHECKED = tuple((snake(key), key) for key, _ in _native.NODE_PATH_KEYS if key != "daemonSocketDir")
 
 
 def node_file_beside(executable: str) -> str:
@@ -37,21 +35,17 @@ def node_file_beside(executable: str) -> str:
 
 def from_node(config: BraidConfig, node_file: str) -> BraidConfig:
     """``config`` with the node file's paths, else its own once they pass the check."""
-    socket_dir, cni_dir, bin_dir, ready = _native.trusted_paths(
-        socket_dir=config.daemon_socket_dir,
-        cni_dir=config.cni_dir,
-        bin_dir=config.bin_dir,
-        readiness_file=config.readinessindicatorfile,
+    dirs = config.engine.dirs
+    given = (config.daemon.socket_dir, dirs.cni_dir, dirs.bin_dir, dirs.readiness_indicator_file)
+    trusted = _native.trusted_paths(
+        socket_dir=given[0],
+        cni_dir=given[1],
+        bin_dir=given[2],
+        readiness_file=given[3],
         node_file=node_file,
     )
-    trusted = (socket_dir, cni_dir, bin_dir, ready)
-    given = (
-        config.daemon_socket_dir,
-        config.cni_dir,
-        config.bin_dir,
-        config.readinessindicatorfile,
-    )
-    if trusted == given:
+    socket_dir, cni_dir, bin_dir, ready = trusted
+    if (socket_dir, cni_dir, bin_dir, ready) == given:
         return config
     return msgspec.structs.replace(
         config,

@@ -79,7 +79,7 @@ class DaemonCluster:
         watch_seconds: int = 300,
         admission_check_seconds: float = PERIOD_SECONDS,
     ) -> None:
-        self.kubeconfig = _canonical(config.kubeconfig)
+        self.kubeconfig = _canonical(config.kubernetes.kubeconfig)
         self.node_name = node_name
         self.client = client
         self.metrics = metrics
@@ -87,8 +87,8 @@ class DaemonCluster:
             client,
             node_name=node_name,
             watch_timeout=watch_seconds,
-            claims=config.resource_claims,
-            max_nad_bytes=config.max_nad_bytes,
+            claims=config.engine.devices.resource_claims,
+            max_nad_bytes=config.engine.bounds.max_nad_bytes,
             max_cache_bytes=config.kubernetes.max_cache_bytes,
         )
         metrics.watch_caches(self.caches.stats)
@@ -111,19 +111,21 @@ class DaemonCluster:
 
     def serves(self, config: BraidConfig) -> bool:
         """Whether a request with this configuration uses the daemon's client and caches."""
-        if config.kubeconfig:
-            return _canonical(config.kubeconfig) == self.kubeconfig
+        kubeconfig = config.kubernetes.kubeconfig
+        if kubeconfig:
+            return _canonical(kubeconfig) == self.kubeconfig
         return not self.kubeconfig  # the daemon's in-cluster identity
 
     def session_for(self, config: BraidConfig) -> DaemonSession | None:
         if not self.serves(config):
             return None
-        store = self.caches.store_for(config.max_nad_bytes)
+        store = self.caches.store_for(config.engine.bounds.max_nad_bytes)
         return DaemonSession(store, self.writer_for(config), self.events)
 
     def writer_for(self, config: BraidConfig) -> MeasuredStatusWriter:
         """The writer of this policy; writers share the client, the thread and the events."""
-        key = (config.status_write_policy, config.skip_status_without_networks)
+        kube = config.kubernetes
+        key = (kube.status_write_policy, kube.skip_status_without_networks)
         with self._lock:
             writer = self._writers.get(key)
             if writer is None:

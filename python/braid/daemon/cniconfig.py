@@ -29,19 +29,20 @@ def shim_settings(operator: OperatorConfig, socket_dir: str) -> dict[str, Any]:
     operator declares."""
     loaded = operator.loaded
     config = loaded.config
+    dirs, timeout = config.engine.dirs, config.engine.bounds.plugin_timeout
     keys: dict[str, Any] = {
         "daemonSocketDir": socket_dir,
-        "cniDir": config.cni_dir,
-        "binDir": config.bin_dir,
+        "cniDir": dirs.cni_dir,
+        "binDir": dirs.bin_dir,
     }
     if "daemonWaitSeconds" in loaded.keys:
-        keys["daemonWaitSeconds"] = config.daemon_wait_seconds
-    if config.plugin_timeout is not None:
-        keys["pluginTimeout"] = config.plugin_timeout
+        keys["daemonWaitSeconds"] = config.daemon.wait_seconds
+    if timeout is not None:
+        keys["pluginTimeout"] = timeout
     if config.capabilities:
         keys["capabilities"] = dict(config.capabilities)
-    if config.readinessindicatorfile:  # a DEL the shim replays waits for it too
-        keys["readinessindicatorfile"] = config.readinessindicatorfile
+    if dirs.readiness_indicator_file:  # a DEL the shim replays waits for it too
+        keys["readinessindicatorfile"] = dirs.readiness_indicator_file
     return keys
 
 

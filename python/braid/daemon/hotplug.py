@@ -52,11 +52,12 @@ RETRY_LIMIT = 120
 
 def allowed(config: BraidConfig, namespace: str, annotations: Mapping[str, Any]) -> bool:
     """Whether the operator's configuration lets this pod be hot-plugged."""
-    if config.hot_plug == "off":
+    daemon = config.daemon
+    if daemon.hot_plug == "off":
         return False
-    if config.hot_plug_namespaces is not None and namespace not in config.hot_plug_namespaces:
+    if daemon.hot_plug_namespaces is not None and namespace not in daemon.hot_plug_namespaces:
         return False
-    return config.hot_plug == "all" or annotations.get(ALLOW_ANNOTATION) == "true"
+    return daemon.hot_plug == "all" or annotations.get(ALLOW_ANNOTATION) == "true"
 
 
 def _text(value: Any) -> str:
@@ -96,7 +97,7 @@ class HotPlugger:
         self.root = root
         self.metrics = HotplugMetrics(metrics)
         self.report = HotplugReporter(cluster, self.metrics)
-        first = config()
+        first = config().daemon
         self.queue = PodQueue(first.hot_plug_interval)
         self.metrics.waiting.set_function(lambda: len(self.queue))
         self._locks = PodLocks()  # one change of a pod at a time, whoever asks
@@ -122,7 +123,7 @@ class HotPlugger:
 
     def notice(self, key: Key) -> None:
         """From the pod cache's thread: the pod ``key`` was listed, changed or removed."""
-        self.queue.interval = self.config().hot_plug_interval
+        self.queue.interval = self.config().daemon.hot_plug_interval
         self.queue.notice(key)
 
     def _work(self) -> None:
@@ -170,7 +171,7 @@ class HotPlugger:
                 config=config,
                 store=store,
                 executor=self.executor,
-                spares=self.spares.get(config.cni_dir),
+                spares=self.spares.get(config.engine.dirs.cni_dir),
                 root=self.root,
             )
             container = find_container(ctx.records(), pod)
@@ -188,7 +189,7 @@ class HotPlugger:
     ) -> Outcome | None:
         key = (pod.namespace, pod.name)
         start = time.perf_counter()
-        deadline = time.monotonic() + ctx.config.hot_plug_timeout
+        deadline = time.monotonic() + ctx.config.daemon.hot_plug_timeout
         try:
             outcome = hotplug(
                 ctx, container, {NETWORKS_ANNOTATION: value}, pod=pod, deadline=deadline
@@ -224,11 +225,14 @@ class HotPlugger:
             raise CniError(INVALID_CONFIG, f"{where} does not exist")
         config = self.config()
         if not allowed(config, namespace, live.annotations):
+            daemon = config.daemon
+            listed = daemon.hot_plug_namespaces
+            namespaces = None if listed is None else list(listed)
             raise CniError(
                 INVALID_CONFIG,
                 f"{where} may not be hot-plugged",
-                f"the daemon's configuration has hotPlug {config.hot_plug!r} and "
-                f"hotPlugNamespaces {config.hot_plug_namespaces!r}; with 'annotated' the pod "
+                f"the daemon's configuration has hotPlug {daemon.hot_plug!r} and "
+                f"hotPlugNamespaces {namespaces!r}; with 'annotated' the pod "
                 f'needs the annotation {ALLOW_ANNOTATION}: "true"',
             )
         pod = PodRef(namespace=namespace, name=name, uid=live.uid)

@@ -82,7 +82,7 @@ class EngineContext(msgspec.Struct, dict=True):
 
     @cached_property
     def cni_dir(self) -> Path:
-        return Path(self.config.cni_dir)
+        return Path(self.config.engine.dirs.cni_dir)
 
     def records(self) -> RecordStore:
         return self._records
@@ -117,12 +117,14 @@ class EngineContext(msgspec.Struct, dict=True):
         and closes it); by default one that only reports each execution's time to the phase
         observer (``braid.engine.phases``). The plugins' VERSION answers are the caller's
         memory's (``EngineMemory.versions``), else this runtime's own."""
-        dirs = search_dirs(self.config.bin_dir, [*request.plugin_dirs, *self.extra_plugin_dirs])
+        dirs = search_dirs(
+            self.config.engine.dirs.bin_dir, [*request.plugin_dirs, *self.extra_plugin_dirs]
+        )
         return Runtime(
             dirs,
-            cache_dir=self.config.cni_dir,
+            cache_dir=self.config.engine.dirs.cni_dir,
             executor=self.executor_or_default(),
-            timeout=self.config.plugin_timeout,
+            timeout=self.config.engine.bounds.plugin_timeout,
             version_cache=None if self.memory is None else self.memory.versions,
             result_cache=False,
             own_locks=False,

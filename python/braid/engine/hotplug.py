@@ -323,7 +323,7 @@ def _write_outcome(ctx: EngineContext, record: AttachmentRecord) -> bytes:
     """The record after the change, durably, with its network-status; returns the status."""
     status = network_status(
         ((e.attachment(), e.result_bytes()) for e in record.attachments),
-        keys=ctx.config.network_status_keys,
+        keys=ctx.config.kubernetes.network_status_keys,
         device_info=device_infos(ctx, record),
         network_data=record.network_data(),
     )

@@ -116,8 +116,8 @@ def diff(
     selections = parse_selections(
         value,
         namespace=pod.namespace,
-        max_entries=config.max_selections,
-        max_bytes=config.max_annotation_bytes,
+        max_entries=config.engine.bounds.max_selections,
+        max_bytes=config.engine.bounds.max_annotation_bytes,
     )
     wanted = [a for a in plan.attachments if a.label.startswith(SELECTION_LABEL)]
     unmatched = [e for e in record.attachments if from_selection(e)]

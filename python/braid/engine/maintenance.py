@@ -183,7 +183,7 @@ def _gc_networks(runtime: Runtime, kept: list[AttachmentRecord]) -> list[CniErro
 
 def status(ctx: EngineContext, request: CniRequest) -> None:
     """Not ready (code 50) without the readiness indicator; else the default network's STATUS."""
-    indicator = ctx.config.readinessindicatorfile
+    indicator = ctx.config.engine.dirs.readiness_indicator_file
     if indicator and not Path(indicator).exists():
         raise CniError(
             STATUS_NOT_AVAILABLE,

@@ -94,20 +94,25 @@ def resolve_reference(
     contains '/') a directory's first ``.conf``/``.conflist`` or a file. ``lookups``: the
     caller's kept ``confDir`` lookups (``find_in_confdir``)."""
     if is_dns1123_subdomain(ref):
-        nad = store.get_nad(config.multus_namespace, ref)
+        nad = store.get_nad(config.kubernetes.multus_namespace, ref)
         if nad is not None:
             delegate = delegate_from_nad(
-                nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+                nad,
+                config.engine.dirs.conf_dir,
+                max_bytes=config.engine.bounds.max_nad_bytes,
+                lookups=lookups,
             )
             return delegate, nad
-    found = find_in_confdir(config.conf_dir, ref, lookups=lookups)
+    conf_dir = config.engine.dirs.conf_dir
+    found = find_in_confdir(conf_dir, ref, lookups=lookups)
     if found is None and "/" in ref:
         found = load_path(ref)
     if found is None:
+        namespace = config.kubernetes.multus_namespace
         raise CniError(
             INVALID_CONFIG,
-            f"network {ref!r}: no NetworkAttachmentDefinition {config.multus_namespace}/{ref}, "
-            f"no configuration of that name in confDir {config.conf_dir}"
+            f"network {ref!r}: no NetworkAttachmentDefinition {namespace}/{ref}, "
+            f"no configuration of that name in confDir {conf_dir}"
             + (", and no configuration at that path" if "/" in ref else ""),
         )
     return found, None
@@ -118,7 +123,7 @@ def _check_requests(selection: Selection, config: BraidConfig) -> None:
     network; braid applies them only when the operator allows it, and otherwise refuses them
     rather than ignore what the pod asked for (``docs/adr/0001-invalid-annotations-fail.md``)."""
     requests = selection.request_keys()
-    if not requests or config.allow_default_network_requests:
+    if not requests or config.engine.policy.allow_default_network_requests:
         return
     raise CniError(
         INVALID_CONFIG,
@@ -139,7 +144,9 @@ def _override(
     """The pod's default-network override: a NAD in ``multusNamespace`` unless it names a
     namespace, within namespace isolation like any selection (``braid.nad.isolation``)."""
     selection = parse_default_network(
-        value, namespace=config.multus_namespace, max_bytes=config.max_annotation_bytes
+        value,
+        namespace=config.kubernetes.multus_namespace,
+        max_bytes=config.engine.bounds.max_annotation_bytes,
     )
     what = f"annotation {DEFAULT_NETWORK_ANNOTATION}"
     check_isolation(config, pod_namespace, selection.namespace, selection.name, what)
@@ -152,7 +159,10 @@ def _override(
             f"{selection.namespace}/{selection.name} not found",
         )
     delegate = delegate_from_nad(
-        nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+        nad,
+        config.engine.dirs.conf_dir,
+        max_bytes=config.engine.bounds.max_nad_bytes,
+        lookups=lookups,
     )
     label = f"the default network {delegate.name!r} ({DEFAULT_NETWORK_ANNOTATION})"
     check_pins(selection, nad, delegate, label)
@@ -213,9 +223,10 @@ def default_networks(
     only the ones the pod keeps (``braid.nad.opt_out``). ``lookups``: the caller's kept
     ``confDir`` lookups (``find_in_confdir``)."""
     keep = parse_opt_out(
-        annotations.get(DEFAULT_NETWORKS_ANNOTATION, ""), max_bytes=config.max_annotation_bytes
+        annotations.get(DEFAULT_NETWORKS_ANNOTATION, ""),
+        max_bytes=config.engine.bounds.max_annotation_bytes,
     )
-    allowed = config.allow_default_networks_opt_out
+    allowed = config.engine.policy.allow_default_networks_opt_out
     if config.cluster_network:
         apply_opt_out(keep, config.default_networks, allowed=allowed)
     override = annotations.get(DEFAULT_NETWORK_ANNOTATION, "")
@@ -224,7 +235,7 @@ def default_networks(
     else:
         first = _cluster(config, store, lookups)
     if config.cluster_network:
-        if pod_namespace in config.system_namespaces:
+        if pod_namespace in config.kubernetes.system_namespaces:
             return [first]
         refs = [ref for ref in config.default_networks if keep is None or ref in keep]
         return [first, *(_extra(ref, config, store, lookups) for ref in refs)]
@@ -236,7 +247,7 @@ def default_networks(
 def _chain_directory(config: BraidConfig) -> Path:
     """``<directory of the clusterNetwork file>/<auxiliaryCNIChainName>``; error 7 when the
     chain name is no plain network name or ``clusterNetwork`` is no path to a file."""
-    name = config.auxiliary_cni_chain_name
+    name = config.engine.policy.auxiliary_cni_chain_name
     if not _CHAIN_NAME.fullmatch(name):
         raise CniError(
             INVALID_CONFIG,
@@ -282,7 +293,7 @@ def auxiliary_chain(config: BraidConfig) -> Network | None:
     object. None when the key is unset or the directory is missing or holds no ``.conf``
     (Multus adds no chain then). No passthru plugin: the attachment is flagged, and the engine
     gives its first plugin the empty result passthru would have returned."""
-    if not config.auxiliary_cni_chain_name:
+    if not config.engine.policy.auxiliary_cni_chain_name:
         return None
     directory = _chain_directory(config)
     files = sorted(p for p in directory.glob("*.conf") if p.is_file())

@@ -20,9 +20,9 @@ def check_isolation(
 ) -> None:
     """Refuses (code 7) the NAD ``namespace/name`` named by ``what`` (the annotation entry)
     when isolation is on and ``namespace`` is neither the pod's nor a global one."""
-    if not config.namespace_isolation or namespace == pod_namespace:
+    if not config.engine.policy.namespace_isolation or namespace == pod_namespace:
         return
-    allowed = config.global_namespace_set()
+    allowed = config.kubernetes.global_namespace_set()
     if namespace in allowed:
         return
     raise CniError(

@@ -18,17 +18,18 @@ from __future__ import annotations
 import msgspec
 
 from braid.cni.hostroot import HostRoot
-from braid.config.schema import PATH_KEYS, BraidConfig, LoadedConfig
+from braid.config.keys import LAYERED
+from braid.config.schema import BraidConfig, LoadedConfig
 
 RUNTIME_KEYS = frozenset(
     {"cniVersion", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult"}
 )
 _ATTRIBUTES = {f.encode_name: f.name for f in msgspec.structs.fields(BraidConfig)}
-# Files braid itself opens, named as this process reaches them. Left as the node's: binDir (a
-# plugin directory, handed to the plugins as it is) and the device paths, which the engine
-# opens through the root itself and hands to delegates as node paths (`CNIDeviceInfoFile`).
-_NODE_PATHS = frozenset({"bin_dir", "pod_resources_socket", "device_info_dir"})
-_LOCAL_PATHS = tuple(attribute for attribute, _ in PATH_KEYS if attribute not in _NODE_PATHS)
+# Files braid itself opens, named as this process reaches them (keys declared with `PATH` in
+# braid.config.layers). Left as the node's (`NODE_PATH`): binDir (a plugin directory, handed to
+# the plugins as it is) and the device paths, which the engine opens through the root itself
+# and hands to delegates as node paths (`CNIDeviceInfoFile`).
+_LOCAL_PATHS = tuple(k.attribute for k in LAYERED if k.path == "local")
 
 
 def policy_attributes(policy: LoadedConfig) -> tuple[str, ...]:

@@ -81,7 +81,10 @@ def _selected(
             "not found",
         )
     delegate = delegate_from_nad(
-        nad, config.conf_dir, max_bytes=config.max_nad_bytes, lookups=lookups
+        nad,
+        config.engine.dirs.conf_dir,
+        max_bytes=config.engine.bounds.max_nad_bytes,
+        lookups=lookups,
     )
     check_pins(selection, nad, delegate, label)
     return Network(
@@ -189,14 +192,14 @@ def resolve_plan(
     ``lookups``: the caller's kept ``confDir`` lookups (``find_in_confdir``); without them
     ``confDir`` is read afresh."""
     if isinstance(store, FileStore):
-        store = store.limited(config.max_nad_file_bytes)
+        store = store.limited(config.engine.bounds.max_nad_file_bytes)
     selections = parse_selections(
         annotations.get(NETWORKS_ANNOTATION, ""),
         namespace=pod.namespace,
-        max_entries=config.max_selections,
-        max_bytes=config.max_annotation_bytes,
+        max_entries=config.engine.bounds.max_selections,
+        max_bytes=config.engine.bounds.max_annotation_bytes,
     )
-    plan = _PlanSize(config.max_plan_bytes)
+    plan = _PlanSize(config.engine.bounds.max_plan_bytes)
     firsts = default_networks(config, store, pod.namespace, annotations, lookups=lookups)
     networks = [plan.add(n) for n in firsts]
     for selection in selections:

@@ -73,7 +73,7 @@ def test_each_layer_reads_its_keys() -> None:
     )
     kube = config.kubernetes
     assert (kube.kubeconfig, kube.status_write_policy) == ("/x/kubeconfig", "fail")
-    assert kube.global_namespaces == frozenset({"a", "b"})
+    assert kube.global_namespace_set() == frozenset({"a", "b"})
     logging = config.logging
     assert (logging.file, logging.level, logging.options.max_age) == ("/x/log", "debug", 9)
 
@@ -123,6 +123,7 @@ def test_loading_the_configuration_loads_no_other_layer() -> None:
     loaded = set(json.loads(proc.stdout.splitlines()[-1]))
     assert loaded - {"braid", "braid.errors", "braid._native"} == {
         "braid.config",
+        "braid.config.keys",
         "braid.config.layers",
         "braid.config.schema",
     }

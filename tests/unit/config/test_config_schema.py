@@ -49,8 +49,8 @@ def test_multus_configuration_reads_unchanged() -> None:
     assert cfg.cluster_network == "flannel-conf"
     assert cfg.default_networks == ["sidecar"]
     assert cfg.namespace_isolation is True
-    assert cfg.global_namespace_set() == {"default", "tenant1", "tenant2"}
-    assert cfg.system_namespaces == ["kube-system", "infra"]
+    assert cfg.kubernetes.global_namespace_set() == {"default", "tenant1", "tenant2"}
+    assert cfg.kubernetes.system_namespaces == ("kube-system", "infra")
     assert cfg.multus_namespace == "kube-public"
     assert cfg.cni_dir == "/var/lib/cni/multus"
     assert cfg.log_options.max_backups == 5
@@ -65,10 +65,10 @@ def test_defaults_are_multus_defaults_plus_braid_keys() -> None:
     assert cfg.conf_dir == "/etc/cni/multus/net.d"
     assert cfg.cni_dir == "/var/lib/cni/braid"
     assert cfg.bin_dir == "/opt/cni/bin"
-    assert cfg.system_namespaces == ["kube-system"]
+    assert cfg.kubernetes.system_namespaces == ("kube-system",)
     assert cfg.multus_namespace == "kube-system"
     assert cfg.global_namespaces is None
-    assert cfg.global_namespace_set() == {"default"}
+    assert cfg.kubernetes.global_namespace_set() == {"default"}
     assert cfg.namespace_isolation is False
     assert cfg.log_to_stderr is True
     assert cfg.log_level == "panic"
@@ -81,7 +81,7 @@ def test_defaults_are_multus_defaults_plus_braid_keys() -> None:
 
 def test_global_namespaces_set_means_default_must_be_listed() -> None:
     cfg = load_braid_config(b'{"type": "braid", "globalNamespaces": "shared"}').config
-    assert cfg.global_namespace_set() == {"shared"}
+    assert cfg.kubernetes.global_namespace_set() == {"shared"}
 
 
 def test_braid_keys() -> None:

@@ -22,10 +22,8 @@ def test_the_pages_example_is_a_valid_configuration() -> None:
     (block,) = fenced_blocks("hotplug.md", "json")
     loaded = load_braid_config(block.encode())
     assert loaded.warnings == ()
-    assert (loaded.config.hot_plug, loaded.config.hot_plug_namespaces) == (
-        "annotated",
-        ["vms", "team-a"],
-    )
+    daemon = loaded.config.daemon
+    assert (daemon.hot_plug, daemon.hot_plug_namespaces) == ("annotated", ("vms", "team-a"))
 
 
 def test_hot_plug_is_off_unless_the_operator_turns_it_on() -> None:

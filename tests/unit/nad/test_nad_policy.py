@@ -46,7 +46,7 @@ def merged() -> tuple[BraidConfig, BraidConfig]:
 def test_the_operators_keys_win() -> None:
     _, config = merged()
     assert config.namespace_isolation is True
-    assert config.system_namespaces == ["kube-system", "infra"]
+    assert config.kubernetes.system_namespaces == ("kube-system", "infra")
     assert config.conf_dir == "/etc/cni/multus/net.d"
     assert config.log_level == "debug"
 
