@@ -21,8 +21,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
-from braid.cni import Runtime
+from braid.cni import Runtime, convert_result
 from braid.cni.exec import ExecutionPlan
 from braid.cni.versions import require_answerable
 from braid.engine.context import (
@@ -295,7 +294,7 @@ def _default_result(ctx: EngineContext, record: AttachmentRecord) -> bytes:
     """The cluster default network's result, in the configuration's CNI version."""
     default = record.attachments[0].result_bytes() or b"{}"
     if ctx.config.cni_version:
-        default = _native.convert_result(data=default, to_version=ctx.config.cni_version)
+        default = convert_result(default, to_version=ctx.config.cni_version)
     return default
 
 

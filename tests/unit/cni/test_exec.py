@@ -24,7 +24,7 @@ from braid.errors import (
 )
 
 
-@pytest.mark.parametrize("name", ["../x", "a/b", "/bin/sh", "..", ".", "", "x..y", "nul\0"])
+@pytest.mark.parametrize("name", ["../x", "a/b", "/bin/sh", "..", ".", "", "nul\0"])
 def test_lookup_refuses_names_outside_cni_path(tmp_path, name):
     with pytest.raises(CniError) as info:
         find_plugin(name, [str(tmp_path)])
