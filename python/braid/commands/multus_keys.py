@@ -13,6 +13,8 @@ why they are not.
 
 from __future__ import annotations
 
+from braid.config import PATH_KEYS as BRAID_PATH_KEYS
+
 THIN_TYPE = "multus"
 THICK_TYPE = "multus-shim"
 
@@ -33,9 +35,10 @@ CARRIED_BOOLS = ("namespaceIsolation", "logToStderr", "retryDeleteOnError")
 CARRIED_STRING_LISTS = ("defaultNetworks", "systemNamespaces")
 # Keys with their own rule: logLevel, logOptions, capabilities, delegates, type.
 
-# Keys naming a path on the node: in the thick daemon's configuration they are written as its
-# container sees them (the node's / under `chrootDir` or /host) and are translated back.
-PATH_KEYS = frozenset({"confDir", "binDir", "readinessindicatorfile", "logFile"})
+# Keys naming a path on the node (the carried ones braid declares as paths): in the thick
+# daemon's configuration they are written as its container sees them (the node's / under
+# `chrootDir` or /host) and are translated back.
+PATH_KEYS = frozenset(CARRIED_STRINGS) & {key for _, key in BRAID_PATH_KEYS}
 # Keys whose value is a path when it contains a slash (else a NAD or network name).
 MAYBE_PATH_KEYS = frozenset({"clusterNetwork", "defaultNetworks"})
 # Where the thick daemon's container sees the node's root, besides `chrootDir`.

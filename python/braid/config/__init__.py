@@ -18,6 +18,7 @@ from braid.config.layers import (
     Policy,
 )
 from braid.config.schema import (
+    ATTRIBUTES,
     KNOWN_KEYS,
     PATH_KEYS,
     BraidConfig,
@@ -27,6 +28,7 @@ from braid.config.schema import (
 )
 
 __all__ = [
+    "ATTRIBUTES",
     "KNOWN_KEYS",
     "PATH_KEYS",
     "Bounds",

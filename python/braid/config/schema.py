@@ -117,6 +117,8 @@ else:
 # every braid-thin call).
 _FIELDS = msgspec.structs.fields(BraidConfig)
 KNOWN_KEYS = frozenset(f.encode_name for f in _FIELDS)
+# Each key's attribute in the flat document (for ``msgspec.structs.replace``).
+ATTRIBUTES = {f.encode_name: f.name for f in _FIELDS}
 
 
 class LoadedConfig(msgspec.Struct, frozen=True):

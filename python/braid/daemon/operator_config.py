@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from braid.cni.hostroot import HostRoot
-from braid.config.schema import BraidConfig, LoadedConfig, load_braid_config
+from braid.config.schema import ATTRIBUTES, BraidConfig, LoadedConfig, load_braid_config
 from braid.config.trust import check_from_stdin
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.errors import INVALID_CONFIG, CniError
@@ -143,7 +143,7 @@ class OperatorConfig:
 
 
 # The node directories a configuration may leave to the daemon's command line.
-NODE_DIR_KEYS = {"confDir": "conf_dir", "binDir": "bin_dir"}
+NODE_DIR_KEYS = frozenset({"confDir", "binDir"})
 
 
 def with_node_dirs(loaded: LoadedConfig, node_dirs: Mapping[str, str]) -> LoadedConfig:
@@ -157,6 +157,6 @@ def with_node_dirs(loaded: LoadedConfig, node_dirs: Mapping[str, str]) -> Loaded
     if not missing:
         return loaded
     config = msgspec.structs.replace(
-        loaded.config, **{NODE_DIR_KEYS[key]: value for key, value in missing.items()}
+        loaded.config, **{ATTRIBUTES[key]: value for key, value in missing.items()}
     )
     return LoadedConfig(config, loaded.warnings, loaded.keys | frozenset(missing))

@@ -19,12 +19,11 @@ import msgspec
 
 from braid.cni.hostroot import HostRoot
 from braid.config.keys import LAYERED
-from braid.config.schema import BraidConfig, LoadedConfig
+from braid.config.schema import ATTRIBUTES, BraidConfig, LoadedConfig
 
 RUNTIME_KEYS = frozenset(
     {"cniVersion", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult"}
 )
-_ATTRIBUTES = {f.encode_name: f.name for f in msgspec.structs.fields(BraidConfig)}
 # Files braid itself opens, named as this process reaches them (keys declared with `PATH` in
 # braid.config.layers). Left as the node's (`NODE_PATH`): binDir (a plugin directory, handed to
 # the plugins as it is) and the device paths, which the engine opens through the root itself
@@ -35,9 +34,7 @@ _LOCAL_PATHS = tuple(k.attribute for k in LAYERED if k.path == "local")
 def policy_attributes(policy: LoadedConfig) -> tuple[str, ...]:
     """The attributes the operator's configuration decides: every key it sets but the
     runtime's own."""
-    return tuple(
-        sorted(_ATTRIBUTES[key] for key in policy.keys - RUNTIME_KEYS if key in _ATTRIBUTES)
-    )
+    return tuple(sorted(ATTRIBUTES[key] for key in policy.keys - RUNTIME_KEYS if key in ATTRIBUTES))
 
 
 def overlay(runtime: BraidConfig, policy: BraidConfig, attributes: tuple[str, ...]) -> BraidConfig:
