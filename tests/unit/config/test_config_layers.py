@@ -10,8 +10,11 @@ import sys
 import msgspec
 import pytest
 
+from braid import _native
 from braid.config import BraidConfig, load_braid_config
-from braid.config.schema import KNOWN_KEYS
+from braid.config.keys import LAYERED
+from braid.config.schema import KNOWN_KEYS, PATH_KEYS
+from braid.config.trust import CHECKED
 
 # Keys of the call itself (the CNI network and what the runtime passes with it), and the
 # network choice: read by resolution, not a setting of one layer.
@@ -159,3 +162,26 @@ def test_a_changed_configuration_has_views_of_its_own() -> None:
         config.cni_dir = "/x/other"  # type: ignore[misc]
     assert config.engine is engine
     assert engine.dirs.cni_dir == "/x/old"
+
+
+def test_the_node_files_keys_are_declared_paths_with_the_shims_defaults() -> None:
+    """The shim declares the node file's keys (braid_wire::trust); each is a path key of the
+    views with the same default, which the trust rule checks (``braid.config.trust``)."""
+    declared = {k.key: k for k in LAYERED}
+    for key, default in _native.NODE_PATH_KEYS:
+        assert declared[key].path, key
+        assert declared[key].default == default, key
+    assert {key for _, key in CHECKED} == {k for k, _ in _native.NODE_PATH_KEYS} - {
+        "daemonSocketDir"
+    }
+
+
+def test_path_kinds_come_from_the_declaration() -> None:
+    """Paths named through the node's root, and those handed on as the node's."""
+    kinds = {k.key: k.path for k in LAYERED if k.path}
+    assert {k for k, kind in kinds.items() if kind == "node"} == {
+        "binDir",
+        "podResourcesSocket",
+        "deviceInfoDir",
+    }
+    assert {key for _, key in PATH_KEYS} == set(kinds)
