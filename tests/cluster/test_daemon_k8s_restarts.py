@@ -52,6 +52,9 @@ def test_the_daemon_resyncs_after_api_server_restarts_and_does_not_grow(
     ns = kube_namespace
     create_nad(kube_admin, ns, "blue")
     uid = create_pod(kube_admin, ns, "web", {NETWORKS_KEY: "blue"})
+    # The NADs made after each restart: named by a pod of the node, so the NAD cache keeps them.
+    later = ",".join(f"after-{restart}" for restart in range(RESTARTS))
+    create_pod(kube_admin, ns, "later", {NETWORKS_KEY: later})
     k8s_daemon.start()
     assert wait_until(k8s_daemon.ready), k8s_daemon.log_text()
     assert k8s_daemon.proc is not None

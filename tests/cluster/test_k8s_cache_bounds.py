@@ -22,6 +22,7 @@ import pytest
 from faultproxy import where
 from faultproxy_rules import status_body
 from k8s_engine import NAD_GROUP, NAD_PLURAL, NAD_VERSION, NODE, Node, create_nad, node
+from test_k8s_caches import uses
 from test_k8s_devices import delegate_devices
 from test_k8s_dra import Dra, add, dra, thief
 from test_k8s_status import wait_until
@@ -109,6 +110,7 @@ def test_oversized_nads_are_kept_as_markers_and_refused_on_use(
     fault_proxy: faultproxy.FaultProxy,
 ) -> None:
     ns = kube_namespace
+    uses(kube_admin, ns, *big_nads, "late", "small")
     # Pages of at most 3 MiB: the first page of 250 NADs is too large and is asked for again
     # with fewer items, as a cluster whose NADs pass the 64 MiB a LIST answer may have would be.
     tracemalloc.start()
@@ -166,6 +168,7 @@ def test_an_expired_continue_token_lists_again_from_the_start(
 ) -> None:
     for i in range(4):
         create_nad(kube_admin, kube_namespace, f"n{i}")
+    uses(kube_admin, kube_namespace, *(f"n{i}" for i in range(4)))
 
     def continued(method: str, path: str, query: dict[str, str]) -> bool:
         return NAD_LISTS(method, path, query) and bool(query.get("continue"))
@@ -192,6 +195,7 @@ def test_past_the_byte_bound_reads_go_live_and_stay_right(
     names = [f"net-{i}" for i in range(12)]
     for name in names:
         create_nad(kube_admin, ns, name)
+    uses(kube_admin, ns, *names)  # NADs the node's pods name are never evicted
     caches = start_caches(max_nad_bytes=MAX_NAD, max_cache_bytes=bound)
     assert caches.nads.used_bytes <= bound
     kept = [n for n in names if caches.nads.get(ns, n) is not None]

@@ -1,5 +1,7 @@
 """The daemon's watch caches on a real API server: reads without API calls, a NAD created a
-moment ago, a dropped watch resumed from its resourceVersion, a 410 answered by listing again."""
+moment ago, a dropped watch resumed from its resourceVersion, a 410 answered by listing again.
+The NAD cache keeps the NADs the node's pods name (``braid.k8s.nad_cache``): each test's NADs
+are named by a pod of the node (``uses``)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ from braid.k8s.select import connect
 __all__ = ["node"]  # the fixture
 NAD_WATCH = where(method="GET", path="network-attachment-definitions", watch=True)
 StartCaches = Callable[[], ClusterCaches]
+NETWORKS = "k8s.v1.cni.cncf.io/networks"
+
+
+def uses(admin: kubernetes.client.ApiClient, ns: str, *nads: str) -> str:
+    """A pod of the node naming ``nads`` (so the NAD cache keeps them); its UID."""
+    return create_pod(admin, ns, f"user-{len(nads)}-{nads[0]}", {NETWORKS: ",".join(nads)})
 
 
 @pytest.fixture
@@ -110,6 +118,7 @@ def test_a_dropped_watch_resumes_from_its_resource_version(
     fault_proxy: faultproxy.FaultProxy,
 ) -> None:
     fault_proxy.drop_watch(after_events=1, match=NAD_WATCH)
+    uses(kube_admin, kube_namespace, "first", "second")
     caches = start_caches()
     create_nad(kube_admin, kube_namespace, "first")
     assert wait_until(lambda: caches.nads.get(kube_namespace, "first") is not None)
@@ -130,6 +139,7 @@ def test_gone_lists_again(
     fault_proxy: faultproxy.FaultProxy,
 ) -> None:
     fault_proxy.respond(410, match=NAD_WATCH)
+    uses(kube_admin, kube_namespace, "after")
     caches = start_caches()
     assert wait_until(lambda: caches.nads.lists >= 2)
     create_nad(kube_admin, kube_namespace, "after")

@@ -20,7 +20,10 @@ reach them as an observer (``observe_phase``, installed with ``braid.engine.phas
   and ResourceClaim caches hold (``nads``, ``claims``; bytes as ``maxCacheBytes`` counts them),
   and ``braid_daemon_cache_refused_total{cache, reason}``: objects not kept whole,
   ``oversized`` (a NAD over ``maxNadBytes``, kept as a marker of its size) or ``bound`` (the
-  cache at ``maxCacheBytes``: not kept, read live); read from the caches when scraped.
+  cache at ``maxCacheBytes``: not kept, read live); ``braid_daemon_cache_evicted_total{cache}``
+  (NADs dropped, least recently used, to stay within the bounds) and
+  ``braid_daemon_cache_live_reads_total{cache}`` (NADs read from the API server on a miss);
+  read from the caches when scraped.
 - ``braid_daemon_config_reloads_total{outcome}``: new versions of the daemon's configuration
   file: ``applied``, or ``invalid`` (the last good one stays in force).
 - ``braid_daemon_metrics_auth_total{outcome}``: requests on the metrics endpoint checked by
@@ -61,6 +64,8 @@ from braid.version import package_version
 # (cache, objects kept, bytes counted, refusals by reason): ``braid.k8s.caches`` ``stats``.
 CacheStats = list[tuple[str, int, int, dict[str, int]]]
 CACHE_REFUSALS = ("oversized", "bound")
+# Beside the refusals in a cache's figures (the NAD cache's, ``braid.k8s.nad_cache``).
+CACHE_EVICTED, CACHE_LIVE_READS = "evicted", "live_reads"
 
 # From a fast delegate (1 ms) to the plugin deadline region (tens of seconds).
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -205,9 +210,22 @@ class _CacheCollector:
             "Objects a cache did not keep whole, by reason: oversized (kept as a marker), bound",
             labels=["cache", "reason"],
         )
+        evicted = CounterMetricFamily(
+            "braid_daemon_cache_evicted",
+            "Objects a cache dropped, least recently used, to keep within its bounds",
+            labels=["cache"],
+        )
+        live = CounterMetricFamily(
+            "braid_daemon_cache_live_reads",
+            "Reads a cache did not hold and asked the API server for",
+            labels=["cache"],
+        )
         for cache, count, used, reasons in self.stats():
             size.add_metric([cache], used)
             objects.add_metric([cache], count)
             for reason in CACHE_REFUSALS:
                 refused.add_metric([cache, reason], reasons.get(reason, 0))
-        return [size, objects, refused]
+            if CACHE_LIVE_READS in reasons:
+                evicted.add_metric([cache], reasons.get(CACHE_EVICTED, 0))
+                live.add_metric([cache], reasons[CACHE_LIVE_READS])
+        return [size, objects, refused, evicted, live]

@@ -89,6 +89,10 @@ class ByteBudget:
         """Whether an entry of ``old`` bytes (0: none) may become one of ``new``."""
         return self.max_bytes is None or self.used - old + new <= self.max_bytes
 
+    def size_of(self, key: Any) -> int:
+        """What the entry kept under ``key`` counts for (0: none)."""
+        return self._sizes.get(key, 0)
+
     def change(self, old: int, new: int) -> None:
         self.used += new - old
 

@@ -36,8 +36,9 @@ from braid.k8s.dra_objects import (
     trim_slice,
 )
 from braid.k8s.informers import Reflector
+from braid.k8s.nad_cache import NadCache
 from braid.k8s.node_claims import NodeClaims
-from braid.k8s.objects import check_uid, nad_definition, nad_path, pod_info
+from braid.k8s.objects import check_uid, nad_definition, pod_info
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.store import KubeStore
 from braid.nad.default_network import config_too_large
@@ -110,15 +111,16 @@ class ClusterCaches:
             client, "/api/v1/pods", trim=_trim_pod, query=selector, watch_timeout=watch_timeout
         )
         refusals = RefusalLog("NetworkAttachmentDefinition")
-        self.nads = Reflector(
+        self.live = KubeStore(client, retry=retry)
+        self.nads = NadCache(
             client,
-            nad_path(),
+            self.pods,
             trim=lambda obj: self._nad_entry(obj, refusals),
+            live=self.live,
             watch_timeout=watch_timeout,
             max_bytes=max_cache_bytes,
             refusals=refusals,
         )
-        self.live = KubeStore(client, retry=retry)
         self.claims: NodeClaims | None = None
         self.slices: Reflector | None = None
         if claims:
@@ -152,10 +154,12 @@ class ClusterCaches:
 
     def stats(self) -> list[tuple[str, int, int, dict[str, int]]]:
         """(cache, objects kept, bytes counted, refusals by reason) of each bounded cache."""
-        found: list[tuple[str, Reflector | NodeClaims]] = [("nads", self.nads)]
+        nads = (len(self.nads), self.nads.used_bytes, self.nads.refusals.counts())
+        found = [("nads", *nads[:2], {**nads[2], **self.nads.stats()})]
         if self.claims is not None:
-            found.append(("claims", self.claims))
-        return [(n, len(r), r.used_bytes, r.refusals.counts()) for n, r in found]
+            claims = self.claims
+            found.append(("claims", len(claims), claims.used_bytes, claims.refusals.counts()))
+        return found
 
     def _reflectors(self) -> list[tuple[str, Reflector | NodeClaims]]:
         found: list[tuple[str, Reflector | NodeClaims]] = [("pods", self.pods), ("nads", self.nads)]
@@ -168,6 +172,14 @@ class ClusterCaches:
             thread = threading.Thread(target=reflector.run, name=f"braid-watch-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
+        prefetch = threading.Thread(
+            target=self.nads.prefetch,
+            args=(self.nads.stopping,),
+            name="braid-nad-prefetch",
+            daemon=True,
+        )
+        prefetch.start()
+        self._threads.append(prefetch)
 
     def wait_synced(self, timeout: float) -> bool:
         """True once every cache has listed, the claims of the node's pods read (the daemon
@@ -215,8 +227,10 @@ class CachedStore:
 
     def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
         cached = self.caches.nads.get(namespace, name)
-        if cached is None:
-            return self.caches.live.get_nad(namespace, name)
+        if cached is None:  # one GET, kept for the next ADD (``braid.k8s.nad_cache``)
+            cached = self.caches.nads.read_live(namespace, name)
+            if cached is None:
+                return None
         size = cached.get(SIZE_KEY)
         if not isinstance(size, int):
             return nad_definition(cached, namespace, name)

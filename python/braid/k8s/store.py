@@ -55,9 +55,13 @@ class KubeStore:
         """The devices the pod's ResourceClaims allocated, read live (``braid.k8s.dra``)."""
         return ClaimReader(self.client, retry=self.retry).devices(namespace, name, uid)
 
-    def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
+    def nad_object(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The NAD as the API server has it now, undecoded; None when there is none."""
         what = f"GET NetworkAttachmentDefinition {namespace}/{name}"
-        obj = self._get(nad_path(namespace, name), what)
+        return self._get(nad_path(namespace, name), what)
+
+    def get_nad(self, namespace: str, name: str) -> NetworkAttachmentDefinition | None:
+        obj = self.nad_object(namespace, name)
         return None if obj is None else nad_definition(obj, namespace, name)
 
     def list_nads(self) -> list[NetworkAttachmentDefinition]:
