@@ -1,11 +1,13 @@
 """braid.config: braid's configuration, the typed part each layer reads (``layers``, where
-each key is declared), its table of keys (``keys``) and the flat document (``schema``).
+each key is declared), its table of keys (``keys``), the flat document (``document``) and
+its loading and checks (``schema``).
 
 It imports nothing of braid but ``braid.errors`` and ``braid._native``: every layer may load it.
 """
 
 from __future__ import annotations
 
+from braid.config.document import ATTRIBUTES, KNOWN_KEYS, BraidConfig
 from braid.config.layers import (
     Bounds,
     DaemonConfig,
@@ -18,10 +20,7 @@ from braid.config.layers import (
     Policy,
 )
 from braid.config.schema import (
-    ATTRIBUTES,
-    KNOWN_KEYS,
     PATH_KEYS,
-    BraidConfig,
     LoadedConfig,
     check_network_name,
     load_braid_config,

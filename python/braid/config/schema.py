@@ -2,26 +2,20 @@
 
 An existing Multus configuration works after changing ``type`` to ``braid``. Unknown keys are
 collected as warnings (the caller logs them); a key of the wrong type is a CNI error 7 naming it.
-The document stays flat (its keys are the user's contract, docs/configuration.md); each layer
-reads its own part through the typed views of ``braid.config.layers``.
+The document stays flat (its keys are the user's contract, docs/configuration.md;
+``braid.config.document``); each layer reads its own part through the typed views of
+``braid.config.layers``, where each key is declared.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
-
 import msgspec
 
 from braid import _native
-from braid.config.keys import LAYERED, Key, build
-from braid.config.layers import (
-    DaemonConfig,
-    EngineConfig,
-    KubernetesConfig,
-    LoggingConfig,
-    LogOptions,
-)
+from braid.config.document import KNOWN_KEYS as KNOWN_KEYS  # noqa: PLC0414  re-exported
+from braid.config.document import BraidConfig as BraidConfig  # noqa: PLC0414  re-exported
+from braid.config.keys import LAYERED
+from braid.config.layers import DaemonConfig, LogOptions
 from braid.errors import INVALID_CONFIG, CniError
 
 BRAID_PLUGIN_TYPES = frozenset({"braid", "braid-thin"})
@@ -41,84 +35,6 @@ METRICS_AUTH_MODES = (METRICS_AUTH_NONE, METRICS_AUTH_KUBERNETES)
 _STANDARD_KEYS = frozenset(
     {"ipam", "dns", "cniVersions", "disableCheck", "disableGC", "loadOnlyInlinedPlugins"}
 )
-
-
-class _CallKeys(msgspec.Struct, frozen=True, dict=True, rename="camel", omit_defaults=True):
-    """The keys of the call itself (the CNI network and what the runtime passes with it) and
-    the network choice (read by resolution, no one layer's setting); every other key is
-    declared once in a view of ``braid.config.layers`` and read through it (``engine``,
-    ``daemon``, ``kubernetes``, ``logging``).
-
-    Frozen, and each view is built on its first read and kept in the instance's ``__dict__``
-    (``dict=True``; no field, so never encoded or compared): every read of one configuration
-    returns the same view, and a changed configuration is a new instance
-    (``msgspec.structs.replace``, by flat attribute: ``braid.config.keys``) with views of its
-    own.
-    """
-
-    cni_version: str = ""
-    name: str = ""
-    type: str = ""
-    cluster_network: str = ""
-    default_networks: list[str] = msgspec.field(default_factory=list)
-    delegates: list[msgspec.Raw] = msgspec.field(default_factory=list)
-    capabilities: dict[str, bool] = msgspec.field(default_factory=dict)
-    runtime_config: dict[str, Any] = msgspec.field(default_factory=dict)
-    args: dict[str, Any] | None = None
-    prev_result: Any = None
-
-    @cached_property
-    def engine(self) -> EngineConfig:
-        """What the engine reads: directories, bounds, policy, devices."""
-        return cast("EngineConfig", build(EngineConfig, self))
-
-    @cached_property
-    def daemon(self) -> DaemonConfig:
-        """What the daemon and the shim read: socket, queue, concurrency, metrics, hot-plug."""
-        return cast("DaemonConfig", build(DaemonConfig, self))
-
-    @cached_property
-    def kubernetes(self) -> KubernetesConfig:
-        """What the Kubernetes store reads: kubeconfig, status policy, namespaces."""
-        return cast("KubernetesConfig", build(KubernetesConfig, self))
-
-    @cached_property
-    def logging(self) -> LoggingConfig:
-        """Where braid's log goes: file, level, stderr, rotation options."""
-        return cast("LoggingConfig", build(LoggingConfig, self))
-
-
-def _flat_field(key: Key) -> tuple[str, Any, Any]:
-    if key.default_factory is not msgspec.NODEFAULT:
-        return (
-            key.attribute,
-            key.type,
-            msgspec.field(default_factory=key.default_factory, name=key.key),
-        )
-    return (key.attribute, key.type, msgspec.field(default=key.default, name=key.key))
-
-
-# The flat document: the call's keys and, by its snake_case attribute, every layered key. Typed
-# as the call's keys alone, so that a layered key is read through its view (mypy says so).
-if TYPE_CHECKING:
-    BraidConfig = _CallKeys
-else:
-    BraidConfig = msgspec.defstruct(
-        "BraidConfig",
-        [_flat_field(key) for key in LAYERED],
-        bases=(_CallKeys,),
-        module=__name__,
-        frozen=True,
-        dict=True,
-        omit_defaults=True,
-    )
-
-# Asked once: each call evaluates every annotation of the struct again (a millisecond here, on
-# every braid-thin call).
-_FIELDS = msgspec.structs.fields(BraidConfig)
-KNOWN_KEYS = frozenset(f.encode_name for f in _FIELDS)
-# Each key's attribute in the flat document (for ``msgspec.structs.replace``).
-ATTRIBUTES = {f.encode_name: f.name for f in _FIELDS}
 
 
 class LoadedConfig(msgspec.Struct, frozen=True):
@@ -230,7 +146,7 @@ PATH_KEYS = tuple((k.attribute, k.key) for k in LAYERED if k.path)
 
 
 # (attribute, key) of each bound: a positive integer.
-BOUND_KEYS = tuple((f.name, f.encode_name) for f in _FIELDS if f.name.startswith("max_"))
+BOUND_KEYS = tuple((k.attribute, k.key) for k in LAYERED if k.attribute.startswith("max_"))
 
 
 # (attribute, key) of each logOptions count: 0 means no limit (maxSize 0: 100 MB).

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 import msgspec
 
 from braid.cni.hostroot import HostRoot
-from braid.config.schema import ATTRIBUTES, BraidConfig, LoadedConfig, load_braid_config
+from braid.config.document import ATTRIBUTES
+from braid.config.schema import BraidConfig, LoadedConfig, load_braid_config
 from braid.config.trust import check_from_stdin
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.errors import INVALID_CONFIG, CniError

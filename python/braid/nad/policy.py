@@ -18,8 +18,9 @@ from __future__ import annotations
 import msgspec
 
 from braid.cni.hostroot import HostRoot
+from braid.config.document import ATTRIBUTES
 from braid.config.keys import LAYERED
-from braid.config.schema import ATTRIBUTES, BraidConfig, LoadedConfig
+from braid.config.schema import BraidConfig, LoadedConfig
 
 RUNTIME_KEYS = frozenset(
     {"cniVersion", "name", "type", "capabilities", "runtimeConfig", "args", "prevResult"}

@@ -126,6 +126,7 @@ def test_loading_the_configuration_loads_no_other_layer() -> None:
     loaded = set(json.loads(proc.stdout.splitlines()[-1]))
     assert loaded - {"braid", "braid.errors", "braid._native"} == {
         "braid.config",
+        "braid.config.document",
         "braid.config.keys",
         "braid.config.layers",
         "braid.config.schema",
