@@ -22,7 +22,7 @@ ALLOWED = [
     (*POD_STATUS, "patch"),
     (*EVENT, "create"), ("events.k8s.io", "events", "create"),
     (*EVENT, "patch"), ("events.k8s.io", "events", "patch"),
-    (*CLAIM, "get"), (*CLAIM, "list"), (*CLAIM, "watch"),
+    (*CLAIM, "get"),
     (*SLICE, "get"), (*SLICE, "list"), (*SLICE, "watch"),
 ]  # fmt: skip
 DENIED = [
@@ -34,6 +34,7 @@ DENIED = [
     (*EVENT, "update"), (*EVENT, "delete"), (*EVENT, "list"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "create"),
     (*CLAIM, "create"), (*CLAIM, "update"), (*CLAIM, "delete"),
+    (*CLAIM, "list"), (*CLAIM, "watch"),  # a claim is read by name, those of its node's pods
     ("resource.k8s.io", "resourceclaims/status", "patch"), (*SLICE, "create"), (*SLICE, "delete"),
 ]  # fmt: skip
 
@@ -158,7 +159,9 @@ def test_braid_does_its_job_with_real_requests(
     nads = kubernetes.client.CustomObjectsApi(braid_client)
     assert nads.list_namespaced_custom_object(*NAD[:1], "v1", kube_namespace, NAD[1])["items"] == []
     resource = kubernetes.client.ResourceV1Api(braid_client)
-    assert resource.list_namespaced_resource_claim(kube_namespace).items == []
+    with pytest.raises(kubernetes.client.ApiException) as missing:  # allowed, and not there
+        resource.read_namespaced_resource_claim("absent", kube_namespace)
+    assert missing.value.status == 404
     slices = resource.list_resource_slice(field_selector="spec.nodeName=node-a")
     assert isinstance(slices.items, list)
 
