@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node multus-bin test-bench-smoke wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node multus-bin test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -125,6 +125,9 @@ multus-bin: ## build Multus thin for the benchmark's comparison (reused while pi
 test-bench-smoke: native shim multus-bin ## run every benchmark once, untimed, so they cannot rot (root)
 	$(PY) -m pytest benches -q --benchmark-disable
 	cargo test --locked -p braid-cni --benches
+
+bench-scale: native kube-bins ## one daemon as the cluster grows to 150,000 pods (root; docs/scale.md; ~25 min)
+	$(PY) benches/scale/scale_run.py --steps full --restart --out .cache/scale
 
 bench: install multus-bin ## benchmarks (see docs/performance.md)
 	$(PY) -m pytest benches -q --benchmark-only

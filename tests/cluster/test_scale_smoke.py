@@ -1,0 +1,44 @@
+"""A smoke of `make bench-scale` (benches/scale, docs/scale.md) at a small size, in the
+cluster tier: its own etcd and kube-apiserver, one `braidctl daemon` started as the DaemonSet
+starts it, the cluster grown through the API to 2,000 pods of other nodes, 200 NADs and 1,000
+ResourceClaims, then the API server restarted under the daemon. It asserts what the full run
+shows: the daemon's memory does not follow the cluster, a warm ADD and DEL make no read, and
+the daemon re-syncs after the restart with the same few requests it started with."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "scale"))
+
+import scale_run
+
+GROWTH_MIB = 5.0  # the bound docs/scale.md states from an empty cluster to the largest
+READS = ("GET", "LIST")
+
+
+@pytest.mark.timeout(600)
+def test_the_daemon_does_not_grow_with_the_cluster_and_a_warm_add_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    report = scale_run.run(tmp_path, scale_run.STEPS["smoke"], restart=True)
+    empty, grown = report["steps"][0], report["steps"][-1]
+    assert grown["pods"] == 2000
+    assert grown["daemon_rss_mib"] - empty["daemon_rss_mib"] < GROWTH_MIB, report
+    assert grown["cached_nads"] == empty["cached_nads"] == 1  # its own pod's NAD, no other
+    assert grown["cached_claims"] == 0
+    for step in report["steps"]:
+        requests = step["warm_add_del_requests"]
+        assert [r for r in requests if r.split()[0] in READS] == [], requests
+        assert requests["PATCH pods/status"] == 1, requests
+    # Starting: one LIST and one WATCH a cache, never a LIST of every claim.
+    assert not any("resourceclaims" in r for r in report["start_requests"]), report
+    restart = report["restart"]
+    assert restart["daemon_running"], restart
+    assert restart["resync_seconds"] < 60, restart
+    assert restart["daemon_peak_rss_mib"] - empty["daemon_rss_mib"] < GROWTH_MIB, restart
+    lists = {r: n for r, n in restart["requests"].items() if r.startswith("LIST")}
+    assert all(n <= 3 for n in lists.values()), restart
