@@ -1,5 +1,6 @@
-"""The daemon's caches: the pods of this node (``spec.nodeName``) and every NAD, kept by
-watches, with a ``Store`` view that reads the caches first and the API server on a miss.
+"""The daemon's caches: the pods of this node (``spec.nodeName``) and the NADs it uses (those
+its pods name and those read on a miss: ``braid.k8s.nad_cache``), kept by watches, with a
+``Store`` view that reads the caches first and the API server on a miss.
 
 A miss is a live GET with bounded retries and backoff, so a NAD created a moment ago (not yet
 in the cache) does not fail the ADD. A cached pod whose UID is not the runtime's may be stale
@@ -16,8 +17,9 @@ What a tenant creates does not grow the daemon without bound. A NAD whose ``spec
 over ``maxNadBytes`` is kept as a marker of its size (``nad_entry``), never its spec, and a
 read of it is refused as the engine would refuse it (code 7, naming the NAD and both sizes);
 a request whose own ``maxNadBytes`` is larger reads it live (``store_for``). The NAD and claim
-caches hold at most ``maxCacheBytes`` each (``braid.k8s.budget``): past it, objects are not
-kept and reads of them go live, one GET of that one object.
+caches hold at most ``maxCacheBytes`` each (``braid.k8s.budget``): past it, NADs are evicted
+(least recently used first) and objects that still do not fit are not kept; reads of them go
+live, one GET of that one object.
 """
 
 from __future__ import annotations
