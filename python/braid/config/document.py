@@ -69,6 +69,11 @@ def _flat_field(key: Key) -> tuple[str, Any, Any]:
     return (key.attribute, key.type, msgspec.field(default=key.default, name=key.key))
 
 
+_CALL_KEYS = {f.encode_name for f in msgspec.structs.fields(_CallKeys)}
+if _CALL_KEYS & {key.key for key in LAYERED}:  # pragma: no cover - a declaration error
+    raise TypeError("a view of braid.config.layers declares one of the call's own keys")
+
+
 # The flat document: the call's keys and, by its snake_case attribute, every layered key. Typed
 # as the call's keys alone, so that a layered key is read through its view (mypy says so).
 if TYPE_CHECKING:

@@ -10,7 +10,9 @@ host-root localizer's paths all come from ``LAYERED``; adding a key is adding a 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, get_args, get_origin
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Annotated, Any, cast, get_args, get_origin
 
 import msgspec
 
@@ -96,17 +98,22 @@ def _unique() -> None:
 
 _unique()
 
-# Each view's fields: (field, its flat attribute or the view it holds).
-_PLANS = {
-    view: tuple((f.name, f.type if _is_view(f.type) else snake(f.encode_name)) for f in fields)
-    for view, fields in _FIELDS.items()
-}
+
+def _reader(fields: tuple[msgspec.structs.FieldInfo, ...]) -> Callable[[object], tuple[Any, ...]]:
+    """A function of the flat configuration giving a view's field values, in field order: one
+    ``attrgetter`` when every field is a key (built per call: keep it cheap)."""
+    if not any(_is_view(f.type) for f in fields):
+        getter = attrgetter(*(snake(f.encode_name) for f in fields))
+        if len(fields) == 1:
+            return lambda flat: (getter(flat),)
+        return cast("Callable[[object], tuple[Any, ...]]", getter)
+    sources = [f.type if _is_view(f.type) else attrgetter(snake(f.encode_name)) for f in fields]
+    return lambda flat: tuple(build(s, flat) if isinstance(s, type) else s(flat) for s in sources)
+
+
+_READERS = {view: _reader(fields) for view, fields in _FIELDS.items()}
 
 
 def build(view: type[View], flat: object) -> Any:
     """The ``view`` of the flat configuration ``flat``."""
-    values = {
-        name: build(source, flat) if isinstance(source, type) else getattr(flat, source)
-        for name, source in _PLANS[view]
-    }
-    return view(**values)
+    return view(*_READERS[view](flat))
