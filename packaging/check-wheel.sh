@@ -18,6 +18,9 @@
 #   sdist    `pip install braid_cni-*.tar.gz` into a fresh virtualenv: pip builds the extension
 #            and the shim from the sources; the same checks
 #   maturin  a plain `maturin build` (nothing staged) builds a wheel: the extension, no shim
+#   supply   each wheel's SBOM (packaging/check-wheel-sbom.py: Cargo.lock's crates and
+#            checksums, the Requires-Dist, listed in RECORD), the provenance's subjects, and
+#            this machine's wheel built twice: byte-identical (docs/supply-chain.md)
 #
 #   packaging/check-wheel.sh
 #   KEEP_WHEEL=dist packaging/check-wheel.sh   also copies the wheels and the sdist into dist/
@@ -32,10 +35,17 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "check-wheel: FAILED: $*" >&2; exit 1; }
 say() { printf "check-wheel: [%3ds] %s\n" $((SECONDS - started)) "$*"; }
 started=$SECONDS
+# One build id for both builds of the reproducibility check.
+BRAID_BUILD=$(packaging/build-id.sh)
+export BRAID_BUILD
 
 # --- build -----------------------------------------------------------------------------------
 [[ $EUID -ne 0 ]] || command -v qemu-aarch64-static >/dev/null ||
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null
+# This machine's wheel is built twice, right before the others (a short window for a source
+# edited between the builds); the two are compared below. The second build finds cargo's
+# outputs fresh: maturin only packs again.
+packaging/build-wheels.sh -o "$work/again" --arch "$(uname -m)" --no-sdist >/dev/null
 packaging/build-wheels.sh -o "$work/dist"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 sdist=$work/dist/braid_cni-$version.tar.gz
@@ -78,6 +88,7 @@ UNZIP
   grep -q "\"manylinux_2_17_$arch\"" <<<"$report" || fail "auditwheel show: $report"
   ! grep -q 'ignoring' <<<"$report" || fail "auditwheel show: $report"
   check_metadata "$dir/braid_cni-$version.dist-info/METADATA" "$(basename "$wheel")"
+  "$PY" packaging/check-wheel-sbom.py "$wheel" "$arch" || fail "the SBOM of $(basename "$wheel")"
   say "$(basename "$wheel"): auditwheel manylinux_2_17_$arch, the shim static, braid._native glibc <= 2.17"
 }
 # What a package index shows (tests/unit/test_package_metadata.py checks the same before a
@@ -99,6 +110,28 @@ check_wheel x86_64 62
 check_wheel aarch64 183
 check_metadata "$work/braid_cni-$version/PKG-INFO" "$(basename "$sdist")"
 say "metadata of the wheels and the sdist: no dev extra, Project-URLs, docs/pypi.md"
+"$PY" packaging/check-wheel-sbom.py --provenance "$work/dist/braid_cni-$version.intoto.json" \
+  "$work"/dist/braid_cni-*.whl "$sdist" || fail "the provenance of the wheels and the sdist"
+say "SBOMs: Cargo.lock's crates and checksums, Requires-Dist; provenance: the files' SHA-256"
+
+# --- reproducible ----------------------------------------------------------------------------
+# This machine's wheel, built twice (above): the same bytes, SBOM included. (The other
+# architecture's is packed the same way; building it twice would only repeat that.)
+again=$(cd "$work/again" && echo braid_cni-*.whl)
+for f in "$again" "$again.cdx.json"; do
+  cmp -s "$work/dist/$f" "$work/again/$f" && continue
+  "$PY" - "$work/dist/$again" "$work/again/$again" <<'DIFFER' >&2 || true
+import sys, zipfile
+a, b = (zipfile.ZipFile(p) for p in sys.argv[1:])
+names = sorted({i.filename for i in a.infolist()} | {i.filename for i in b.infolist()})
+for name in names:
+    if name not in a.namelist() or name not in b.namelist() or a.read(name) != b.read(name):
+        print("  differs:", name)
+DIFFER
+  fail "$f built again differs: not reproducible (a source edited between the builds?)"
+done
+say "$again built again: the same bytes, and the same SBOM"
+
 
 # --- running it ------------------------------------------------------------------------------
 # $1: a bin/ directory holding braid, braid-full, braid-thin, braidctl; $2: how to run an ELF

@@ -47,8 +47,8 @@
 # Environment: SOURCE_DATE_EPOCH (default: the commit time of HEAD) is the time of the braid
 # layer's files and of the image; a base built anew takes it too when it is set (otherwise
 # the time of that build; BRAID_IMAGE_BASE_EPOCH overrides both: the provenance's baseEpoch
-# rebuilds the base of an earlier build). BRAID_IMAGE_REVISION is the revision label (default: HEAD's
-# commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
+# rebuilds the base of an earlier build). BRAID_IMAGE_REVISION is the revision label
+# (default: HEAD's commit). BRAID_WHEEL picks the wheel (default: the newest in dist/).
 # BRAID_DEBIAN_MIRROR, BRAID_DEBIAN_SECURITY_MIRROR: Debian's archive and its security archive
 # (default deb.debian.org; https://snapshot.debian.org/archive/debian/<snapshot>/ and
 # .../debian-security/<snapshot>/ rebuild the lock's packages wherever the live mirror moved on).
