@@ -43,11 +43,10 @@ class LogOptions(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class Dirs(View, frozen=True):
-    """``confDir``, ``cniDir`` (records, caches, locks), ``binDir``, ``nadDir``, ``podDir``,
-    ``readinessindicatorfile``."""
+    """The directories and files the engine works in."""
 
     conf_dir: _Path = "/etc/cni/multus/net.d"
-    cni_dir: _Path = "/var/lib/cni/braid"
+    cni_dir: _Path = "/var/lib/cni/braid"  # records, caches, locks
     bin_dir: _NodePath = "/opt/cni/bin"
     nad_dir: _Path = "/etc/cni/braid/nads"
     pod_dir: _Path = "/etc/cni/braid/pods"
@@ -55,8 +54,8 @@ class Dirs(View, frozen=True):
 
 
 class Bounds(View, frozen=True):
-    """What one pod makes braid resolve (``max*``, docs/configuration.md, "Bounds") and how
-    long a plugin may run (``pluginTimeout``; None: the runtime's default)."""
+    """What one pod makes braid resolve (docs/configuration.md, "Bounds") and how long a
+    plugin may run (None: the runtime's default)."""
 
     max_selections: int = 64
     max_annotation_bytes: int = 256 * 1024  # Kubernetes' own bound for all of a pod's
@@ -67,28 +66,28 @@ class Bounds(View, frozen=True):
 
 
 class Policy(View, frozen=True):
-    """``namespaceIsolation``; ``allowDefaultNetworkRequests``, whether the default-network
-    override's per-attachment requests reach the cluster default network (Multus never applies
-    them); ``allowDefaultNetworksOptOut``, whether a pod's braid-cni.io/default-networks may
-    drop ``defaultNetworks``; ``retryDeleteOnError``, ``auxiliaryCNIChainName``."""
+    """What the operator allows pods to ask for."""
 
     namespace_isolation: bool = False
+    # Whether the default-network override's per-attachment requests reach the cluster
+    # default network (Multus never applies them).
     allow_default_network_requests: bool = False
+    # Whether a pod's braid-cni.io/default-networks may drop `defaultNetworks`.
     allow_default_networks_opt_out: bool = False
     retry_delete_on_error: bool = False
     auxiliary_cni_chain_name: str = msgspec.field(default="", name="auxiliaryCNIChainName")
 
 
 class DeviceConfig(View, frozen=True):
-    """``podResourcesSocket`` and ``podResourcesTimeout`` (kubelet's PodResources API),
-    ``deviceInfoDir`` (NPWG device information), ``allowDeviceIDRequests`` (a pod's own
-    ``deviceID`` may name the device of a NAD with a resourceName), ``resourceClaims`` (a
-    pod's ResourceClaims serve its NADs; docs/devices.md)."""
+    """Devices (docs/devices.md): kubelet's PodResources API, the NPWG device-information
+    directory, and who may name a device."""
 
     pod_resources_socket: _NodePath = "/var/lib/kubelet/pod-resources/kubelet.sock"
     pod_resources_timeout: float = 5.0
     device_info_dir: _NodePath = "/var/run/k8s.cni.cncf.io/devinfo"
+    # Whether a pod's own `deviceID` may name the device of a NAD with a resourceName.
     allow_device_id_requests: bool = msgspec.field(default=False, name="allowDeviceIDRequests")
+    # Whether a pod's ResourceClaims (resource.k8s.io/v1) serve its NADs with a resourceName.
     resource_claims: bool = True
 
 
@@ -102,47 +101,49 @@ class EngineConfig(View, frozen=True):
 
 
 class DaemonConfig(View, frozen=True):
-    """The daemon's and the shim's part: ``daemonSocketDir``, ``daemonWaitSeconds``,
-    ``daemonConcurrency`` (0: twice the cores), ``daemonQueueSize``, the metrics and health
-    addresses ("": none) and who may read metrics (``daemonMetricsAuth``: "none" or
-    "kubernetes"); hot-plug (docs/hotplug.md): ``hotPlug``, ``hotPlugNamespaces`` (None: every
-    namespace), ``hotPlugInterval``, ``hotPlugWorkers``, ``hotPlugTimeout``; braid-thin's
-    kubeconfig that the daemon keeps: ``thinKubeconfig``, ``thinServiceAccount``,
-    ``thinTokenSeconds`` (docs/kubernetes.md)."""
+    """The daemon's and the shim's part: where they meet, the daemon's scheduling, its HTTP
+    endpoints, hot-plug (docs/hotplug.md) and the kubeconfig it keeps for braid-thin
+    (docs/kubernetes.md)."""
 
     socket_dir: _Path = msgspec.field(default="/run/braid", name="daemonSocketDir")
     wait_seconds: float = msgspec.field(default=30.0, name="daemonWaitSeconds")
-    concurrency: int = msgspec.field(default=0, name="daemonConcurrency")
+    concurrency: int = msgspec.field(default=0, name="daemonConcurrency")  # 0: 2x cores
     queue_size: int = msgspec.field(default=512, name="daemonQueueSize")
+    # "": no endpoint.
     metrics_address: str = msgspec.field(default="127.0.0.1:9190", name="daemonMetricsAddress")
     health_address: str = msgspec.field(default="127.0.0.1:9191", name="daemonHealthAddress")
+    # "none": the metrics endpoint answers anyone; "kubernetes": a bearer token the API
+    # server reviews (docs/daemon.md).
     metrics_auth: str = msgspec.field(default="none", name="daemonMetricsAuth")
-    hot_plug: str = "off"
-    hot_plug_namespaces: tuple[str, ...] | None = None
+    hot_plug: str = "off"  # "off", "annotated" or "all"
+    hot_plug_namespaces: tuple[str, ...] | None = None  # None: every namespace
+    # How often one pod's changes are applied at most (seconds), how many pods are worked on
+    # at once, and how long one change may attach for before it is rolled back.
     hot_plug_interval: float = 1.0
     hot_plug_workers: int = 4
     hot_plug_timeout: float = 120.0
+    # braid-thin's kubeconfig with a short-lived token of this account ("": braid-thin in the
+    # daemon's own namespace) bound to its node; "": none.
     thin_kubeconfig: _Path = ""
     thin_service_account: str = ""
     thin_token_seconds: int = 3600
 
 
 class KubernetesConfig(View, frozen=True):
-    """``kubeconfig`` (empty: the in-cluster service account), ``statusWritePolicy`` (what a
-    failed network-status write does), ``skipStatusWithoutNetworks``, ``networkStatusKeys``,
-    and the namespaces of the NAD policy: ``multusNamespace``, ``systemNamespaces``,
-    ``globalNamespaces``; ``maxCacheBytes``, the daemon's bound of its NAD cache and of its
-    claim cache; ``events``, which events on pods braid writes."""
+    """The Kubernetes store's part (docs/kubernetes.md) and the namespaces of the NAD
+    policy."""
 
-    kubeconfig: _Path = ""
-    status_write_policy: str = "background"
+    kubeconfig: _Path = ""  # "": the in-cluster service account
+    status_write_policy: str = "background"  # what a failed network-status write does
     skip_status_without_networks: bool = False
+    # "multus": NPWG v1's keys plus Multus's `mtu` and `gateway`; "v1": v1's keys alone.
     network_status_keys: str = "multus"
     multus_namespace: str = "kube-system"
     system_namespaces: tuple[str, ...] = ("kube-system",)
-    global_namespaces: str | None = None
+    global_namespaces: str | None = None  # comma-separated; read as global_namespace_set()
+    # The daemon's bound of its NAD cache and of its claim cache, each.
     max_cache_bytes: int = 32 * 1024 * 1024
-    events: str = "all"
+    events: str = "all"  # which events on pods braid writes: "all", "failures" or "none"
 
     def global_namespace_set(self) -> frozenset[str]:
         """Namespaces exempt from isolation: unset means {'default'}; set means exactly the
@@ -153,7 +154,7 @@ class KubernetesConfig(View, frozen=True):
 
 
 class LoggingConfig(View, frozen=True):
-    """``logFile`` (empty: none), ``logLevel``, ``logToStderr``, ``logOptions``."""
+    """Where braid's log goes (as Multus): file ("": none), level, stderr, rotation."""
 
     file: _Path = msgspec.field(default="", name="logFile")
     level: str = msgspec.field(default="panic", name="logLevel")
