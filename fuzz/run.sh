@@ -23,6 +23,12 @@ export PATH="$PWD/.venv/bin:$PATH"
 HOST=$(rustc -vV | sed -n 's/^host: //p')
 OUT=target/fuzz
 BIN=$OUT/$HOST/release
+# The files the Python targets write their inputs to (fuzz/python/fuzz_harness.py): on tmpfs
+# where there is one, removed at the end.
+SCRATCH_BASE=$PWD/$OUT
+[[ -d /dev/shm && -w /dev/shm ]] && SCRATCH_BASE=/dev/shm
+export BRAID_FUZZ_SCRATCH=$SCRATCH_BASE/braid-fuzz-run-$$
+trap 'rm -rf "$BRAID_FUZZ_SCRATCH"' EXIT
 
 if [[ ${1:-} == --list ]]; then
   printf '%s\n' "${RUST_TARGETS[@]}" "${PY_TARGETS[@]}"

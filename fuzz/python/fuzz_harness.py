@@ -9,7 +9,7 @@ atheris reports with the input.
 # ruff: noqa: S101 - the assertions are the properties the fuzzer checks
 from __future__ import annotations
 
-import atexit
+import os
 import shutil
 import sys
 import tempfile
@@ -42,16 +42,40 @@ def main(check: Callable[[bytes], None]) -> None:
 
 
 _SCRATCH: list[Path] = []
+PREFIX = "braid-fuzz-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _scratch_dir() -> Path:
+    """This process's directory, ``braid-fuzz-<pid>`` in ``$BRAID_FUZZ_SCRATCH`` (what
+    ``fuzz/run.sh`` gives and removes afterwards) or the temporary directory. libFuzzer ends
+    the process without Python's exit handlers, so those of processes gone are removed here."""
+    base = Path(os.environ.get("BRAID_FUZZ_SCRATCH") or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    for old in base.glob(f"{PREFIX}*"):
+        pid = old.name.removeprefix(PREFIX)
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = base / f"{PREFIX}{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 def scratch_file(name: str, data: bytes) -> Path:
-    """``data`` written to ``name`` in a directory of this run's own (on tmpfs where there is
-    one), removed when the fuzzer exits: the file parsers read files, not bytes."""
+    """``data`` written to ``name`` in this process's own directory: the file parsers read
+    files, not bytes."""
     if not _SCRATCH:
-        shm = Path("/dev/shm")  # noqa: S108 - a private directory is made in it
-        folder = Path(tempfile.mkdtemp(prefix="braid-fuzz-", dir=shm if shm.is_dir() else None))
-        atexit.register(shutil.rmtree, folder, True)
-        _SCRATCH.append(folder)
+        _SCRATCH.append(_scratch_dir())
     path = _SCRATCH[0] / name
     path.write_bytes(data)
     return path
