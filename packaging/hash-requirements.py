@@ -63,6 +63,15 @@ def wheel_hashes(directory: Path) -> dict[str, set[str]]:
 
 
 def rewrite(lines: list[str], hashes: dict[str, set[str]]) -> list[str]:
+    """`lines` with each pin followed by its hashes; a pin's comment (on its own line, or on
+    its last hash line as an earlier run wrote it) is kept, after the last hash."""
+    comments: dict[str, str] = {}
+    pinned = ""
+    for line in lines:
+        match = PIN.match(line.strip())
+        pinned = normalized(match[1]) if match else pinned
+        if (match or line.strip().startswith("--hash=")) and "#" in line:
+            comments[pinned] = line.split("#", 1)[1].strip()
     out: list[str] = []
     for line in lines:
         stripped = line.strip()
@@ -72,9 +81,9 @@ def rewrite(lines: list[str], hashes: dict[str, set[str]]) -> list[str]:
         if not match:
             out.append(line)
             continue
-        comment = line.split("#", 1)[1].strip() if "#" in line else ""
         out.append(f"{match[1]}=={match[2]} \\")
         digests = sorted(hashes[normalized(match[1])])
+        comment = comments.get(normalized(match[1]))
         for index, digest in enumerate(digests):
             last = index == len(digests) - 1
             tail = f"  # {comment}" if last and comment else ""
