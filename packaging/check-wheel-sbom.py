@@ -24,6 +24,7 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,25 +51,7 @@ def check_wheel(wheel: Path, arch: str) -> None:
     bom = json.loads(data)
     if (bom["bomFormat"], bom["specVersion"]) != ("CycloneDX", "1.5"):
         fail(f"{wheel.name}: not CycloneDX 1.5")
-    prefixes = ("pkg:cargo/", "braid-crate:")
-    cargo = [c for c in bom["components"] if c["bom-ref"].startswith(prefixes)]
-    crates = {c["name"] for c in cargo}
-    lock = tomllib.loads((REPO / "Cargo.lock").read_text())
-    locked = {(p["name"], p["version"]): p for p in lock["package"]}
-    for component in cargo:
-        name, version = component["name"], component["version"]
-        if (name, version) not in locked:
-            fail(f"{wheel.name}: crate {name} {version} is not in Cargo.lock")
-        if "checksum" in locked[(name, version)]:
-            want = [{"alg": "SHA-256", "content": locked[(name, version)]["checksum"]}]
-            if component.get("hashes") != want:
-                fail(f"{wheel.name}: crate {name} {version}: not Cargo.lock's checksum")
-    if not {"braid-py", "braid-shim", "serde_json", "pyo3"} <= set(crates):
-        fail(f"{wheel.name}: crates missing: {sorted(crates)}")
-    if ("braid-front" in crates) != (arch == "x86_64"):
-        fail(f"{wheel.name}: braid-front listed: {'braid-front' in crates} on {arch}")
-    if any(name.startswith("windows") for name in crates):
-        fail(f"{wheel.name}: lists crates of another OS")
+    check_crates(wheel.name, bom, arch)
     message = email.parser.BytesParser().parsebytes(metadata)
     required = {
         re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", r)[0]).lower()  # type: ignore[index]
@@ -77,6 +60,28 @@ def check_wheel(wheel: Path, arch: str) -> None:
     python = {c["name"] for c in bom["components"] if c["bom-ref"].startswith("pkg:pypi/")}
     if python != required or "msgspec" not in python:
         fail(f"{wheel.name}: Python components {sorted(python)}, Requires-Dist {sorted(required)}")
+
+
+def check_crates(wheel: str, bom: dict[str, Any], arch: str) -> None:
+    prefixes = ("pkg:cargo/", "braid-crate:")
+    cargo = [c for c in bom["components"] if c["bom-ref"].startswith(prefixes)]
+    crates = {c["name"] for c in cargo}
+    lock = tomllib.loads((REPO / "Cargo.lock").read_text())
+    locked = {(p["name"], p["version"]): p for p in lock["package"]}
+    for component in cargo:
+        name, version = component["name"], component["version"]
+        if (name, version) not in locked:
+            fail(f"{wheel}: crate {name} {version} is not in Cargo.lock")
+        if "checksum" in locked[(name, version)]:
+            want = [{"alg": "SHA-256", "content": locked[(name, version)]["checksum"]}]
+            if component.get("hashes") != want:
+                fail(f"{wheel}: crate {name} {version}: not Cargo.lock's checksum")
+    if not {"braid-py", "braid-shim", "serde_json", "pyo3"} <= set(crates):
+        fail(f"{wheel}: crates missing: {sorted(crates)}")
+    if ("braid-front" in crates) != (arch == "x86_64"):
+        fail(f"{wheel}: braid-front listed: {'braid-front' in crates} on {arch}")
+    if any(name.startswith("windows") for name in crates):
+        fail(f"{wheel}: lists crates of another OS")
 
 
 def check_provenance(statement_path: Path, files: list[Path]) -> None:
