@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fuzz target: pod and NAD objects as the daemon's caches take them from the API server's
-watch (``braid.k8s.informers``, ``braid.k8s.caches``, ``braid.k8s.objects``), and the
-network-status annotation braid reads back from a pod (``braid.daemon.hotplug_report``,
-``braid.k8s.status``, ``braid.k8s.events``).
+watch and LIST (``braid.k8s.informers``, ``braid.k8s.listing``, ``braid.k8s.caches``,
+``braid.k8s.objects``), and the network-status annotation braid reads back from a pod
+(``braid.daemon.hotplug_report``, ``braid.k8s.status``, ``braid.k8s.events``).
 
-The input is one watch event line. Properties: the event is applied, or refused with the
-``ApiError`` 11 of an answer that is not a Kubernetes object (``Gone`` for a 410), never a
-traceback, which would end the watch's thread; the cache keeps an object under its own
-namespace and name, and what it keeps reads as the object does (``pod_info``,
+The input is one watch event line, and one LIST page. Properties: the event or page is applied,
+or refused with the ``ApiError`` 11 of an answer that is not a Kubernetes object (``Gone`` for
+a 410), never a traceback, which would end the watch's thread; the cache keeps an object under
+its own namespace and name, and what it keeps reads as the object does (``pod_info``,
 ``nad_definition``: the same value or the same code-7 error); a NAD over ``maxNadBytes`` is
 kept as a marker of its size only; a pod's network-status annotation read back is never an
 error: it equals itself when it is JSON, and its interfaces, ips and count are strings and
@@ -104,7 +104,34 @@ def check_kept(cache: Reflector, event: Any, kept: bool, *, pods: bool) -> None:
             assert got == read(nad_definition, obj, namespace, name), got
 
 
+class Lister:
+    """The API server answering a LIST: ``page`` first, then an empty last page."""
+
+    def __init__(self, page: bytes) -> None:
+        self.pages = [page]
+
+    def body(self, method: str, path: str, **_: Any) -> bytes:
+        return self.pages.pop() if self.pages else b'{"metadata": {}, "items": []}'
+
+
+def check_list(page: bytes) -> None:
+    """The input as a LIST page: its objects are kept, or the LIST is refused with code 11."""
+    cache = Reflector(Lister(page), "/api/v1/pods", trim=_trim_pod)  # type: ignore[arg-type]
+    try:
+        cache._list()
+    except ApiError as exc:
+        assert exc.code == TRY_AGAIN_LATER, exc
+        return
+    assert cache.synced.is_set()
+    for (namespace, name), entry in cache.items.items():
+        assert isinstance(namespace, str), namespace
+        assert isinstance(name, str), name
+        assert name, entry
+        read(pod_info, entry, namespace, name)
+
+
 def check(data: bytes) -> None:
+    check_list(data)
     pods = reflector(_trim_pod)
     nads = reflector(lambda obj: nad_entry(obj, MAX_NAD_BYTES))
     kept = [apply(pods, data), apply(nads, data)]
