@@ -151,6 +151,10 @@ mm_args=(
   --dpkgopt='path-exclude=/usr/share/lintian/*'
   --dpkgopt='path-exclude=/usr/share/bug/*'
 )
+if [[ $mirror$security_mirror == *snapshot.debian.org* ]]; then
+  # A snapshot's Release files are past their Valid-Until: apt refuses them otherwise.
+  mm_args+=(--aptopt='Acquire::Check-Valid-Until "false"')
+fi
 mirrors=(
   "deb $mirror $suite main"
   "deb $mirror $suite-updates main"
