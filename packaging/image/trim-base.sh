@@ -12,6 +12,9 @@ rm -f "$root/etc/hostname" "$root/etc/resolv.conf" "$root/etc/hosts"
 # apt is not installed (variant essential): the sources, lists and caches mmdebstrap used
 # are left-overs of the build.
 rm -f "$root/etc/apt/sources.list"
+# mmdebstrap's --aptopt file (build.sh gives one for a snapshot mirror): the image built from a
+# snapshot is then the one built from the live mirror at that time.
+rm -f "$root/etc/apt/apt.conf.d/99mmdebstrap"
 rm -rf "$root/var/lib/apt" "$root/var/cache/apt"
 
 # Logs of the build, dpkg's and debconf's backups, ldconfig's auxiliary cache.
