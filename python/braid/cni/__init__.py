@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from braid.cni.cache import CacheEntry, ResultCache
     from braid.cni.config import (
         NetworkList,
+        NetworkLists,
         NetworkNotFoundError,
         load_default_network,
         load_network_list,
@@ -27,8 +28,11 @@ if TYPE_CHECKING:
     )
     from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
     from braid.cni.hostroot import HostRoot
+    from braid.cni.invoke import EnvironSnapshot
+    from braid.cni.locks import HeldByCaller, LockDirectory
     from braid.cni.plan import VersionReport
     from braid.cni.request import RuntimeRequest
+    from braid.cni.results import CachedResults, CallerResults
     from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
     from braid.cni.versions import VersionCache
 
@@ -36,6 +40,7 @@ _MODULES = {
     "braid.cni.cache": ("CacheEntry", "ResultCache"),
     "braid.cni.config": (
         "NetworkList",
+        "NetworkLists",
         "NetworkNotFoundError",
         "load_default_network",
         "load_network_list",
@@ -44,8 +49,11 @@ _MODULES = {
     ),
     "braid.cni.exec": ("ExecOutput", "Executor", "ProcessExecutor", "find_plugin"),
     "braid.cni.hostroot": ("HostRoot",),
+    "braid.cni.invoke": ("EnvironSnapshot",),
+    "braid.cni.locks": ("HeldByCaller", "LockDirectory"),
     "braid.cni.plan": ("VersionReport",),
     "braid.cni.request": ("RuntimeRequest",),
+    "braid.cni.results": ("CachedResults", "CallerResults"),
     "braid.cni.runtime": ("DEFAULT_CACHE_DIR", "DEFAULT_PLUGIN_TIMEOUT", "Runtime"),
     "braid.cni.versions": ("VersionCache",),
 }
@@ -54,10 +62,16 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
     "DEFAULT_PLUGIN_TIMEOUT",
     "CacheEntry",
+    "CachedResults",
+    "CallerResults",
+    "EnvironSnapshot",
     "ExecOutput",
     "Executor",
+    "HeldByCaller",
     "HostRoot",
+    "LockDirectory",
     "NetworkList",
+    "NetworkLists",
     "NetworkNotFoundError",
     "ProcessExecutor",
     "ResultCache",

@@ -66,43 +66,50 @@ class NetworkList(msgspec.Struct, frozen=True):
         return [p.type for p in self.summary.plugins]
 
 
-# Validated lists by their exact bytes (and kind): a daemon meets the same few configurations
-# on every pod (the cluster network, each NAD), and each attachment's list is needed several
-# times per call. Bounded; a configuration that fails validation is never kept.
-_KEPT_LISTS = 256
-_lists: dict[tuple[bytes, bool], NetworkList] = {}
-
-
-def _keep(key: tuple[bytes, bool], net: NetworkList) -> NetworkList:
-    if len(_lists) >= _KEPT_LISTS:
-        _lists.clear()
-    _lists[key] = net
-    return net
-
-
 def network_list_from_bytes(data: bytes) -> NetworkList:
     """Validates a conflist (libcni's ``NetworkConfFromBytes``) and keeps its bytes verbatim."""
-    known = _lists.get((data, True))
-    if known is not None:
-        return known
-    if len(data) > MAX_CONFIG_BYTES:
-        raise CniError(
-            INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
-        )
+    _bound(data)
     summary = msgspec.json.decode(_native.parse_network_list(data=data), type=ListSummary)
-    return _keep((data, True), NetworkList(raw=data, summary=summary))
+    return NetworkList(raw=data, summary=summary)
 
 
 def network_list_from_conf(data: bytes) -> NetworkList:
     """Up-converts a single-plugin conf into a one-plugin list (libcni's ``ConfListFromConf``)."""
-    known = _lists.get((data, False))
-    if known is not None:
-        return known
+    _bound(data)
+    return network_list_from_bytes(_native.conf_to_list(data=data))
+
+
+def _bound(data: bytes) -> None:
     if len(data) > MAX_CONFIG_BYTES:
         raise CniError(
             INVALID_CONFIG, f"network configuration larger than {MAX_CONFIG_BYTES} bytes"
         )
-    return _keep((data, False), network_list_from_bytes(_native.conf_to_list(data=data)))
+
+
+class NetworkLists:
+    """Validated lists by their exact bytes (and kind), for a caller that meets the same few
+    configurations again and again (the daemon: the cluster network, each NAD, on every pod;
+    each attachment's list is needed several times per call). Made and kept by that caller
+    (``braid.engine.memory``); bounded; a configuration that fails validation is never kept."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[bytes, bool], NetworkList] = {}
+
+    def parse(self, data: bytes, *, is_list: bool) -> NetworkList:
+        """``network_list_from_bytes`` (``is_list``) or ``network_list_from_conf``, once per
+        configuration while it is kept."""
+        key = (data, is_list)
+        known = self._kept.get(key)
+        if known is not None:
+            return known
+        net = network_list_from_bytes(data) if is_list else network_list_from_conf(data)
+        kept = self._kept
+        if len(kept) >= self.KEPT:
+            kept.clear()
+        kept[key] = net
+        return net
 
 
 def load_network_list(confdir: str | os.PathLike[str], name: str) -> NetworkList:

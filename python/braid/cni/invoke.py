@@ -31,24 +31,33 @@ class PluginExitError(PluginError):
         self.plugin_msg = plugin_msg
 
 
-_snapshot: tuple[dict[bytes, bytes], dict[str, str]] | None = None
-_snapshot_lock = threading.Lock()
+class EnvironSnapshot:
+    """Copies of ``os.environ`` as it is now, for a caller that builds many plugin environments
+    (the daemon). Decoding the environment costs about 30 us; the decoded copy is kept and
+    reused while the process environment's raw bytes are unchanged (one C-level dict
+    comparison), which in the daemon is always. Made and kept by its caller
+    (``braid.engine.memory``; a ``Runtime`` without one makes its own)."""
+
+    def __init__(self) -> None:
+        self._held: tuple[dict[bytes, bytes], dict[str, str]] | None = None
+        self._lock = threading.Lock()
+
+    def now(self) -> dict[str, str]:
+        """A private copy of the environment as it is now."""
+        raw = getattr(os.environ, "_data", None)  # CPython's bytes view, when there is one
+        if not isinstance(raw, dict):
+            return dict(os.environ)
+        with self._lock:
+            held = self._held
+            if held is None or held[0] != raw:
+                held = (dict(raw), dict(os.environ))
+                self._held = held
+            return dict(held[1])
 
 
 def environ_snapshot() -> dict[str, str]:
-    """A copy of ``os.environ`` as it is now. Decoding it costs about 30 us; the decoded copy
-    is kept and reused while the process environment's raw bytes are unchanged (one C-level
-    dict comparison), which in the daemon is always."""
-    global _snapshot  # noqa: PLW0603 - a per-process cache of a per-process value
-    raw = getattr(os.environ, "_data", None)  # CPython's bytes view, when there is one
-    if not isinstance(raw, dict):
-        return dict(os.environ)
-    with _snapshot_lock:
-        held = _snapshot
-        if held is None or held[0] != raw:
-            held = (dict(raw), dict(os.environ))
-            _snapshot = held
-        return dict(held[1])
+    """A copy of ``os.environ`` as it is now."""
+    return dict(os.environ)
 
 
 def plugin_env(
@@ -68,10 +77,10 @@ def plugin_env(
     )
 
 
-def version_env() -> dict[str, str]:
-    """VERSION's environment: libcni sends ``dummy`` for the netns, ifname and path
-    (``braid_delegate::delegates::VERSION_ENV``)."""
-    return _native.version_env(environ=environ_snapshot())
+def version_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """VERSION's environment (``environ``, else ``os.environ`` now): libcni sends ``dummy``
+    for the netns, ifname and path (``braid_delegate::delegates::VERSION_ENV``)."""
+    return _native.version_env(environ=environ_snapshot() if environ is None else environ)
 
 
 class PluginInvoker:
@@ -83,11 +92,13 @@ class PluginInvoker:
         plugin_dirs: Sequence[str],
         timeout: float | None,
         plan: ExecutionPlan | None = None,
+        *,
+        environ: dict[str, str] | None = None,
     ) -> None:
         self.executor = executor
         self.plugin_dirs = list(plugin_dirs)
         self.timeout = timeout
-        self.environ = environ_snapshot()
+        self.environ = environ_snapshot() if environ is None else environ
         self.plan = ExecutionPlan() if plan is None else plan
 
     def env(self, call: PluginCall) -> dict[str, str]:
@@ -131,7 +142,7 @@ class PluginInvoker:
     def versions(self, path: str, plugin_type: str) -> list[str]:
         """The plugin's ``supportedVersions`` from its VERSION output (libcni's ``pkg/version``;
         0.1.0 for a plugin older than VERSION), judged by ``braid_delegate::judge``."""
-        out = self.execute(path, version_env(), VERSION_STDIN)
+        out = self.execute(path, version_env(self.environ), VERSION_STDIN)
         _copy_stderr(out)
         try:
             return _native.supported_versions(

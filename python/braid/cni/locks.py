@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import Protocol
 
 from braid import _native
 from braid.errors import IO_FAILURE, CniError
@@ -57,6 +58,15 @@ class LockDirectory:
             yield
         finally:
             held.release()
+
+
+class Locking(Protocol):
+    """What ``Runtime`` takes around its calls: a container's lock (ADD, DEL, CHECK) and the
+    GC lock (``LockDirectory``, libcni's; ``HeldByCaller``, none)."""
+
+    def container(self, container_id: str) -> AbstractContextManager[None]: ...
+
+    def gc(self) -> AbstractContextManager[None]: ...
 
 
 class HeldByCaller:

@@ -28,7 +28,10 @@ log = QuietLogger(__name__)
 
 
 class ResultKeeping(Protocol):
-    """What ``Runtime`` needs from wherever results are kept."""
+    """What ``Runtime`` needs from wherever results are kept (``cache``: the result cache
+    under the runtime's cache root, also where an earlier braid's files are removed from)."""
+
+    cache: ResultCache
 
     def store(self, net: NetworkList, req: RuntimeRequest, result: bytes) -> None: ...
 

@@ -29,8 +29,8 @@ from braid.cni.exec import (
     find_plugin,
 )
 from braid.cni.hostroot import HostRoot
-from braid.cni.invoke import PluginInvoker, checked_stdout
-from braid.cni.locks import HeldByCaller, LockDirectory
+from braid.cni.invoke import EnvironSnapshot, PluginInvoker, checked_stdout
+from braid.cni.locks import LockDirectory, Locking
 from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import (
     PluginCall,
@@ -38,7 +38,7 @@ from braid.cni.request import (
     request_from_entry,
     validate_attachment,
 )
-from braid.cni.results import CachedResults, CallerResults, ResultKeeping
+from braid.cni.results import CachedResults, ResultKeeping
 from braid.cni.versions import (
     CHECK_SINCE,
     GC_AND_STATUS_SINCE,
@@ -76,10 +76,14 @@ class Runtime:
     before the first stdin byte, its observer, the executions it expects; by default an
     empty one).
 
-    For a caller that does libcni's bookkeeping itself (braid's engine): ``result_cache=False``
-    writes no result cache entry (the caller keeps each ADD result and passes it back as
-    ``prev_result`` to ``delete`` and ``check``; results.py), and ``own_locks=False`` takes no
-    lock file (the caller holds equivalent locks around every call).
+    Its strategies are handed in, each defaulting to libcni's: ``results``, where each ADD's
+    result is kept for DEL, CHECK and GC (``CachedResults``: the ``cniCacheV1`` cache under
+    ``cache_dir``; ``CallerResults``: none, the caller keeps each ADD result and passes it back
+    as ``prev_result``; results.py); ``locks``, what serialises calls (``LockDirectory``: lock
+    files under ``cache_dir``; ``HeldByCaller``: none, the caller holds equivalent locks around
+    every call); ``version_cache``, the plugins' VERSION answers; ``environ``, the process
+    environment plugins inherit (``EnvironSnapshot``). Without one, each is this runtime's own:
+    a library user gets no process-wide state.
     """
 
     def __init__(
@@ -90,26 +94,26 @@ class Runtime:
         executor: Executor | None = None,
         timeout: float | None = None,
         version_cache: VersionCache | None = None,
-        durable_cache: bool = True,
-        result_cache: bool = True,
-        own_locks: bool = True,
+        results: ResultKeeping | None = None,
+        locks: Locking | None = None,
+        environ: EnvironSnapshot | None = None,
         root: HostRoot | None = None,
         plan: ExecutionPlan | None = None,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
         self.root = root
-        self.cache = ResultCache(cache_dir, durable=durable_cache)
-        self.results: ResultKeeping = (
-            CachedResults(self.cache) if result_cache else CallerResults(self.cache)
-        )
-        self.locks: LockDirectory | HeldByCaller = (
-            LockDirectory(cache_dir) if own_locks else HeldByCaller()
-        )
+        self.results = CachedResults(ResultCache(cache_dir)) if results is None else results
+        self.cache = self.results.cache
+        self.locks = LockDirectory(cache_dir) if locks is None else locks
         self.timeout = DEFAULT_PLUGIN_TIMEOUT if timeout is None else timeout
+        snapshot = EnvironSnapshot() if environ is None else environ
         self.invoker = PluginInvoker(
-            executor or ProcessExecutor(root=root), self.plugin_dirs, self.timeout, plan
+            executor or ProcessExecutor(root=root),
+            self.plugin_dirs,
+            self.timeout,
+            plan,
+            environ=snapshot.now(),
         )
-        # Its own unless the caller shares one: a library user gets no process-wide state.
         self.versions = VersionCache() if version_cache is None else version_cache
 
     def add(self, net: NetworkList, req: RuntimeRequest) -> bytes:

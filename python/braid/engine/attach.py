@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from braid.cni import Runtime, convert_result
+from braid.cni.config import NetworkLists
 from braid.cni.exec import ExecutionPlan
 from braid.cni.versions import require_answerable
 from braid.engine.context import (
@@ -161,7 +162,9 @@ def _add_locked(
     executions.gate_first_stdin(gate)
     runtime = ctx.runtime(request, plan=executions)
     try:
-        _attach_all(runtime, record, plan, request, executions, netns=netns, firsts=firsts)
+        _attach_all(
+            runtime, record, plan, request, executions, netns=netns, firsts=firsts, lists=ctx.lists
+        )
         for attachment in plan.attachments:
             apply_default_routes(attachment, netns)
     except CniError as exc:
@@ -340,6 +343,7 @@ def _attach_all(
     *,
     netns: str,
     firsts: FirstDelegates | None,
+    lists: NetworkLists,
 ) -> None:
     """Runs every attachment in plan order (``netns``: the pod's namespace as braid opens it).
     All of them are prepared before the first delegate runs (plugin lookup, version
@@ -349,7 +353,7 @@ def _attach_all(
     disk lets a DEL after a crash tear down every entry, and the one record write after the
     last attachment stores the results."""
     prepared = [
-        runtime.prepare_add(attachment.network_list(), runtime_request(record, entry))
+        runtime.prepare_add(attachment.network_list(lists), runtime_request(record, entry))
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
     ]
     runs = [run for ready in prepared for run in runtime.add_runs(ready)]

@@ -12,9 +12,12 @@ from braid.cni import (
     Runtime,
     RuntimeRequest,
 )
+from braid.cni.cache import ResultCache
+from braid.cni.config import NetworkLists
 from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor
 from braid.cni.hostroot import HostRoot
-from braid.cni.locks import LockDirectory
+from braid.cni.locks import HeldByCaller, LockDirectory
+from braid.cni.results import CallerResults
 from braid.cni.search import search_dirs
 from braid.config.schema import BraidConfig
 from braid.engine.memory import EngineMemory
@@ -91,6 +94,11 @@ class EngineContext(msgspec.Struct, dict=True):
         return self._locks
 
     @cached_property
+    def lists(self) -> NetworkLists:
+        """The validated network lists of this call: the caller's memory's, else its own."""
+        return NetworkLists() if self.memory is None else self.memory.lists
+
+    @cached_property
     def _records(self) -> RecordStore:
         return RecordStore(self.cni_dir, spares=self.spares)
 
@@ -126,8 +134,9 @@ class EngineContext(msgspec.Struct, dict=True):
             executor=self.executor_or_default(),
             timeout=self.config.engine.bounds.plugin_timeout,
             version_cache=None if self.memory is None else self.memory.versions,
-            result_cache=False,
-            own_locks=False,
+            results=CallerResults(ResultCache(self.config.engine.dirs.cni_dir)),
+            locks=HeldByCaller(),
+            environ=None if self.memory is None else self.memory.environ,
             root=self.root,
             plan=ExecutionPlan(observer=delegate_observer()) if plan is None else plan,
         )

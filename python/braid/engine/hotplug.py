@@ -224,7 +224,7 @@ def _apply(  # noqa: PLR0917 - one call site, each argument a distinct piece
     """Steps 3 and 4 of the module's description. Raises when the attach failed (rolled back);
     returns the error of a removal that failed after it (its entry kept, marked), else None."""
     prepared = [
-        runtime.prepare_add(plan.network_list(), runtime_request(record, entry))
+        runtime.prepare_add(plan.network_list(ctx.lists), runtime_request(record, entry))
         for entry, plan in change.added
     ]
     for entry in change.removed:

@@ -14,6 +14,7 @@ import msgspec
 
 from braid import _native
 from braid.cni import NetworkList, Runtime
+from braid.cni.config import NetworkLists
 from braid.cni.exec import ExecutionPlan, Run
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
@@ -51,7 +52,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
         executions = ExecutionPlan(observer=delegate_observer())
         try:
             runtime = ctx.runtime(request, plan=executions)
-            executions.expect(_check_runs(runtime, record))
+            executions.expect(_check_runs(runtime, record, ctx.lists))
             _check_all(ctx, runtime, record, request.netns)
         finally:
             executions.close()  # a plugin started ahead of a failure is killed unread
@@ -66,10 +67,10 @@ def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, n
                 UNKNOWN_CONTAINER,
                 f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
             )
-        _check_entry(runtime, record, entry)
+        _check_entry(runtime, record, entry, ctx.lists)
 
 
-def _check_runs(runtime: Runtime, record: AttachmentRecord) -> list[Run]:
+def _check_runs(runtime: Runtime, record: AttachmentRecord, lists: NetworkLists) -> list[Run]:
     """The plugin executions of the record's CHECKs if each passes, in order
     (``Runtime.check_runs``; an attachment below CHECK's version makes none, as
     ``_check_entry`` skips it). Planning may execute a plugin's VERSION, so it all happens
@@ -79,7 +80,7 @@ def _check_runs(runtime: Runtime, record: AttachmentRecord) -> list[Run]:
     runs: list[Run] = []
     for entry in record.attachments:
         try:
-            net = entry.attachment().network_list()
+            net = entry.attachment().network_list(lists)
             if _has_check(net):
                 runs.extend(runtime.check_runs(net, runtime_request(record, entry)))
         except CniError:
@@ -92,10 +93,12 @@ def _has_check(net: NetworkList) -> bool:
     return at_least(net.summary.effective_version, CHECK_SINCE)
 
 
-def _check_entry(runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry) -> None:
+def _check_entry(
+    runtime: Runtime, record: AttachmentRecord, entry: AttachmentEntry, lists: NetworkLists
+) -> None:
     """The delegates' CHECK passes (from 0.4.0 on), against the record's result."""
     label = entry.label or entry.name
-    net = entry.attachment().network_list()
+    net = entry.attachment().network_list(lists)
     if not _has_check(net):
         log.info("%s: version %s has no CHECK", entry.name, net.summary.effective_version)
         return
@@ -157,12 +160,14 @@ def gc(ctx: EngineContext, request: CniRequest) -> None:
             else:
                 ctx.records().remove(record.container_id)
                 remove_device_info(ctx, record)
-        errors.extend(_gc_networks(runtime, kept))
+        errors.extend(_gc_networks(runtime, kept, ctx.lists))
     if errors:
         raise TeardownError(errors)
 
 
-def _gc_networks(runtime: Runtime, kept: list[AttachmentRecord]) -> list[CniError]:
+def _gc_networks(
+    runtime: Runtime, kept: list[AttachmentRecord], lists: NetworkLists
+) -> list[CniError]:
     """Sends each network its GC with the attachments still alive on it."""
     by_network: dict[str, list[tuple[str, str]]] = defaultdict(list)
     entries: dict[str, AttachmentEntry] = {}
@@ -173,7 +178,8 @@ def _gc_networks(runtime: Runtime, kept: list[AttachmentRecord]) -> list[CniErro
     errors: list[CniError] = []
     for config, alive in by_network.items():
         try:
-            runtime.gc(entries[config].attachment().network_list(), valid_attachments=alive)
+            net = entries[config].attachment().network_list(lists)
+            runtime.gc(net, valid_attachments=alive)
         except TeardownError as exc:
             errors.extend(exc.errors)
         except CniError as exc:
@@ -192,4 +198,4 @@ def status(ctx: EngineContext, request: CniRequest) -> None:
     plan = resolve_plan(
         ctx.config, ctx.store or NoStore(), PodRef(namespace="", name=""), annotations={}
     )
-    ctx.runtime(request).status(plan.attachments[0].network_list())
+    ctx.runtime(request).status(plan.attachments[0].network_list(ctx.lists))

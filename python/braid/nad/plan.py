@@ -9,7 +9,12 @@ from typing import Any
 
 import msgspec
 
-from braid.cni.config import NetworkList, network_list_from_bytes, network_list_from_conf
+from braid.cni.config import (
+    NetworkList,
+    NetworkLists,
+    network_list_from_bytes,
+    network_list_from_conf,
+)
 
 
 class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
@@ -59,9 +64,11 @@ class Attachment(AttachmentFields, frozen=True):  # type: ignore[misc]
     infiniband_guid: str | None = None
     nad_annotations: dict[str, str] = msgspec.field(default_factory=dict)
 
-    def network_list(self) -> NetworkList:
+    def network_list(self, lists: NetworkLists | None = None) -> NetworkList:
         """The configuration as a validated ``NetworkList`` (a conf up-converted as libcni
-        does), ready for ``braid.cni.Runtime``."""
+        does), ready for ``braid.cni.Runtime``; through the caller's ``lists`` when given."""
+        if lists is not None:
+            return lists.parse(self.config, is_list=self.is_list)
         if self.is_list:
             return network_list_from_bytes(self.config)
         return network_list_from_conf(self.config)

@@ -1,6 +1,7 @@
-"""The plugins' environment is the process's own, read once and reused while the process
-environment is unchanged: a change (as `monkeypatch.setenv` or an operator's `os.environ`
-edit makes) is seen by the next snapshot, and callers get copies they may change."""
+"""The plugins' environment is the process's own, read once by its owner (``EnvironSnapshot``,
+the daemon's in its ``EngineMemory``) and reused while the process environment is unchanged:
+a change (as `monkeypatch.setenv` or an operator's `os.environ` edit makes) is seen by the
+next snapshot, and callers get copies they may change."""
 
 from __future__ import annotations
 
@@ -8,24 +9,34 @@ import os
 
 import pytest
 
-from braid.cni.invoke import environ_snapshot, plugin_env
+from braid.cni.invoke import EnvironSnapshot, plugin_env
 from braid.cni.request import PluginCall
 
 
 def test_the_snapshot_is_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshot = EnvironSnapshot()
     monkeypatch.setenv("BRAID_SNAPSHOT_PROBE", "one")
-    assert environ_snapshot() == dict(os.environ)
+    assert snapshot.now() == dict(os.environ)
     monkeypatch.setenv("BRAID_SNAPSHOT_PROBE", "two")
-    assert environ_snapshot()["BRAID_SNAPSHOT_PROBE"] == "two"
+    assert snapshot.now()["BRAID_SNAPSHOT_PROBE"] == "two"
     monkeypatch.delenv("BRAID_SNAPSHOT_PROBE")
-    assert "BRAID_SNAPSHOT_PROBE" not in environ_snapshot()
+    assert "BRAID_SNAPSHOT_PROBE" not in snapshot.now()
 
 
 def test_each_snapshot_is_a_private_copy() -> None:
-    first = environ_snapshot()
+    snapshot = EnvironSnapshot()
+    first = snapshot.now()
     first["BRAID_SNAPSHOT_PROBE"] = "mine"
-    assert "BRAID_SNAPSHOT_PROBE" not in environ_snapshot()
+    assert "BRAID_SNAPSHOT_PROBE" not in snapshot.now()
     assert "BRAID_SNAPSHOT_PROBE" not in os.environ
+
+
+def test_the_decoded_copy_is_the_owners_own() -> None:
+    """Two owners in one process share nothing: each decodes the environment itself."""
+    mine, yours = EnvironSnapshot(), EnvironSnapshot()
+    mine.now()
+    assert mine._held is not None
+    assert yours._held is None
 
 
 def test_plugin_env_overrides_the_six_variables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,19 +156,23 @@ def test_oversized_config_is_refused():
 
 
 def test_a_validated_list_is_kept_by_its_bytes_and_a_bad_one_never() -> None:
-    """The daemon meets the same configurations on every pod: a list is validated once per
-    distinct byte string; a refused one is refused every time."""
-    from braid.cni.config import network_list_from_bytes, network_list_from_conf  # noqa: PLC0415
+    """The daemon meets the same configurations on every pod: a caller's ``NetworkLists``
+    validates a list once per distinct byte string; a refused one is refused every time; the
+    module's functions keep nothing (no process-wide state)."""
+    from braid.cni.config import NetworkLists, network_list_from_bytes  # noqa: PLC0415
     from braid.errors import CniError  # noqa: PLC0415
 
+    lists = NetworkLists()
     data = b'{"cniVersion":"1.0.0","name":"kept","plugins":[{"type":"bridge"}]}'
-    first = network_list_from_bytes(data)
-    assert network_list_from_bytes(bytes(data)) is first
-    assert network_list_from_bytes(data + b" ") is not first, "other bytes, other list"
+    first = lists.parse(data, is_list=True)
+    assert lists.parse(bytes(data), is_list=True) is first
+    assert lists.parse(data + b" ", is_list=True) is not first, "other bytes, other list"
+    assert NetworkLists().parse(data, is_list=True) is not first, "another owner's own"
+    assert network_list_from_bytes(data) is not network_list_from_bytes(data)
     conf = b'{"cniVersion":"1.0.0","name":"kept","type":"bridge"}'
-    assert network_list_from_conf(conf) is network_list_from_conf(conf)
-    assert network_list_from_conf(conf).plugin_types == ["bridge"]
+    assert lists.parse(conf, is_list=False) is lists.parse(conf, is_list=False)
+    assert lists.parse(conf, is_list=False).plugin_types == ["bridge"]
     bad = b'{"cniVersion":"1.0.0","name":"bad","plugins":[{"type":""}]}'
     for _ in range(2):
         with pytest.raises(CniError):
-            network_list_from_bytes(bad)
+            lists.parse(bad, is_list=True)

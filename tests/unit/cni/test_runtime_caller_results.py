@@ -1,6 +1,7 @@
-"""Runtime options for a caller that keeps its own results and locks (braid's engine):
-``result_cache=False`` writes no cniCacheV1 entry and takes ``prev_result`` from the caller;
-``own_locks=False`` takes no lock file. The defaults keep libcni's behaviour (test_runtime_add)."""
+"""Runtime strategies for a caller that keeps its own results and locks (braid's engine):
+``results=CallerResults(...)`` writes no cniCacheV1 entry and takes ``prev_result`` from the
+caller; ``locks=HeldByCaller()`` takes no lock file. The defaults keep libcni's behaviour
+(test_runtime_add)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from braid.cni import CacheEntry, Runtime, VersionCache
+from braid.cni import (
+    CacheEntry,
+    CallerResults,
+    HeldByCaller,
+    ResultCache,
+    Runtime,
+    VersionCache,
+)
 from braid.cni.cache import CACHE_KIND
 from braid.errors import CniError
 
@@ -20,8 +28,8 @@ def caller_runtime(fake_plugins, cache_dir: Path, *, own_locks: bool = True) -> 
         cache_dir=str(cache_dir),
         timeout=20,
         version_cache=VersionCache(),
-        result_cache=False,
-        own_locks=own_locks,
+        results=CallerResults(ResultCache(str(cache_dir))),
+        locks=None if own_locks else HeldByCaller(),
     )
 
 
