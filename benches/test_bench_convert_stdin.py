@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from braid import _native
+from braid._native import cni as native_cni
 from python_stdin import build_stdin
 
 REFERENCE = Path(__file__).parents[1] / "tests/fixtures/cni/convert/reference_convert.py"
@@ -47,7 +47,7 @@ def python_convert(data: bytes, to_version: str) -> bytes:
 
 
 def rust_convert(data: bytes, to_version: str) -> bytes:
-    return _native.convert_result(data=data, to_version=to_version)
+    return native_cni.convert_result(data=data, to_version=to_version)
 
 
 @pytest.mark.parametrize(("source", "to_version"), CONVERSIONS)
@@ -93,7 +93,7 @@ def python_stdin(inputs: dict[str, Any]) -> bytes:
 
 
 def rust_stdin(inputs: dict[str, Any]) -> bytes:
-    return _native.plugin_stdin(**inputs)
+    return native_cni.plugin_stdin(**inputs)
 
 
 @pytest.mark.parametrize(("command", "index"), STDIN_CASES)

@@ -77,7 +77,7 @@ def open_watches(url: str, token: str, ca_file: str) -> dict[str, int]:
 
 def request_counts(url: str, token: str, ca_file: str) -> Requests:
     """``apiserver_request_total`` summed by (verb, resource[/subresource]) over braid's
-    resources."""
+    resources; the verb of an answer other than 2xx carries its code (``LIST (429)``)."""
     text = _metrics(url, token, ca_file)
     counts: Requests = Counter()
     for line in text.splitlines():
@@ -89,7 +89,9 @@ def request_counts(url: str, token: str, ca_file: str) -> Requests:
             continue
         sub = labels.get("subresource")
         resource = labels["resource"] + (f"/{sub}" if sub else "")
-        counts[labels.get("verb", ""), resource] += int(float(match["value"]))
+        code = labels.get("code", "")
+        verb = labels.get("verb", "") + ("" if code.startswith("2") else f" ({code})")
+        counts[verb, resource] += int(float(match["value"]))
     return counts
 
 
@@ -98,7 +100,7 @@ def braid_requests(before: Requests, after: Requests) -> dict[str, int]:
     ``VERB resource`` -> count."""
     found = {}
     for (verb, resource), count in sorted((after - before).items()):
-        if verb in ("POST", "DELETE", "DELETECOLLECTION") and resource != "events":
+        if verb.split()[0] in ("POST", "DELETE", "DELETECOLLECTION") and resource != "events":
             continue
         found[f"{verb} {resource}"] = count
     return found

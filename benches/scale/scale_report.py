@@ -41,8 +41,16 @@ def plot(report: dict[str, Any], path: Path) -> bool:
     axis.plot([s["pods"] for s in steps], [s["daemon_rss_mib"] for s in steps], marker="o")
     axis.set_xlabel("pods on other nodes (NADs and claims grow with them)")
     axis.set_ylabel("daemon RSS (MiB)")
-    axis.set_ylim(bottom=0)
+    axis.set_ylim(0, max(s["daemon_rss_mib"] for s in steps) * 1.25)
     axis.grid(visible=True)
     figure.tight_layout()
     figure.savefig(path)
     return True
+
+
+if __name__ == "__main__":  # a plot of a report written before: scale_report.py JSON PNG
+    import json
+    import sys
+
+    written = plot(json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]))
+    sys.exit(0 if written else "matplotlib is not installed")

@@ -14,7 +14,7 @@ import atheris
 from fuzz_harness import expect_code, main, text
 
 with atheris.instrument_imports():
-    from braid import _native
+    from braid._native import cni as native_cni
     from braid.commands.cni import capability_args_from, cni_args_from
     from braid.errors import INVALID_ENVIRONMENT
 
@@ -32,7 +32,7 @@ def check(data: bytes) -> None:
         return
     assert all(key and val for key, val in pairs)
     if pairs:
-        assert _native.build_cni_args(pairs=pairs) == value, "CNI_ARGS does not rebuild"
+        assert native_cni.build_cni_args(pairs=pairs) == value, "CNI_ARGS does not rebuild"
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from braid import _native
+from braid._native import cni as native_cni
 
 # Well-known CNI error codes (SPEC "Error codes") and braid's own (100 and up, see
 # docs/errors.md), taken from the Rust core's one table (``braid_wire::error::codes::ALL``);
 # tests/unit/test_errors_table.py holds the names below equal to it.
-CODES: Final[dict[str, int]] = dict(_native.ERROR_CODES)
+CODES: Final[dict[str, int]] = dict(native_cni.ERROR_CODES)
 INCOMPATIBLE_VERSION: Final = CODES["INCOMPATIBLE_VERSION"]
 UNSUPPORTED_FIELD: Final = CODES["UNSUPPORTED_FIELD"]
 UNKNOWN_CONTAINER: Final = CODES["UNKNOWN_CONTAINER"]
@@ -41,7 +41,7 @@ class CniError(Exception):
 
     def to_json(self, cni_version: str = "") -> bytes:
         """The CNI error object, rendered by the Rust core (the one place errors are rendered)."""
-        return _native.error_json(
+        return native_cni.error_json(
             code=self.code, msg=self.msg, details=self.details, cni_version=cni_version
         )
 

@@ -6,7 +6,7 @@ Light on purpose: ``braid-thin`` answers VERSION with this module and ``braid._n
 
 from __future__ import annotations
 
-from braid import _native
+from braid._native import cni as native_cni
 
 
 def package_version() -> str:
@@ -21,7 +21,7 @@ def package_version() -> str:
 
 def version_document() -> bytes:
     """The result of CNI VERSION: the current CNI version and every version braid speaks."""
-    versions = ",".join(f'"{v}"' for v in _native.CNI_VERSIONS)
+    versions = ",".join(f'"{v}"' for v in native_cni.CNI_VERSIONS)
     return (
-        f'{{"cniVersion":"{_native.CNI_CURRENT_VERSION}","supportedVersions":[{versions}]}}\n'
+        f'{{"cniVersion":"{native_cni.CNI_CURRENT_VERSION}","supportedVersions":[{versions}]}}\n'
     ).encode()

@@ -23,7 +23,7 @@ import kernel_netns  # the tier's own modules; conftest puts them on the path
 import kernel_oracle
 import pytest
 
-from braid import _native
+from braid._native import netns as native_netns
 from braid.cni import ProcessExecutor
 from braid.cni.exec import ExecutionPlan
 from braid.errors import CniError
@@ -102,7 +102,7 @@ def oracle_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
 
 
 def native_routes(ns: kernel_netns.Netns, family: int) -> set[tuple[Any, ...]]:
-    routes = json.loads(_native.list_routes(netns=ns.path))
+    routes = json.loads(native_netns.list_routes(netns=ns.path))
     assert all(r["table"] == 254 for r in routes)
     return {
         (r["family"], r["dst"], r["gateway"], r["ifname"], r["metric"], r["scope"], r["protocol"])
@@ -124,7 +124,7 @@ def test_list_routes_matches_ip_for_both_families(pair: Pair) -> None:
 
 def test_replacing_the_ipv4_default_keeps_every_ipv6_route(pair: Pair) -> None:
     v6_before = oracle_routes(pair.pod, 6)
-    _native.set_default_route(netns=pair.pod.path, family=4, gateway="203.0.113.2")
+    native_netns.set_default_route(netns=pair.pod.path, family=4, gateway="203.0.113.2")
     only = defaults(pair.pod, 4)
     assert [(r["gateway"], r["dev"]) for r in only] == [("203.0.113.2", "vb")]
     assert oracle_routes(pair.pod, 6) == v6_before
@@ -133,7 +133,9 @@ def test_replacing_the_ipv4_default_keeps_every_ipv6_route(pair: Pair) -> None:
 
 def test_replacing_the_ipv6_default_keeps_every_ipv4_route(pair: Pair) -> None:
     v4_before = oracle_routes(pair.pod, 4)
-    _native.set_default_route(netns=pair.pod.path, family=6, gateway="2001:db8:71::9", ifname="va")
+    native_netns.set_default_route(
+        netns=pair.pod.path, family=6, gateway="2001:db8:71::9", ifname="va"
+    )
     only = defaults(pair.pod, 6)
     assert [(r["gateway"], r["dev"]) for r in only] == [("2001:db8:71::9", "va")]
     assert oracle_routes(pair.pod, 4) == v4_before
@@ -141,9 +143,9 @@ def test_replacing_the_ipv6_default_keeps_every_ipv4_route(pair: Pair) -> None:
 
 def test_an_existing_default_becomes_the_only_one_and_repeating_is_harmless(pair: Pair) -> None:
     for _ in range(2):
-        _native.set_default_route(netns=pair.pod.path, family=4, gateway="198.51.100.3")
+        native_netns.set_default_route(netns=pair.pod.path, family=4, gateway="198.51.100.3")
         assert [(r["gateway"], r["dev"]) for r in defaults(pair.pod, 4)] == [("198.51.100.3", "va")]
-    _native.set_default_route(netns=pair.pod.path, family=6, gateway="fe80::99", ifname="vb")
+    native_netns.set_default_route(netns=pair.pod.path, family=6, gateway="fe80::99", ifname="vb")
     assert [(r["gateway"], r["dev"]) for r in defaults(pair.pod, 6)] == [("fe80::99", "vb")]
 
 
@@ -163,7 +165,7 @@ def test_a_gateway_that_cannot_be_used_fails_and_changes_nothing(
 ) -> None:
     before = {f: oracle_routes(pair.pod, f) for f in (4, 6)}
     with pytest.raises(CniError) as caught:
-        _native.set_default_route(
+        native_netns.set_default_route(
             netns=pair.pod.path, family=family, gateway=gateway, ifname=ifname
         )
     assert caught.value.code == 999
@@ -177,10 +179,10 @@ def test_a_gateway_that_cannot_be_used_fails_and_changes_nothing(
 )
 def test_a_bad_namespace_path_is_a_code_4_error_naming_it(path: str) -> None:
     calls = [
-        lambda: _native.list_routes(netns=path),
-        lambda: _native.list_links(netns=path),
-        lambda: _native.link_info(netns=path, ifname="eth0"),
-        lambda: _native.set_default_route(netns=path, family=4, gateway="192.0.2.1"),
+        lambda: native_netns.list_routes(netns=path),
+        lambda: native_netns.list_links(netns=path),
+        lambda: native_netns.link_info(netns=path, ifname="eth0"),
+        lambda: native_netns.set_default_route(netns=path, family=4, gateway="192.0.2.1"),
     ]
     for call in calls:
         with pytest.raises(CniError) as caught:
@@ -192,15 +194,15 @@ def test_a_bad_namespace_path_is_a_code_4_error_naming_it(path: str) -> None:
 def test_link_info_and_list_links_match_ip_link(pair: Pair) -> None:
     ip(pair.pod, "link", "set", "va", "address", "02:AB:cd:00:00:42", "mtu", "1400")
     links = kernel_oracle.links(pair.pod.name)
-    assert sorted(_native.list_links(netns=pair.pod.path)) == sorted(links)
+    assert sorted(native_netns.list_links(netns=pair.pod.path)) == sorted(links)
     for name, link in links.items():
-        info = _native.link_info(netns=pair.pod.path, ifname=name)
+        info = native_netns.link_info(netns=pair.pod.path, ifname=name)
         assert info == (link["ifindex"], link["address"], link["mtu"])
-    assert _native.link_info(netns=pair.pod.path, ifname="va") == (
+    assert native_netns.link_info(netns=pair.pod.path, ifname="va") == (
         links["va"]["ifindex"], "02:ab:cd:00:00:42", 1400,
     )  # fmt: skip
-    assert _native.link_info(netns=pair.pod.path, ifname="pa") is None
-    assert _native.link_info(netns=pair.pod.path, ifname="") is None
+    assert native_netns.link_info(netns=pair.pod.path, ifname="pa") is None
+    assert native_netns.link_info(netns=pair.pod.path, ifname="") is None
 
 
 def thread_netns() -> str:
@@ -212,10 +214,10 @@ def settled_routes(path: str) -> None:
     """Waits until the namespace's routes stop changing (the kernel adds IPv6 link-local and
     multicast routes a moment after a link comes up)."""
     deadline = time.monotonic() + 5
-    last = _native.list_routes(netns=path)
+    last = native_netns.list_routes(netns=path)
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        now = _native.list_routes(netns=path)
+        now = native_netns.list_routes(netns=path)
         if now == last:
             return
         last = now
@@ -227,9 +229,9 @@ def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
         settled_routes(ns.path)
     expected = {
         ns.path: (
-            sorted(_native.list_links(netns=ns.path)),
-            _native.link_info(netns=ns.path, ifname=name),
-            _native.list_routes(netns=ns.path),
+            sorted(native_netns.list_links(netns=ns.path)),
+            native_netns.link_info(netns=ns.path, ifname=name),
+            native_netns.list_routes(netns=ns.path),
         )
         for ns, name in ((pair.pod, "va"), (pair.peer, "pa"))
     }
@@ -242,11 +244,11 @@ def test_concurrent_calls_never_move_the_calling_threads(pair: Pair) -> None:
             ns, name = (pair.pod, "va") if (n + i) % 2 else (pair.peer, "pa")
             links, info, routes = expected[ns.path]
             if i % 3 == 0:
-                assert sorted(_native.list_links(netns=ns.path)) == links
+                assert sorted(native_netns.list_links(netns=ns.path)) == links
             elif i % 3 == 1:
-                assert _native.link_info(netns=ns.path, ifname=name) == info
+                assert native_netns.link_info(netns=ns.path, ifname=name) == info
             else:
-                assert _native.list_routes(netns=ns.path) == routes
+                assert native_netns.list_routes(netns=ns.path) == routes
             seen.append(thread_netns())
         return seen
 
@@ -266,10 +268,10 @@ def test_a_path_that_is_no_network_namespace_leaves_the_thread_at_home(
     plain.write_text("")
     for bad in (str(plain), "/proc/self/ns/mnt"):
         with pytest.raises(CniError) as failed:
-            _native.list_links(netns=bad)
+            native_netns.list_links(netns=bad)
         assert failed.value.code == 4, bad
         assert thread_netns() == own
-    assert "va" in _native.list_links(netns=pair.pod.path)
+    assert "va" in native_netns.list_links(netns=pair.pod.path)
     assert thread_netns() == own
 
 

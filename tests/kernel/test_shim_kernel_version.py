@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import braid
-from braid import _native
+from braid._native import cni as native_cni
 from braid.commands.braidctl import main
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.conflist import ConfListWriter
@@ -69,11 +69,11 @@ def test_version_answer_keeps_the_spec_fields_and_adds_braids(
     )
     answer = json.loads(ran.stdout)
     assert list(answer) == ["cniVersion", "supportedVersions", "braidVersion", "braidBuild"]
-    assert answer["cniVersion"] == _native.CNI_CURRENT_VERSION
-    assert answer["supportedVersions"] == _native.CNI_VERSIONS
+    assert answer["cniVersion"] == native_cni.CNI_CURRENT_VERSION
+    assert answer["supportedVersions"] == native_cni.CNI_VERSIONS
     assert (answer["braidVersion"], answer["braidBuild"]) == (braid.__version__, build)
     # libcni's rules (what a runtime's VERSION call decodes) take it as any plugin's answer.
-    assert _native.parse_version_output(data=ran.stdout) == _native.CNI_VERSIONS
+    assert native_cni.parse_version_output(data=ran.stdout) == native_cni.CNI_VERSIONS
     assert shim_version(str(shim.parent / name)) == BraidVersion(braid.__version__, build)
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from braid import _native, errors
+from braid import errors
+from braid._native import cni as native_cni
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 # Codes braid passes through from plugins without a name of its own (STATUS's 50 and 51).
@@ -16,7 +17,7 @@ KEPT_FROM_PLUGINS = {50, 51}
 
 
 def test_every_code_rust_declares_is_a_constant_of_braid_errors_and_no_other() -> None:
-    declared = dict(_native.ERROR_CODES)
+    declared = dict(native_cni.ERROR_CODES)
     python = {
         name: value
         for name, value in vars(errors).items()
@@ -31,4 +32,4 @@ def test_docs_errors_lists_every_code_once() -> None:
     rows = re.findall(r"^\| ([0-9, ]+) \|", DOC.read_text(), flags=re.MULTILINE)
     documented = [int(code) for row in rows for code in row.split(",")]
     assert len(documented) == len(set(documented))
-    assert set(documented) == set(dict(_native.ERROR_CODES).values()) | KEPT_FROM_PLUGINS
+    assert set(documented) == set(dict(native_cni.ERROR_CODES).values()) | KEPT_FROM_PLUGINS

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from braid import _native
+from braid._native import cni as native_cni
+from braid._native import delegate as native_delegate
 from braid.bench.spawn import CallFailed, run_ok
 from braid.bench.world import NetworkList, World, cni_env
 
@@ -27,20 +28,20 @@ def list_version(network: NetworkList) -> str:
 
 def has_check(network: NetworkList) -> bool:
     """CHECK exists from CNI 0.4.0 on."""
-    return _native.version_at_least(version=list_version(network), minimum="0.4.0")
+    return native_delegate.version_at_least(version=list_version(network), minimum="0.4.0")
 
 
 def supported_versions(bin_dir: str, plugin: str) -> list[str]:
     """The versions a plugin answers VERSION with."""
     env = cni_env("VERSION", "", "", bin_dir=bin_dir)
     out = run_ok(f"{bin_dir}/{plugin}", env, b'{"cniVersion":"0.1.0"}')
-    return _native.parse_version_output(data=out)
+    return native_cni.parse_version_output(data=out)
 
 
 def run_version(bin_dir: str, network: NetworkList) -> str:
     """The version braid runs the network at: the highest the list and its plugins allow."""
     listed = network.get("cniVersions")
-    return _native.negotiate_version(
+    return native_cni.negotiate_version(
         list_version=list_version(network),
         list_versions=[v for v in listed if isinstance(v, str)] if isinstance(listed, list) else [],
         plugin_versions=[supported_versions(bin_dir, p["type"]) for p in network["plugins"]],
@@ -66,7 +67,7 @@ class DirectPod:
 
     def _exec(self, command: str, ifname: str, network: NetworkList, index: int) -> bytes:
         raw = json.dumps(network).encode()
-        stdin = _native.plugin_stdin(
+        stdin = native_cni.plugin_stdin(
             network_list=raw,
             index=index,
             command=command,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import INVALID_CONFIG, PLUGIN_NOT_FOUND, CniError
 from braid.nad.manifests import NAD_KIND, manifest_objects, nad_from_object, object_kind
 from braid.nad.netconf import DelegateConfig, delegate_from_bytes
@@ -28,7 +28,7 @@ class MeasuredNetwork:
 
 
 def _as_list(delegate: DelegateConfig) -> dict[str, Any]:
-    data = delegate.data if delegate.is_list else _native.conf_to_list(data=delegate.data)
+    data = delegate.data if delegate.is_list else native_cni.conf_to_list(data=delegate.data)
     doc: dict[str, Any] = json.loads(data)
     return doc
 

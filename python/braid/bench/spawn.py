@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from braid import _native
+from braid._native import exec as native_exec
 
 TIMEOUT_SECONDS = 60.0
 MAX_STDOUT = 1 << 20
@@ -24,7 +24,7 @@ class CallFailed(RuntimeError):
 
 def execute(path: str, env: Mapping[str, str], stdin: bytes) -> tuple[int, bytes, bytes]:
     """(exit code, stdout, stderr) of one execution, which must end within the timeout."""
-    proc = _native.spawn_plugin(path=path, env=list(env.items()))
+    proc = native_exec.spawn_plugin(path=path, env=list(env.items()))
     outcome, code, stdout, stderr = proc.communicate(
         stdin=stdin, timeout=TIMEOUT_SECONDS, exit_grace=0.2, max_stdout=MAX_STDOUT
     )

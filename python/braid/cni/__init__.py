@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.exports import lazy_exports
 
 if TYPE_CHECKING:
@@ -97,4 +97,4 @@ def convert_result(data: bytes, *, to_version: str) -> bytes:
 
     Raises ``braid.errors.CniError`` (with ``.code``) where libcni would refuse.
     """
-    return _native.convert_result(data=data, to_version=to_version or "0.1.0")
+    return native_cni.convert_result(data=data, to_version=to_version or "0.1.0")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.errors import DECODE_FAILURE, IO_FAILURE, CniError
 
-CACHE_KIND = _native.CACHE_KIND
-MAX_ENTRY_BYTES = _native.MAX_CACHE_ENTRY_BYTES
+CACHE_KIND = native_delegate.CACHE_KIND
+MAX_ENTRY_BYTES = native_delegate.MAX_CACHE_ENTRY_BYTES
 
 
 NO_RAW = msgspec.Raw()  # "absent": omitted when written (msgspec compares defaults by identity)
@@ -82,7 +82,7 @@ class ResultCache:
         """The entry's file (``braid_delegate::cache``, the one the shim's DEL replay reads);
         code 4 when a part cannot name one."""
         return Path(
-            _native.cache_entry_path(
+            native_delegate.cache_entry_path(
                 cache_dir=str(self.root), network=network, container_id=container_id, ifname=ifname
             )
         )
@@ -179,7 +179,7 @@ def decode_cached(path: Path, data: bytes) -> CachedResult:
     a legacy bare result, is ``braid_delegate::cache``'s rule (the shim's DEL replay reads the
     same); an entry's other fields are decoded here."""
     try:
-        legacy, result = _native.cached_result(data=data)
+        legacy, result = native_delegate.cached_result(data=data)
     except CniError as exc:
         raise CorruptCacheError(path, exc.details or exc.msg) from exc
     if legacy:

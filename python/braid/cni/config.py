@@ -2,8 +2,8 @@
 
 libcni's ``libcni/conf.go`` (``LoadConfList``, ``ConfListFromConf``) and the CNI spec, Section 1,
 "Configuration format". The raw bytes of a list are kept verbatim: they
-are what plugins receive (through ``_native.plugin_stdin``) and what the result cache stores.
-Validation and the typed summary come from the Rust core (``_native.parse_network_list``).
+are what plugins receive (through ``native_cni.plugin_stdin``) and what the result cache stores.
+Validation and the typed summary come from the Rust core (``native_cni.parse_network_list``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 
 MAX_CONFIG_BYTES = 1 << 20
@@ -38,7 +38,7 @@ class PluginSummary(msgspec.Struct, rename="camel", frozen=True):
 
 
 class ListSummary(msgspec.Struct, rename="camel", frozen=True):
-    """The keys of a conflist the runtime reads (``_native.parse_network_list``)."""
+    """The keys of a conflist the runtime reads (``native_cni.parse_network_list``)."""
 
     name: str
     cni_version: str = ""
@@ -69,14 +69,14 @@ class NetworkList(msgspec.Struct, frozen=True):
 def network_list_from_bytes(data: bytes) -> NetworkList:
     """Validates a conflist (libcni's ``NetworkConfFromBytes``) and keeps its bytes verbatim."""
     _bound(data)
-    summary = msgspec.json.decode(_native.parse_network_list(data=data), type=ListSummary)
+    summary = msgspec.json.decode(native_cni.parse_network_list(data=data), type=ListSummary)
     return NetworkList(raw=data, summary=summary)
 
 
 def network_list_from_conf(data: bytes) -> NetworkList:
     """Up-converts a single-plugin conf into a one-plugin list (libcni's ``ConfListFromConf``)."""
     _bound(data)
-    return network_list_from_bytes(_native.conf_to_list(data=data))
+    return network_list_from_bytes(native_cni.conf_to_list(data=data))
 
 
 def _bound(data: bytes) -> None:
@@ -191,7 +191,7 @@ def with_directory_plugins(directory: Path, net: NetworkList, source: Path) -> N
         extra = [_read(p) for p in _config_files(directory / net.name, (".conf",))]
         if extra:
             try:
-                merged = _native.append_plugins(network_list=net.raw, plugins=extra)
+                merged = native_cni.append_plugins(network_list=net.raw, plugins=extra)
             except CniError as exc:
                 where = directory / net.name
                 raise CniError(exc.code, f"{where}: {exc.msg}", exc.details) from exc

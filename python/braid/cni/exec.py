@@ -19,7 +19,8 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
+from braid._native import exec as native_exec
 from braid.cni.hostroot import HostRoot
 from braid.cni.versions import Identity
 from braid.errors import (
@@ -29,8 +30,8 @@ from braid.errors import (
     PluginError,
 )
 
-MAX_STDOUT_BYTES = _native.MAX_STDOUT_BYTES
-EXIT_GRACE_SECONDS = _native.EXIT_GRACE_SECONDS
+MAX_STDOUT_BYTES = native_delegate.MAX_STDOUT_BYTES
+EXIT_GRACE_SECONDS = native_delegate.EXIT_GRACE_SECONDS
 
 
 class ExecOutput(msgspec.Struct, frozen=True):
@@ -129,10 +130,10 @@ class ExecutionPlan:
         first expected execution takes it if it is that one); inside the root open as
         ``root_fd`` when given (``ProcessExecutor.start_early``)."""
         if self._held is None:
-            started = _native.start_plugin(path=path, env=list(env.items()), root_fd=root_fd)
+            started = native_exec.start_plugin(path=path, env=list(env.items()), root_fd=root_fd)
             self._held = (path, env, started)
 
-    def take(self, path: str, env: Mapping[str, str]) -> _native.PluginProcess | None:
+    def take(self, path: str, env: Mapping[str, str]) -> native_exec.PluginProcess | None:
         """The plugin started ahead for this execution, if it is the one expected."""
         runs, held = self._runs, self._held
         self._held = None
@@ -154,7 +155,9 @@ class ExecutionPlan:
         """Whether an execution is expected whose plugin is not started yet."""
         return self._held is None and bool(self._runs)
 
-    def start_next(self, spawn: Callable[[str, Mapping[str, str]], _native.PluginProcess]) -> None:
+    def start_next(
+        self, spawn: Callable[[str, Mapping[str, str]], native_exec.PluginProcess]
+    ) -> None:
         """Starts the next expected execution's plugin (nothing when none is expected). One that
         cannot start ends the expectations: its own turn starts it again and reports why."""
         if self._held is not None or not self._runs:
@@ -229,11 +232,11 @@ class OneAtATime:
 
 
 # A plugin started ahead: running, or still being started on a helper thread.
-_Started = _native.PluginProcess | _native.StartingPlugin
+_Started = native_exec.PluginProcess | native_exec.StartingPlugin
 
 
-def _process(started: _Started) -> _native.PluginProcess:
-    if isinstance(started, _native.StartingPlugin):
+def _process(started: _Started) -> native_exec.PluginProcess:
+    if isinstance(started, native_exec.StartingPlugin):
         return started.process()
     return started
 
@@ -263,7 +266,7 @@ def locate_plugin(
     if root is not None:
         seen = [root.local(os.path.join(d, plugin_type)) for d in dirs]  # noqa: PTH118
     try:
-        index, dev, ino, mtime_ns, size = _native.find_plugin(
+        index, dev, ino, mtime_ns, size = native_delegate.find_plugin(
             plugin_type=plugin_type, dirs=list(dirs), seen=seen
         )
     except CniError as exc:
@@ -390,7 +393,7 @@ class ProcessExecutor:
         outcomes, and the errors of plugins that could not run, are those of ``execute``."""
         netns_fd = self._open_netns()
         try:
-            results = _native.run_sequence(
+            results = native_exec.run_sequence(
                 steps=[
                     (path, list(env.items()), stdin, group) for path, env, stdin, group in steps
                 ],
@@ -423,10 +426,10 @@ class ProcessExecutor:
 
     def _spawn(
         self, path: str, env: Mapping[str, str], stdin: bytes | None = None
-    ) -> _native.PluginProcess:
+    ) -> native_exec.PluginProcess:
         netns_fd = self._open_netns()
         try:
-            return _native.spawn_plugin(
+            return native_exec.spawn_plugin(
                 path=path,
                 env=list(env.items()),
                 netns_fd=netns_fd,
@@ -478,7 +481,7 @@ def _no_output(
 ) -> PluginError:
     """The error of a plugin that produced no output (``braid_delegate::judge``, the shim's
     DEL replay reports the same)."""
-    code, msg, details = _native.no_output_error(
+    code, msg, details = native_delegate.no_output_error(
         kind=kind,
         path=path,
         timeout=timeout,

@@ -15,12 +15,13 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
-from braid import _native
+from braid._native import cni as native_cni
+from braid._native import delegate as native_delegate
 from braid.cni.exec import ExecOutput, ExecutionPlan, Executor, Step, StepOutcome
 from braid.cni.request import PluginCall
 from braid.errors import PLUGIN_FAILURE, CniError, PluginError
 
-VERSION_STDIN = _native.VERSION_STDIN
+VERSION_STDIN = native_delegate.VERSION_STDIN
 
 
 class PluginExitError(PluginError):
@@ -66,7 +67,7 @@ def plugin_env(
     """The runtime's whole environment (``environ``, else ``os.environ`` now) with the six CNI
     variables of ``call`` over it, as ``braid_delegate::delegates`` builds them for the shim
     (libcni's rule; ``CNI_PATH`` is ``plugin_dirs`` without empty or repeated entries)."""
-    return _native.plugin_env(
+    return native_delegate.plugin_env(
         environ=environ_snapshot() if environ is None else environ,
         command=call.command,
         container_id=call.container_id,
@@ -80,7 +81,7 @@ def plugin_env(
 def version_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """VERSION's environment (``environ``, else ``os.environ`` now): libcni sends ``dummy``
     for the netns, ifname and path (``braid_delegate::delegates::VERSION_ENV``)."""
-    return _native.version_env(environ=environ_snapshot() if environ is None else environ)
+    return native_delegate.version_env(environ=environ_snapshot() if environ is None else environ)
 
 
 class PluginInvoker:
@@ -145,7 +146,7 @@ class PluginInvoker:
         out = self.execute(path, version_env(self.environ), VERSION_STDIN)
         _copy_stderr(out)
         try:
-            return _native.supported_versions(
+            return native_delegate.supported_versions(
                 returncode=out.returncode,
                 stdout=out.stdout,
                 stderr=out.stderr,
@@ -172,7 +173,7 @@ def _copy_stderr(out: ExecOutput) -> None:
 def exit_error(out: ExecOutput, plugin_type: str) -> PluginExitError:
     """A failed exit as its error, judged by ``braid_delegate::judge`` (libcni's rule: empty
     stdout → the message is stderr; else stdout is the error object, whose code is kept)."""
-    judged = _native.judge_exit(
+    judged = native_delegate.judge_exit(
         returncode=out.returncode, stdout=out.stdout, stderr=out.stderr, plugin_type=plugin_type
     )
     if judged is None:
@@ -188,7 +189,7 @@ def parse_add_result(stdout: bytes, plugin_type: str, config_version: str) -> by
             PLUGIN_FAILURE, f'plugin "{plugin_type}" printed no result for ADD', plugin=plugin_type
         )
     try:
-        return _native.parse_plugin_result(data=stdout, config_version=config_version)
+        return native_cni.parse_plugin_result(data=stdout, config_version=config_version)
     except CniError as exc:
         raise PluginError(
             PLUGIN_FAILURE,

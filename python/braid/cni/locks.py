@@ -20,16 +20,16 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Protocol
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.errors import IO_FAILURE, CniError
 
-GC_LOCK_NAME = _native.GC_LOCK_NAME
+GC_LOCK_NAME = native_delegate.GC_LOCK_NAME
 
 
 def container_lock_name(container_id: str) -> str:
     """The lock file guarding ``container_id``: a hash of the id, never the id itself (golden
     names in ``tests/fixtures/locks/``)."""
-    return _native.container_lock_name(container_id=container_id)
+    return native_delegate.container_lock_name(container_id=container_id)
 
 
 class LockDirectory:
@@ -41,15 +41,17 @@ class LockDirectory:
     def container(self, container_id: str) -> AbstractContextManager[None]:
         """Held for an ADD, DEL or CHECK: GC shared, the container's file exclusive."""
         directory = str(self.path)
-        return self._held(lambda: _native.lock_container(dir=directory, container_id=container_id))
+        return self._held(
+            lambda: native_delegate.lock_container(dir=directory, container_id=container_id)
+        )
 
     def gc(self) -> AbstractContextManager[None]:
         """Held for a GC: waits for running ADD/DEL/CHECK, blocks new ones until released."""
         directory = str(self.path)
-        return self._held(lambda: _native.lock_gc(dir=directory))
+        return self._held(lambda: native_delegate.lock_gc(dir=directory))
 
     @contextmanager
-    def _held(self, take: Callable[[], _native.HeldLock]) -> Iterator[None]:
+    def _held(self, take: Callable[[], native_delegate.HeldLock]) -> Iterator[None]:
         try:
             held = take()
         except OSError as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni.cache import CacheEntry
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
@@ -48,7 +48,7 @@ class RuntimeRequest(msgspec.Struct, frozen=True):
             container_id=self.container_id,
             netns=self.netns,
             ifname=self.ifname,
-            cni_args=_native.build_cni_args(pairs=list(self.cni_args)),
+            cni_args=native_cni.build_cni_args(pairs=list(self.cni_args)),
         )
 
     def capability_json(self) -> bytes | None:
@@ -71,25 +71,25 @@ def _encode_object(value: Mapping[str, Any] | None, what: str) -> bytes | None:
 def container_id_problem(container_id: str) -> str | None:
     """Why ``container_id`` cannot be a container id (libcni's characters, and short enough to
     name a file), or None when it can."""
-    return _native.container_id_problem(value=container_id)
+    return native_cni.container_id_problem(value=container_id)
 
 
 def check_container_id(command: str, container_id: str) -> None:
     """``CNI_CONTAINERID`` of a ``command`` call, checked as the compiled shim checks it
     (``braid_cni::names``): code 3 when missing, code 4 when it cannot be a container id; a
     DEL of an id too long to name a record is accepted (nothing was attached)."""
-    _native.check_container_id(command=command, value=container_id)
+    native_cni.check_container_id(command=command, value=container_id)
 
 
 def network_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a network name (libcni's rule), or None when it can."""
-    return _native.network_name_problem(value=name)
+    return native_cni.network_name_problem(value=name)
 
 
 def interface_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be an interface name, or None when it can: what the kernel refuses
     (libcni's rule) and ``%``, which the kernel takes as a template and replaces."""
-    return _native.interface_name_problem(value=name)
+    return native_cni.interface_name_problem(value=name)
 
 
 def validate_attachment(request: RuntimeRequest, network: str) -> None:

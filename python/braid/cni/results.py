@@ -16,7 +16,7 @@ from typing import Protocol
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni.cache import CACHE_KIND, NO_RAW, CacheEntry, CorruptCacheError, ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.request import RuntimeRequest
@@ -55,7 +55,7 @@ def _converted(result: bytes | None, version: str, *, fatal: bool) -> bytes | No
     if result is None or not at_least(version, CHECK_SINCE):
         return None
     try:
-        return _native.convert_result(data=result, to_version=version)
+        return native_cni.convert_result(data=result, to_version=version)
     except CniError as exc:
         if fatal:
             raise

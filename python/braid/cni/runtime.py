@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
+from braid._native import delegate as native_delegate
 from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.exec import (
@@ -141,7 +142,7 @@ class Runtime:
         plan = self._plan(net)
         prev = req.initial_prev_result
         if prev is not None:
-            prev = _native.convert_result(data=prev, to_version=plan.version)
+            prev = native_cni.convert_result(data=prev, to_version=plan.version)
         stdin = self._stdin(plan, 0, "ADD", req, prev)
         env = self.invoker.env(req.call("ADD"))
         return PreparedAdd(net=net, req=req, plan=plan, env=env, first_stdin=stdin)
@@ -152,7 +153,7 @@ class Runtime:
         # cache write or of the result's conversion leaves nothing attached.
         try:
             final = self._add_all(prepared)
-            answer = _native.convert_result(data=final, to_version=net.summary.effective_version)
+            answer = native_cni.convert_result(data=final, to_version=net.summary.effective_version)
             self.results.store(net, req, final)
         except CniError as exc:
             self._roll_back(net, plan, req, exc)
@@ -290,7 +291,7 @@ class Runtime:
             return
         env = self.invoker.env(PluginCall(command="STATUS"))
         for index in range(len(plan.paths)):
-            stdin = _native.plugin_stdin(
+            stdin = native_cni.plugin_stdin(
                 network_list=net.raw, index=index, command="STATUS", cni_version=plan.version
             )
             self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
@@ -335,7 +336,7 @@ class Runtime:
     def _stdin(
         self, plan: ListPlan, index: int, command: str, req: RuntimeRequest, prev: bytes | None
     ) -> bytes:
-        return _native.plugin_stdin(
+        return native_cni.plugin_stdin(
             network_list=plan.raw,
             index=index,
             command=command,
@@ -401,7 +402,7 @@ class Runtime:
         env = self.invoker.env(PluginCall(command="GC"))
         for index in range(len(plan.paths)):
             try:
-                stdin = _native.plugin_stdin(
+                stdin = native_cni.plugin_stdin(
                     network_list=net.raw,
                     index=index,
                     command="GC",
@@ -417,7 +418,7 @@ def _del_stdins(plan: ListPlan, req: RuntimeRequest, prev: bytes | None) -> list
     """The list's DEL stdins, last plugin first (``braid_delegate::teardown``, the shim's DEL
     replay builds them the same way): a ``prevResult`` that cannot be given at the list's
     version is left out rather than failing the DEL."""
-    stdins, dropped = _native.del_stdins(
+    stdins, dropped = native_delegate.del_stdins(
         network_list=plan.raw,
         plugins=len(plan.paths),
         cni_version=plan.version,

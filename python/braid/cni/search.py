@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from braid import _native
+from braid._native import delegate as native_delegate
 
 DEFAULT_CNI_PATH = "/opt/cni/bin:/usr/lib/cni"
 
@@ -19,7 +19,7 @@ def search_dirs(bin_dir: str, cni_path: str | Sequence[str]) -> list[str]:
     """The directories, in order, a plugin is looked for in (``cni_path``: ``CNI_PATH``'s
     text or its entries)."""
     path = cni_path if isinstance(cni_path, str) else ":".join(cni_path)
-    return _native.plugin_search_dirs(bin_dir=bin_dir, cni_path=path)
+    return native_delegate.plugin_search_dirs(bin_dir=bin_dir, cni_path=path)
 
 
 def operator_cni_path(environ: Mapping[str, str]) -> str:

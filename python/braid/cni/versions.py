@@ -1,7 +1,7 @@
 """Version negotiation, braid's addition to libcni (CNI spec, Section 1: ``cniVersions``).
 
 Each plugin binary is asked its VERSION once; the answer is cached under the binary's path,
-inode, mtime and size, so a replaced binary is asked again. ``_native.negotiate_version`` then
+inode, mtime and size, so a replaced binary is asked again. ``native_cni.negotiate_version`` then
 picks the highest version that the list and every plugin support.
 """
 
@@ -11,7 +11,8 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
-from braid import _native
+from braid._native import cni as native_cni
+from braid._native import delegate as native_delegate
 from braid.errors import INCOMPATIBLE_VERSION, IO_FAILURE, CniError
 
 # A plugin binary's identity: device, inode, modification time in ns, size.
@@ -26,7 +27,7 @@ _BinaryKey = tuple[str, int, int, int, int]
 def at_least(version: str, minimum: str) -> bool:
     """Whether ``version`` (``""`` is 0.1.0) is a version and ≥ ``minimum``
     (``braid_cni::version::at_least``, the ordering every part of braid uses)."""
-    return _native.version_at_least(version=version, minimum=minimum)
+    return native_delegate.version_at_least(version=version, minimum=minimum)
 
 
 class VersionCache:
@@ -69,20 +70,20 @@ class VersionCache:
 def require_answerable(version: str, what: str) -> None:
     """Raises ``CniError`` (code 1) unless an ADD result can be handed back at ``version``:
     one of the versions braid knows, written as the specification writes it (``"1.0"`` is
-    not one), or empty (0.1.0). ``_native.convert_result`` converts to exactly these, so a
+    not one), or empty (0.1.0). ``native_cni.convert_result`` converts to exactly these, so a
     caller checks before any plugin runs rather than fail to convert a result whose
     attachment already exists."""
-    if version and version not in _native.CNI_VERSIONS:
+    if version and version not in native_cni.CNI_VERSIONS:
         raise CniError(
             INCOMPATIBLE_VERSION,
             f'{what} has cniVersion "{version}", which braid cannot answer in',
-            f"supported versions: {', '.join(_native.CNI_VERSIONS)}",
+            f"supported versions: {', '.join(native_cni.CNI_VERSIONS)}",
         )
 
 
 def negotiate(list_version: str, list_versions: Sequence[str], plugins: list[list[str]]) -> str:
     """The version a list runs at: the highest the list and every plugin support."""
-    return _native.negotiate_version(
+    return native_cni.negotiate_version(
         list_version=list_version, list_versions=list(list_versions), plugin_versions=plugins
     )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni.config import load_network_list
 from braid.cni.request import RuntimeRequest
 from braid.cni.runtime import DEFAULT_CACHE_DIR, Runtime
@@ -120,7 +120,7 @@ def cni_args_from(value: str) -> list[tuple[str, str]]:
     """``CNI_ARGS`` pairs; like cnitool, an empty key or value is refused."""
     if not value:
         return []
-    pairs = _native.parse_cni_args(value=_utf8_text("CNI_ARGS", value))
+    pairs = native_cni.parse_cni_args(value=_utf8_text("CNI_ARGS", value))
     for key, val in pairs:
         if not key or not val:
             raise CniError(INVALID_ENVIRONMENT, f"invalid CNI_ARGS pair {key}={val!s}")

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni import Runtime
 from braid.cni.search import operator_cni_path, search_dirs
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
@@ -89,7 +89,7 @@ def cni_env(
         CNI_CONTAINERID=container_id,
         CNI_NETNS=netns,
         CNI_IFNAME=ifname,
-        CNI_ARGS=_native.build_cni_args(pairs=pairs),
+        CNI_ARGS=native_cni.build_cni_args(pairs=pairs),
         CNI_PATH=operator_cni_path(os.environ),
     )
     return env
@@ -123,7 +123,7 @@ def explain(
         args = msgspec.json.encode(attachment.args_cni) if attachment.args_cni else None
         stdins = [
             msgspec.json.decode(
-                _native.plugin_stdin(
+                native_cni.plugin_stdin(
                     network_list=net.raw,
                     index=i,
                     command="ADD",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.config.document import KNOWN_KEYS as KNOWN_KEYS  # noqa: PLC0414  re-exported
 from braid.config.document import BraidConfig as BraidConfig  # noqa: PLC0414  re-exported
 from braid.config.keys import LAYERED
@@ -222,7 +222,7 @@ def check_network_name(config: BraidConfig) -> None:
     """braid's own network ``name``, by libcni's rule (code 7): what the runtime passes for an
     ADD, CHECK, GC or STATUS. (A DEL is not refused for it: it tears down what an ADD left,
     and libcni checks the name at ADD only. The daemon's own configuration file needs none.)"""
-    problem = _native.network_name_problem(value=config.name)
+    problem = native_cni.network_name_problem(value=config.name)
     if problem:
         raise _fail(f"braid configuration: network name {config.name!r} {problem}")
 

@@ -19,25 +19,28 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.config.keys import snake
 from braid.config.schema import BraidConfig
 
 # (attribute, key) of each path the rule covers (the node file's keys, as the shim declares
 # them); the daemon's own socket directory is its own.
-CHECKED = tuple((snake(key), key) for key, _ in _native.NODE_PATH_KEYS if key != "daemonSocketDir")
+CHECKED = tuple(
+    (snake(key), key) for key, _ in native_delegate.NODE_PATH_KEYS if key != "daemonSocketDir"
+)
 
 
 def node_file_beside(executable: str) -> str:
     """The node file in the directory the runtime found ``executable`` in."""
-    return os.path.join(os.path.dirname(os.path.abspath(executable)), _native.NODE_FILE_NAME)  # noqa: PTH118, PTH120, PTH100
+    directory = os.path.dirname(os.path.abspath(executable))  # noqa: PTH120, PTH100
+    return os.path.join(directory, native_delegate.NODE_FILE_NAME)  # noqa: PTH118
 
 
 def from_node(config: BraidConfig, node_file: str) -> BraidConfig:
     """``config`` with the node file's paths, else its own once they pass the check."""
     dirs = config.engine.dirs
     given = (config.daemon.socket_dir, dirs.cni_dir, dirs.bin_dir, dirs.readiness_indicator_file)
-    trusted = _native.trusted_paths(
+    trusted = native_delegate.trusted_paths(
         socket_dir=given[0],
         cni_dir=given[1],
         bin_dir=given[2],
@@ -65,4 +68,4 @@ def check_from_stdin(
     for attribute, key in CHECKED:
         value = getattr(config, attribute)
         if value and attribute not in skip:
-            _native.check_closed_path(key=key, path=local(value))
+            native_delegate.check_closed_path(key=key, path=local(value))

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.engine.context import EngineContext, log
 from braid.engine.devdirs import io_error, make_levels, open_levels, write_file
 from braid.engine.record import AttachmentRecord
@@ -204,7 +204,7 @@ def remove_device_info(ctx: EngineContext, record: AttachmentRecord) -> None:
     rule the shim's DEL replay follows; none: nothing to do), by descriptor, no level from
     ``deviceInfoDir`` down followed when it is a link. Failures are logged: they cannot undo a
     teardown that succeeded."""
-    found = _native.device_info_dirs(
+    found = native_delegate.device_info_dirs(
         data=msgspec.json.encode(record),
         container_id=record.container_id,
         device_info_dir=ctx.config.engine.devices.device_info_dir,
@@ -212,7 +212,7 @@ def remove_device_info(ctx: EngineContext, record: AttachmentRecord) -> None:
     for directory in found:
         above = directory.rsplit("/", 3)[0] or "/"  # the directory above deviceInfoDir
         try:
-            _native.remove_device_info_dir(directory=directory, above=ctx.local(above))
+            native_delegate.remove_device_info_dir(directory=directory, above=ctx.local(above))
         except OSError as exc:
             log.warning(
                 "container %s: device-information files in %s not removed: %s",

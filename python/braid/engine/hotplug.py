@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from braid import _native
+from braid._native import netns as native_netns
 from braid.cni import Runtime
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.devices import device_infos
@@ -122,7 +122,7 @@ def hotplug(
         runtime = ctx.runtime(_request_of(record))
         recovered = recover(ctx, runtime, record)
         try:
-            links = _native.list_links(netns=netns)
+            links = native_netns.list_links(netns=netns)
             change = diff(ctx.config, ctx.store or NoStore(), record, annotations, links)
         except CniError as exc:
             if recovered:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from braid import _native
+from braid._native import netns as native_netns
 from braid.cni import NetworkList, Runtime
 from braid.cni.config import NetworkLists
 from braid.cni.exec import ExecutionPlan, Run
@@ -59,7 +59,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
 
 
 def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, netns: str) -> None:
-    present = set(_native.list_links(netns=ctx.local(netns))) if netns else None
+    present = set(native_netns.list_links(netns=ctx.local(netns))) if netns else None
     for entry in record.attachments:
         # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
         if present is not None and not entry.auxiliary_chain and entry.ifname not in present:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import TRY_AGAIN_LATER, CniError
 
 # The shim's DEL waits alike (rust/braid-wire/src/readiness.rs holds the bound and the pace).
-READINESS_TIMEOUT = _native.READINESS_TIMEOUT_SECONDS
-READINESS_POLL = _native.READINESS_POLL_SECONDS
+READINESS_TIMEOUT = native_cni.READINESS_TIMEOUT_SECONDS
+READINESS_POLL = native_cni.READINESS_POLL_SECONDS
 
 
 def wait_ready(path: str, *, operation: str) -> None:

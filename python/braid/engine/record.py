@@ -24,14 +24,15 @@ from typing import Any, Literal
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
+from braid._native import record as native_record
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 from braid.nad.plan import Attachment, AttachmentFields
 
-RECORD_KIND = _native.RECORD_KIND
-RECORD_VERSION = _native.RECORD_VERSION
+RECORD_KIND = native_record.RECORD_KIND
+RECORD_VERSION = native_record.RECORD_VERSION
 # "Absent": omitted when written (msgspec compares defaults by identity).
 NO_RAW = msgspec.Raw()
 
@@ -121,7 +122,7 @@ class AttachmentRecord(msgspec.Struct, rename="camel", omit_defaults=True):
     def capabilities(self, entry: AttachmentEntry) -> dict[str, Any]:
         """What ``entry``'s delegates get as capability arguments: the record's with the
         entry's own over them (``braid_cni::record``, the rule the shim follows)."""
-        merged = _native.merge_capability_args(
+        merged = native_record.merge_capability_args(
             runtime=_encoder.encode(self.capability_args),
             own=_encoder.encode(entry.capability_args),
         )
@@ -140,7 +141,7 @@ def plan_entries(
     are kept once (``braid_cni::record`` splits them; those of an attachment that lacks one of
     them are kept whole, and none at the top)."""
     planned = list(attachments)
-    top, owns = _native.split_capability_args(
+    top, owns = native_record.split_capability_args(
         runtime=_encoder.encode(runtime),
         entries=[_encoder.encode(a.capability_args) for a in planned],
     )
@@ -214,14 +215,14 @@ class RecordStore:
         records directory fsynced, as POSIX requires for the rename itself. Raises
         ``CniError`` (code 5) when it could not be written."""
         try:
-            _native.write_durable(**self._durable(record))
+            native_delegate.write_durable(**self._durable(record))
         except OSError as exc:
             raise _write_failed(record.container_id, exc) from exc
 
     def start_durable(self, record: AttachmentRecord) -> PendingWrite:
         """``write_durable`` on one of braid's helper threads: returns at once, the write under
         way (the caller goes on with other work); ``PendingWrite.wait`` gives its outcome."""
-        write = _native.start_durable_write(**self._durable(record))
+        write = native_delegate.start_durable_write(**self._durable(record))
         return PendingWrite(write, record.container_id)
 
     def _durable(self, record: AttachmentRecord) -> dict[str, Any]:
@@ -273,7 +274,7 @@ class RecordStore:
 class PendingWrite:
     """A durable record write under way (``RecordStore.start_durable``)."""
 
-    def __init__(self, write: _native.DurableWrite, container_id: str) -> None:
+    def __init__(self, write: native_delegate.DurableWrite, container_id: str) -> None:
         self._write = write
         self._container_id = container_id
 
@@ -315,7 +316,7 @@ def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
     decoded here with the record type; a damaged one raises ``CorruptRecord`` with every entry
     that still decodes, from what is left of a record cut short too. A member only this type
     reads (``network_data``) of the wrong kind damages the record the same way."""
-    canonical, damage = _native.decode_record(data=data, container_id=container_id)
+    canonical, damage = native_record.decode_record(data=data, container_id=container_id)
     if damage is not None:
         code, msg, details, salvaged, complete = damage
         entries = _each_entry(_raws.decode(salvaged))
@@ -354,7 +355,7 @@ def _refused(canonical: bytes, container_id: str, exc: Exception) -> CorruptReco
     entries = _each_entry(members.attachments)
     runtime = _encoder.encode(members.capability_args)
     for entry in entries:
-        merged = _native.merge_capability_args(
+        merged = native_record.merge_capability_args(
             runtime=runtime, own=_encoder.encode(entry.capability_args)
         )
         entry.capability_args = _objects.decode(merged)

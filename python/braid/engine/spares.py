@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni.cache import make_private_dirs, write_whole
 from braid.cni.locks import LockDirectory
 from braid.errors import CniError
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
 log = QuietLogger("braid.engine")
 
-SPARE_SIZE = _native.SPARE_SIZE
-SPARE_SUFFIX = _native.SPARE_SUFFIX
+SPARE_SIZE = native_delegate.SPARE_SIZE
+SPARE_SUFFIX = native_delegate.SPARE_SUFFIX
 FILL = b" " * SPARE_SIZE
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # A pool refills itself in the background once it is down to LOW_WATER spares, as soon as no
@@ -63,7 +63,7 @@ def spare_record(data: bytes) -> str | None:
     ``ValueError`` for anything else (a torn write, a stranger's file). The rule is
     ``braid_delegate::spares``, the one the shim's DEL replay finds a spare with (golden cases
     in ``tests/fixtures/spares/``)."""
-    kind, value = _native.spare_held(data=data)
+    kind, value = native_delegate.spare_held(data=data)
     if kind == "blank":
         return None
     if kind == "record":
@@ -129,7 +129,7 @@ class SpareFiles:
         container's lock), takes blank spares over, removes anything else."""
         recovered = False
         adopted: list[str] = []
-        for path, name, kind, value in _native.discover_spares(dir=self.directory):
+        for path, name, kind, value in native_delegate.discover_spares(dir=self.directory):
             if kind == "unreadable":
                 self.log.warning("cannot read spare record file %s: %s", path, value)
                 continue

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni import NetworkList, Runtime
 from braid.engine.context import (
     EngineContext,
@@ -46,7 +46,7 @@ def tear_down(
     All of them go to the runtime at once (``Runtime.delete_lists``): every delegate's stdin is
     built before the first runs, and the real executor runs them in one native call, each
     plugin started during the one before. An entry whose network cannot be read fails alone."""
-    order = _native.teardown_order(positions=[entry.position for entry in entries])
+    order = native_delegate.teardown_order(positions=[entry.position for entry in entries])
     steps = [
         (entry, _network_of(entry), runtime_request(record, entry, netns=netns))
         for entry in (entries[index] for index in order)
@@ -69,7 +69,7 @@ def tear_down(
         entry.state = "failed"
         entry.error = str(error)
         errors.append(
-            CniError(*_native.del_failed(name=entry.label or entry.name, **_parts(error)))
+            CniError(*native_delegate.del_failed(name=entry.label or entry.name, **_parts(error)))
         )
     return errors
 

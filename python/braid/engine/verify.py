@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from braid import _native
+from braid._native import netns as native_netns
 from braid.errors import INVALID_CONFIG, PLUGIN_FAILURE, CniError
 from braid.nad.plan import Attachment
 from braid.nad.result_view import ResultView, read_result
@@ -28,7 +28,7 @@ def interfaces_free(
     collision), so no later check is needed."""
     if not netns:
         return
-    taken = set(_native.list_links(netns=netns) if existing is None else existing)
+    taken = set(native_netns.list_links(netns=netns) if existing is None else existing)
     for attachment in attachments:
         if attachment.ifname in taken:
             raise CniError(
@@ -78,7 +78,7 @@ def requests_honoured(attachment: Attachment, result: bytes, netns: str) -> None
         wanted = attachment.mac.lower()
         got = _result_mac(view, attachment.ifname)
         if got is None and netns:
-            info = _native.link_info(netns=netns, ifname=attachment.ifname)
+            info = native_netns.link_info(netns=netns, ifname=attachment.ifname)
             got = info[1].lower() if info is not None else None
         if got != wanted:
             raise CniError(
@@ -94,7 +94,7 @@ def apply_default_routes(attachment: Attachment, netns: str) -> None:
     """Makes each requested gateway the only default route of its family in the pod."""
     for gateway in attachment.default_route or ():
         try:
-            _native.set_default_route(
+            native_netns.set_default_route(
                 netns=netns, family=ip_family(gateway), gateway=gateway, ifname=attachment.ifname
             )
         except CniError as exc:

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from braid._native import is_meta_plugin
+from braid._native.delegate import is_meta_plugin
 from braid.cni.config import (
     is_plain_name,
     network_list_from_bytes,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni.request import interface_name_problem
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -81,4 +81,4 @@ def is_safe_plugin_type(value: str) -> bool:
     """A plugin ``type`` that names a file inside CNI_PATH: a plain file name (not empty, not
     '.' or '..', no '/' or NUL), by the one rule the shim and the runtime look plugins up with
     (``braid_delegate::lookup::is_plain_name``)."""
-    return _native.is_plain_plugin_type(plugin_type=value)
+    return native_delegate.is_plain_plugin_type(plugin_type=value)

@@ -231,7 +231,7 @@ fn container_lock_name(container_id: &str) -> String {
 
 /// Locks taken under a lock directory (`lock_container`, `lock_gc`), held until `release`
 /// (or until collected).
-#[pyclass(module = "braid._native")]
+#[pyclass(module = "braid._native.delegate")]
 #[derive(Debug)]
 pub struct HeldLock {
     held: Option<lock::Held>,

@@ -46,7 +46,7 @@ fn remove_device_info_dir(py: Python<'_>, directory: &str, above: Option<&str>) 
         .map_err(|err| os_error(&err))
 }
 
-/// Adds this module's functions to `_native`.
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_info_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(remove_device_info_dir, m)?)?;

@@ -42,7 +42,7 @@ fn write_durable(
 }
 
 /// A durable write under way on one of braid's helper threads (`start_durable_write`).
-#[pyclass(module = "braid._native")]
+#[pyclass(module = "braid._native.delegate")]
 #[derive(Debug)]
 pub struct DurableWrite {
     pending: Pending<io::Result<()>>,
@@ -81,7 +81,7 @@ fn start_durable_write(
     Ok(DurableWrite { pending })
 }
 
-/// Adds this module's functions to `_native`.
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_durable, m)?)?;
     m.add_function(wrap_pyfunction!(start_durable_write, m)?)?;

@@ -27,7 +27,7 @@ pub fn os_error(err: &io::Error) -> PyErr {
 
 /// A started plugin (`spawn_plugin`) that has not been sent a byte yet; dropped unused, it is
 /// killed and reaped (`braid_exec::Plugin`).
-#[pyclass(module = "braid._native")]
+#[pyclass(module = "braid._native.exec")]
 #[derive(Debug)]
 pub struct PluginProcess {
     plugin: Option<Plugin>,
@@ -155,7 +155,7 @@ fn spawn_plugin(
 }
 
 /// A plugin being started on one of braid's helper threads (`start_plugin`).
-#[pyclass(module = "braid._native")]
+#[pyclass(module = "braid._native.exec")]
 #[derive(Debug)]
 pub struct StartingPlugin {
     pending: Pending<io::Result<Plugin>>,
@@ -305,7 +305,7 @@ fn run_sequence(
         .collect()
 }
 
-/// Adds this module's functions to `_native`.
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PluginProcess>()?;
     m.add_function(wrap_pyfunction!(spawn_plugin, m)?)?;

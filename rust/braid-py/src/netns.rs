@@ -1,6 +1,7 @@
-//! Glue for `braid-netns`: routes and links of a network namespace. The GIL is released around
-//! every kernel call; errors become `braid.errors.CniError` (code 4 when the namespace path is
-//! at fault, 999 otherwise) with a message naming the namespace and the interface.
+//! Glue for `braid-netns`, the submodule `braid._native.netns`: namespace ids, and routes and
+//! links of a network namespace. The GIL is released around every kernel call; errors become
+//! `braid.errors.CniError` (code 4 when the namespace path is at fault, 999 otherwise) with a
+//! message naming the namespace and the interface.
 
 use braid_cni::CniError;
 use braid_netns::NetnsError;
@@ -79,8 +80,17 @@ fn list_links(py: Python<'_>, netns: &str) -> PyResult<Vec<String>> {
         .map_err(|e| netns_err(py, netns, "listing interfaces", &e))
 }
 
-/// Adds this module's functions to `_native`.
+/// `(st_dev, st_ino)` of a namespace path; `OSError` when it cannot be opened.
+#[pyfunction]
+#[pyo3(signature = (*, path))]
+fn namespace_id(py: Python<'_>, path: &str) -> PyResult<(u64, u64)> {
+    py.detach(|| braid_netns::namespace_id(path))
+        .map_err(PyErr::from)
+}
+
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(namespace_id, m)?)?;
     m.add_function(wrap_pyfunction!(list_routes, m)?)?;
     m.add_function(wrap_pyfunction!(set_default_route, m)?)?;
     m.add_function(wrap_pyfunction!(link_info, m)?)?;

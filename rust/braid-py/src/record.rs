@@ -73,7 +73,7 @@ fn split_capability_args(
     Ok((PyBytes::new(py, &top).unbind(), owns))
 }
 
-/// Adds this module's functions to `_native`.
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_record, m)?)?;
     m.add_function(wrap_pyfunction!(record_container, m)?)?;

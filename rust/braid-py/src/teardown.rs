@@ -23,7 +23,7 @@ fn del_failed(name: &str, code: u32, msg: String, details: String) -> (u32, Stri
     (failed.code, failed.msg, failed.details)
 }
 
-/// Adds this module's functions to `_native`.
+/// Adds this module's names to its submodule of `braid._native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(teardown_order, m)?)?;
     m.add_function(wrap_pyfunction!(del_failed, m)?)?;

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.commands.braidctl import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -73,7 +73,7 @@ def test_a_version_the_runtime_cannot_answer_in_is_refused(
     out = capsys.readouterr().out
     for path in (conflist, braid):
         assert f'error: {path} has cniVersion "{version}"' in out
-    assert ", ".join(_native.CNI_VERSIONS) in out, "the runtime's own list"
+    assert ", ".join(native_cni.CNI_VERSIONS) in out, "the runtime's own list"
 
 
 def test_every_error_of_one_document_is_reported(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import DECODE_FAILURE, INVALID_CONFIG, CniError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cni" / "config"
@@ -60,11 +60,11 @@ def call(case: dict[str, Any]) -> bytes:
     data = input_bytes(case["input"])
     function = case["function"]
     if function == "summarize":
-        return _native.parse_network_list(data=data)
+        return native_cni.parse_network_list(data=data)
     if function == "conf_to_list":
-        return _native.conf_to_list(data=data)
+        return native_cni.conf_to_list(data=data)
     plugins = [input_bytes(plugin) for plugin in case["plugins"]]
-    return _native.append_plugins(network_list=data, plugins=plugins)
+    return native_cni.append_plugins(network_list=data, plugins=plugins)
 
 
 @pytest.mark.parametrize("path", CASES, ids=[path.stem for path in CASES])
@@ -83,16 +83,16 @@ def test_config_matches_golden_case(path: Path) -> None:
 
 def test_summary_of_the_three_plugin_list() -> None:
     data = (FIXTURES / "inputs" / "three-plugins.conflist").read_bytes()
-    summary = json.loads(_native.parse_network_list(data=data))
+    summary = json.loads(native_cni.parse_network_list(data=data))
     assert list(summary) == SUMMARY_KEYS
     assert [p["capabilities"] for p in summary["plugins"]] == [[], ["mac"], ["portMappings"]]
 
 
 def test_up_converted_conf_summarizes_like_a_list() -> None:
     conf = (FIXTURES / "inputs" / "bridge.conf").read_bytes()
-    listed = _native.conf_to_list(data=conf)
+    listed = native_cni.conf_to_list(data=conf)
     assert b'"x-vendor-weight":2.50' in listed
-    summary = json.loads(_native.parse_network_list(data=listed))
+    summary = json.loads(native_cni.parse_network_list(data=listed))
     assert (summary["name"], summary["effectiveVersion"]) == ("legacy", "0.4.0")
 
 
@@ -121,25 +121,25 @@ json_values = st.recursive(
 @given(value=json_values)
 def test_arbitrary_json_raises_only_config_errors(value: Any) -> None:
     data = json.dumps(value).encode()
-    summary = outcome(lambda: _native.parse_network_list(data=data))
+    summary = outcome(lambda: native_cni.parse_network_list(data=data))
     if isinstance(summary, int):
         assert summary == INVALID_CONFIG
     else:
         assert list(json.loads(summary)) == SUMMARY_KEYS
-    listed = outcome(lambda: _native.conf_to_list(data=data))
+    listed = outcome(lambda: native_cni.conf_to_list(data=data))
     if isinstance(listed, int):
         assert listed == INVALID_CONFIG
     else:
         assert json.loads(listed)["plugins"] == [value]
-        _native.parse_network_list(data=listed)
+        native_cni.parse_network_list(data=listed)
 
 
 @given(data=st.binary(max_size=64))
 def test_arbitrary_bytes_raise_only_cni_errors(data: bytes) -> None:
     results = [
-        outcome(lambda: _native.parse_network_list(data=data)),
-        outcome(lambda: _native.conf_to_list(data=data)),
-        outcome(lambda: _native.append_plugins(network_list=data, plugins=[data])),
+        outcome(lambda: native_cni.parse_network_list(data=data)),
+        outcome(lambda: native_cni.conf_to_list(data=data)),
+        outcome(lambda: native_cni.append_plugins(network_list=data, plugins=[data])),
     ]
     for result in results:
         assert isinstance(result, bytes) or result in (DECODE_FAILURE, INVALID_CONFIG)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni.request import check_container_id
 from braid.errors import INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
@@ -28,7 +28,7 @@ def test_an_id_that_cannot_name_files_is_code_4(bad: str) -> None:
 
 
 def test_a_del_of_an_id_too_long_for_a_record_is_accepted() -> None:
-    too_long = "a" * (_native.MAX_CONTAINER_ID_BYTES + 1)
+    too_long = "a" * (native_cni.MAX_CONTAINER_ID_BYTES + 1)
     check_container_id("DEL", too_long)
     with pytest.raises(CniError) as info:
         check_container_id("ADD", too_long)

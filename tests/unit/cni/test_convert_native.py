@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import braid.cni
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import CniError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cni" / "convert"
@@ -51,8 +51,8 @@ ALL_CASES = _cases("examples") + _cases("pairs") + _cases("edge")
 def _run_native(case: dict[str, Any]) -> Any:
     data = json.dumps(case["input"]).encode()
     if "config_version" in case:
-        data = _native.parse_plugin_result(data=data, config_version=case["config_version"])
-    return json.loads(_native.convert_result(data=data, to_version=case["to_version"]))
+        data = native_cni.parse_plugin_result(data=data, config_version=case["config_version"])
+    return json.loads(native_cni.convert_result(data=data, to_version=case["to_version"]))
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -98,7 +98,7 @@ LOSSLESS_PATHS = [
 
 def _walk(data: bytes, path: list[str]) -> Any:
     for version in path:
-        data = _native.convert_result(data=data, to_version=version)
+        data = native_cni.convert_result(data=data, to_version=version)
     return json.loads(data)
 
 
@@ -121,13 +121,13 @@ def test_lossy_directions_lose_what_libcni_loses() -> None:
 
 def test_same_version_returns_the_input_bytes() -> None:
     data = b'{"cniVersion": "0.4.0", "ips": [], "vendor": {"kept": 1.50}}\n'
-    assert _native.convert_result(data=data, to_version="0.4.0") == data
+    assert native_cni.convert_result(data=data, to_version="0.4.0") == data
 
 
 @pytest.mark.parametrize("data", [b"", b"{", b"{} {}", b"[]", b'"0.4.0"', b"\xff\xfe"])
 def test_garbage_is_a_decode_error(data: bytes) -> None:
     with pytest.raises(CniError) as caught:
-        _native.convert_result(data=data, to_version="1.0.0")
+        native_cni.convert_result(data=data, to_version="1.0.0")
     assert caught.value.code == 6
 
 
@@ -162,15 +162,15 @@ def _outcome(call: Callable[[], object]) -> object:
 def _never_raises_but_cni_error(data: bytes) -> None:
     for version in (*VERSIONS, "", "0.5.0"):
         for outcome in (
-            _outcome(partial(_native.convert_result, data=data, to_version=version)),
-            _outcome(partial(_native.parse_plugin_result, data=data, config_version=version)),
+            _outcome(partial(native_cni.convert_result, data=data, to_version=version)),
+            _outcome(partial(native_cni.parse_plugin_result, data=data, config_version=version)),
         ):
             assert isinstance(outcome, bytes) or (
                 isinstance(outcome, CniError) and outcome.code in (1, 6, 100, 101)
             )
-    _outcome(lambda: _native.result_version(data=data))
-    _outcome(lambda: _native.parse_plugin_error(data=data))
-    _outcome(lambda: _native.parse_version_output(data=data))
+    _outcome(lambda: native_cni.result_version(data=data))
+    _outcome(lambda: native_cni.parse_plugin_error(data=data))
+    _outcome(lambda: native_cni.parse_version_output(data=data))
 
 
 @PROPERTY_SETTINGS

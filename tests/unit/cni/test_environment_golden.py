@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from braid import _native
+from braid._native import exec as native_exec
 from braid.cni.invoke import plugin_env, version_env
 from braid.cni.request import PluginCall
 
@@ -47,7 +47,7 @@ EXPECTED = {"GOOD": "1", "CNI_COMMAND": "ADD"}
 
 
 def test_a_variable_that_is_not_utf8_is_left_out_of_a_spawned_plugin() -> None:
-    plugin = _native.spawn_plugin(path=ENV, env=GIVEN)
+    plugin = native_exec.spawn_plugin(path=ENV, env=GIVEN)
     kind, code, stdout, _ = plugin.communicate(
         stdin=b"", timeout=10, exit_grace=1, max_stdout=1 << 20
     )
@@ -56,7 +56,7 @@ def test_a_variable_that_is_not_utf8_is_left_out_of_a_spawned_plugin() -> None:
 
 
 def test_a_variable_that_is_not_utf8_is_left_out_of_a_plugin_started_ahead() -> None:
-    plugin = _native.start_plugin(path=ENV, env=GIVEN).process()
+    plugin = native_exec.start_plugin(path=ENV, env=GIVEN).process()
     _, code, stdout, _ = plugin.communicate(stdin=b"", timeout=10, exit_grace=1, max_stdout=1 << 20)
     assert code == 0
     assert seen(stdout) == EXPECTED
@@ -64,7 +64,7 @@ def test_a_variable_that_is_not_utf8_is_left_out_of_a_plugin_started_ahead() -> 
 
 @pytest.mark.parametrize("steps", [1, 2])
 def test_a_variable_that_is_not_utf8_is_left_out_of_a_sequence(steps: int) -> None:
-    outcomes = _native.run_sequence(
+    outcomes = native_exec.run_sequence(
         steps=[(ENV, GIVEN, b"", 0)] * steps, timeout=10, exit_grace=1, max_stdout=1 << 20
     )
     for kind, code, stdout, _, _ in outcomes:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from braid import _native
+from braid._native import exec as native_exec
 from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
 from braid.cni.exec import ExecutionPlan
 from braid.errors import (
@@ -446,14 +446,14 @@ def test_a_plugin_started_in_its_turn_starts_with_its_whole_stdin(tmp_path, monk
     already in its stdin (it reads it even while the engine's thread waits for a CPU). With a
     gate before its first byte, it starts without and gets it after the gate."""
     given: list[tuple[bytes | None, int]] = []
-    real_spawn = _native.spawn_plugin
+    real_spawn = native_exec.spawn_plugin
 
     def spy(**kwargs):
         proc = real_spawn(**kwargs)
         given.append((kwargs.get("stdin"), proc.fed))
         return proc
 
-    monkeypatch.setattr(_native, "spawn_plugin", spy)
+    monkeypatch.setattr(native_exec, "spawn_plugin", spy)
     plugin = tmp_path / "echo"
     plugin.write_text("#!/bin/sh\ncat\n")
     plugin.chmod(0o755)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni.locks import LockDirectory
 from braid.errors import CniError
 
@@ -20,17 +20,17 @@ def test_a_held_container_lock_holds_off_the_shims_bounded_wait(tmp_path):
     with locks.container("ctr1"):
         started = time.monotonic()
         with pytest.raises(TimeoutError):
-            _native.lock_container(dir=str(locks.path), container_id="ctr1", wait=0.2)
+            native_delegate.lock_container(dir=str(locks.path), container_id="ctr1", wait=0.2)
         assert 0.2 <= time.monotonic() - started < 3
-        _native.lock_container(dir=str(locks.path), container_id="ctr2", wait=0).release()
-    _native.lock_container(dir=str(locks.path), container_id="ctr1", wait=0).release()
+        native_delegate.lock_container(dir=str(locks.path), container_id="ctr2", wait=0).release()
+    native_delegate.lock_container(dir=str(locks.path), container_id="ctr1", wait=0).release()
 
 
 def test_a_gc_lock_holds_off_every_container_until_released(tmp_path):
     locks = LockDirectory(tmp_path)
     with locks.gc(), pytest.raises(TimeoutError):
-        _native.lock_container(dir=str(locks.path), container_id="any", wait=0.05)
-    held = _native.lock_gc(dir=str(locks.path), wait=0)
+        native_delegate.lock_container(dir=str(locks.path), container_id="any", wait=0.05)
+    held = native_delegate.lock_gc(dir=str(locks.path), wait=0)
     held.release()
     held.release()  # again: nothing
 

@@ -1,5 +1,5 @@
 """A call's plugin environment is built once (``PluginInvoker.env``, by
-``_native.plugin_env``'s rule) and handed as it is to every plugin of the call and to the
+``native_delegate.plugin_env``'s rule) and handed as it is to every plugin of the call and to the
 executions an ADD or CHECK names ahead (``add_runs``, ``check_runs``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni import Runtime, RuntimeRequest, VersionCache
 from braid.cni.exec import ExecutionPlan, ProcessExecutor, Step, StepOutcome
 
@@ -35,7 +35,7 @@ class RecordingExecutor(ProcessExecutor):
 @dataclass
 class Rig:
     """A runtime over the fake plugins ``PLUGINS``, its recording executor, and each
-    environment ``_native.plugin_env`` built, in order."""
+    environment ``native_delegate.plugin_env`` built, in order."""
 
     runtime: Runtime
     executor: RecordingExecutor
@@ -45,14 +45,14 @@ class Rig:
 @pytest.fixture
 def rig(fake_plugins: Any, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Rig:
     built: list[dict[str, str]] = []
-    real: Callable[..., dict[str, str]] = _native.plugin_env
+    real: Callable[..., dict[str, str]] = native_delegate.plugin_env
 
     def counting(**kwargs: Any) -> dict[str, str]:
         env = real(**kwargs)
         built.append(env)
         return env
 
-    monkeypatch.setattr(_native, "plugin_env", counting)
+    monkeypatch.setattr(native_delegate, "plugin_env", counting)
     fake_plugins.install(*PLUGINS)
     executor = RecordingExecutor()
     runtime = Runtime(

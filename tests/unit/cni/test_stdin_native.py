@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import CniError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cni" / "stdin"
@@ -59,7 +59,7 @@ def input_bytes(value: Any) -> bytes:
 
 def build(case: dict[str, Any]) -> bytes:
     optional = {key: input_bytes(case[key]) for key in INPUT_KEYS if key in case}
-    return _native.plugin_stdin(
+    return native_cni.plugin_stdin(
         network_list=input_bytes(case["list"]),
         index=int(case["index"].text),
         command=case["command"],
@@ -97,7 +97,7 @@ def test_stdin_matches_golden_case(path: Path) -> None:
 
 
 def test_number_text_and_key_order_survive_in_the_bytes() -> None:
-    stdin = _native.plugin_stdin(
+    stdin = native_cni.plugin_stdin(
         network_list=(FIXTURES / "inputs" / "list.json").read_bytes(),
         index=0,
         command="DEL",
@@ -137,7 +137,7 @@ def test_arbitrary_inputs_raise_only_cni_errors(
     }
     network_list = json.dumps({"name": "net", "plugins": [plugin]}).encode()
     try:
-        out = _native.plugin_stdin(
+        out = native_cni.plugin_stdin(
             network_list=network_list, index=0, command=command, cni_version="1.1.0", **inputs
         )
     except CniError:
@@ -150,4 +150,4 @@ def test_arbitrary_inputs_raise_only_cni_errors(
 @given(data=st.binary(max_size=64), index=st.integers(min_value=0, max_value=3))
 def test_arbitrary_list_bytes_raise_only_cni_errors(data: bytes, index: int) -> None:
     with pytest.raises(CniError):
-        _native.plugin_stdin(network_list=data, index=index, command="ADD", cni_version="1.1.0")
+        native_cni.plugin_stdin(network_list=data, index=index, command="ADD", cni_version="1.1.0")

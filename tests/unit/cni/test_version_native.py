@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.errors import CniError
 
 VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]
@@ -17,8 +17,8 @@ DEBIAN = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"]
 
 
 def test_constants() -> None:
-    assert _native.CNI_VERSIONS == VERSIONS
-    assert _native.CNI_CURRENT_VERSION == "1.1.0"
+    assert native_cni.CNI_VERSIONS == VERSIONS
+    assert native_cni.CNI_CURRENT_VERSION == "1.1.0"
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,8 @@ def test_constants() -> None:
 )
 def test_select_list_version(cni_version: str, cni_versions: list[str], expected: str) -> None:
     assert (
-        _native.select_list_version(cni_version=cni_version, cni_versions=cni_versions) == expected
+        native_cni.select_list_version(cni_version=cni_version, cni_versions=cni_versions)
+        == expected
     )
 
 
@@ -54,7 +55,7 @@ def test_select_list_version(cni_version: str, cni_versions: list[str], expected
 def test_negotiate(
     list_version: str, list_versions: list[str], plugins: list[list[str]], expected: str
 ) -> None:
-    got = _native.negotiate_version(
+    got = native_cni.negotiate_version(
         list_version=list_version, list_versions=list_versions, plugin_versions=plugins
     )
     assert got == expected
@@ -62,7 +63,7 @@ def test_negotiate(
 
 def test_negotiation_failure_names_both_sides() -> None:
     with pytest.raises(CniError) as caught:
-        _native.negotiate_version(
+        native_cni.negotiate_version(
             list_version="1.1.0", list_versions=[], plugin_versions=[DEBIAN, ["1.1.0"]]
         )
     assert caught.value.code == 1
@@ -85,12 +86,12 @@ def test_negotiation_picks_the_best_common_version(
     common = [v for v in VERSIONS if v in offered and all(v in p for p in plugins)]
     if not common:
         with pytest.raises(CniError) as caught:
-            _native.negotiate_version(
+            native_cni.negotiate_version(
                 list_version=list_version, list_versions=list_versions, plugin_versions=plugins
             )
         assert caught.value.code == 1
         return
-    got = _native.negotiate_version(
+    got = native_cni.negotiate_version(
         list_version=list_version, list_versions=list_versions, plugin_versions=plugins
     )
     assert got == common[-1]
@@ -98,9 +99,9 @@ def test_negotiation_picks_the_best_common_version(
 
 def test_version_output_decoding() -> None:
     debian = b'{"cniVersion":"1.0.0","supportedVersions":["0.1.0","0.2.0","1.0.0"]}\n'
-    assert _native.parse_version_output(data=debian) == ["0.1.0", "0.2.0", "1.0.0"]
+    assert native_cni.parse_version_output(data=debian) == ["0.1.0", "0.2.0", "1.0.0"]
     legacy = json.dumps({"cniVersion": "0.2.0"}).encode()
-    assert _native.parse_version_output(data=legacy) == ["0.1.0", "0.2.0"]
+    assert native_cni.parse_version_output(data=legacy) == ["0.1.0", "0.2.0"]
 
 
 @pytest.mark.parametrize(
@@ -115,33 +116,33 @@ def test_version_output_decoding() -> None:
 )
 def test_malformed_version_output(data: bytes, fragment: str) -> None:
     with pytest.raises(CniError) as caught:
-        _native.parse_version_output(data=data)
+        native_cni.parse_version_output(data=data)
     assert caught.value.code == 6
     assert fragment in caught.value.msg
 
 
 def test_result_version() -> None:
-    assert _native.result_version(data=b'{"cniVersion":"0.3.1"}') == "0.3.1"
-    assert _native.result_version(data=b"{}") == "0.1.0"
+    assert native_cni.result_version(data=b'{"cniVersion":"0.3.1"}') == "0.3.1"
+    assert native_cni.result_version(data=b"{}") == "0.1.0"
     with pytest.raises(CniError) as caught:
-        _native.result_version(data=b'{"cniVersion":"0.5.0"}')
+        native_cni.result_version(data=b'{"cniVersion":"0.5.0"}')
     assert caught.value.code == 1
 
 
 def test_plugin_error_object() -> None:
-    assert _native.parse_plugin_error(data=b'{"code":7,"msg":"bad","details":"d"}') == (
+    assert native_cni.parse_plugin_error(data=b'{"code":7,"msg":"bad","details":"d"}') == (
         7,
         "bad",
         "d",
     )
     with pytest.raises(CniError) as caught:
-        _native.parse_plugin_error(data=b"panic: runtime error")
+        native_cni.parse_plugin_error(data=b"panic: runtime error")
     assert caught.value.code == 100
     assert "error parsing its diagnostic message" in caught.value.msg
 
 
 def test_plugin_result_takes_the_config_version() -> None:
-    out = _native.parse_plugin_result(
+    out = native_cni.parse_plugin_result(
         data=b'{"ips":[{"version":"4","address":"10.0.0.9/24"}]}', config_version="0.4.0"
     )
     assert json.loads(out) == {
@@ -150,5 +151,5 @@ def test_plugin_result_takes_the_config_version() -> None:
         "dns": {},
     }
     with pytest.raises(CniError) as caught:
-        _native.parse_plugin_result(data=b"{}\n{}", config_version="1.0.0")
+        native_cni.parse_plugin_result(data=b"{}\n{}", config_version="1.0.0")
     assert caught.value.code == 100

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.cni.runtime import DEFAULT_PLUGIN_TIMEOUT
 from braid.daemon.cniconfig import shim_settings
 from braid.daemon.conflist import wrapped_conflist
@@ -29,10 +29,10 @@ def test_the_shims_reading_matches_the_golden_cases(case: dict[str, Any]) -> Non
     data = json.dumps(case["config"]).encode()
     if "error" in case:
         with pytest.raises(CniError) as info:
-            _native.shim_settings(data=data)
+            native_delegate.shim_settings(data=data)
         assert (info.value.code, info.value.msg) == (case["error"]["code"], case["error"]["msg"])
     else:
-        assert _native.shim_settings(data=data) == case["settings"]
+        assert native_delegate.shim_settings(data=data) == case["settings"]
 
 
 def daemons_conflist(tmp_path: Path, policy: dict[str, Any]) -> dict[str, str | float]:
@@ -44,7 +44,7 @@ def daemons_conflist(tmp_path: Path, policy: dict[str, Any]) -> dict[str, str | 
     keys = shim_settings(OperatorConfig(str(path)), "/run/braid-test")
     written = wrapped_conflist(default, str(default), keys)
     assert written is not None
-    return _native.shim_settings(data=written)
+    return native_delegate.shim_settings(data=written)
 
 
 def test_the_shim_reads_the_daemons_conflist_as_the_daemon_means_it(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from braid import _native
+from braid._native import exec as native_exec
 from braid.engine import run_cni
 
 CLUSTER_LIST = {"cniVersion": "1.0.0", "name": "kcluster", "plugins": [{"type": "fakenet"}]}
@@ -100,12 +100,12 @@ def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
 def test_a_del_runs_its_delegates_as_one_native_sequence_and_starts_none_early(
     dirs: Any, monkeypatch: Any
 ) -> None:
-    """Every DEL delegate of a pod goes to ``_native.run_sequence`` in one call, in teardown
+    """Every DEL delegate of a pod goes to ``native_exec.run_sequence`` in one call, in teardown
     order, each attachment its own group; nothing is started early (``braid.engine.early`` is
     an ADD's), even once several DELs in a row agreed on their first delegate."""
     sequences: list[list[tuple[str, int]]] = []
     early: list[str] = []
-    real_sequence, real_start = _native.run_sequence, _native.start_plugin
+    real_sequence, real_start = native_exec.run_sequence, native_exec.start_plugin
 
     def recording_sequence(**kwargs: Any) -> Any:
         sequences.append([(dict(env)["CNI_IFNAME"], group) for _, env, _, group in kwargs["steps"]])
@@ -115,8 +115,8 @@ def test_a_del_runs_its_delegates_as_one_native_sequence_and_starts_none_early(
         early.append(dict(env).get("CNI_COMMAND", ""))
         return real_start(path=path, env=env)
 
-    monkeypatch.setattr(_native, "run_sequence", recording_sequence)
-    monkeypatch.setattr(_native, "start_plugin", recording_start)
+    monkeypatch.setattr(native_exec, "run_sequence", recording_sequence)
+    monkeypatch.setattr(native_exec, "start_plugin", recording_start)
     for container in ("ctr1", "ctr2", "ctr3"):
         write_record(dirs, container)
         assert run_cni(dirs.env("DEL", container), dirs.stdin()) == (b"", 0)

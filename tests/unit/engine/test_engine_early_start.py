@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni import ProcessExecutor
 from braid.cni.exec import ExecutionPlan, OneAtATime
 from braid.engine.early import FirstDelegates
@@ -61,7 +61,7 @@ def first_env(req: CniRequest) -> dict[str, str]:
         "CNI_CONTAINERID": req.container_id,
         "CNI_NETNS": req.netns,
         "CNI_IFNAME": req.ifname,
-        "CNI_ARGS": _native.build_cni_args(pairs=list(req.cni_args)),
+        "CNI_ARGS": native_cni.build_cni_args(pairs=list(req.cni_args)),
     }
 
 

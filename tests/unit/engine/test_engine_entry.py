@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from braid import _native
+from braid._native import cni as native_cni
 from braid.cni.exec import ExecOutput, OneAtATime
 from braid.engine import run_cni
 
@@ -33,8 +33,8 @@ def test_version_document() -> None:
     out, code = run_cni({"CNI_COMMAND": "VERSION"}, b"")
     doc = single_document(out)
     assert code == 0
-    assert doc["cniVersion"] == _native.CNI_CURRENT_VERSION
-    assert doc["supportedVersions"] == list(_native.CNI_VERSIONS)
+    assert doc["cniVersion"] == native_cni.CNI_CURRENT_VERSION
+    assert doc["supportedVersions"] == list(native_cni.CNI_VERSIONS)
 
 
 class ExplodingExecutor(OneAtATime):
@@ -128,7 +128,7 @@ def test_braid_thin_prints_only_the_error_document(dirs: Any) -> None:
 def test_braid_thin_version_and_oversized_stdin(dirs: Any) -> None:
     proc = thin({"CNI_COMMAND": "VERSION"}, b"")
     assert proc.returncode == 0
-    assert single_document(proc.stdout)["supportedVersions"] == list(_native.CNI_VERSIONS)
+    assert single_document(proc.stdout)["supportedVersions"] == list(native_cni.CNI_VERSIONS)
 
     big = b'{"pad":"' + b"x" * (1 << 20) + b'"}'
     proc = thin(dirs.env("DEL"), big)

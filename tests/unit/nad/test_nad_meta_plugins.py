@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from braid._native import is_meta_plugin
+from braid._native.delegate import is_meta_plugin
 from braid.config import BraidConfig, load_braid_config
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad import NetworkAttachmentDefinition, PodRef, resolve_plan

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from braid import _native
+from braid._native import delegate as native_delegate
 from braid.errors import INVALID_CONFIG, PLUGIN_NOT_FOUND, CniError
 from braid.nad.syntax import is_safe_plugin_type
 
@@ -21,7 +21,7 @@ def lookup_refuses(plugin_type: str, tmp_path: Path) -> bool:
     """Whether the plugin lookup refuses ``plugin_type`` as no plain name (code 7), rather than
     looking for it and finding nothing (code 103)."""
     with pytest.raises(CniError) as caught:
-        _native.find_plugin(plugin_type=plugin_type, dirs=[str(tmp_path)])
+        native_delegate.find_plugin(plugin_type=plugin_type, dirs=[str(tmp_path)])
     assert caught.value.code in {INVALID_CONFIG, PLUGIN_NOT_FOUND}, caught.value
     return caught.value.code == INVALID_CONFIG
 
