@@ -11,9 +11,11 @@ SOURCE_DATE_EPOCH, no path of the build machine. Standard library only (docs/sup
         the Python dependencies the wheel declares (Requires-Dist).
 
     sbom.py image --root ROOT --site DIR --wheels DIR --lock LOCK --version V
-                  [--file PATH=HOSTPATH]... --out FILE
+                  [--drift FILE] [--file PATH=HOSTPATH]... --out FILE
         The SBOM of the image whose root filesystem is ROOT: every Debian package dpkg lists
-        there (name, version, architecture, source, the .deb's SHA-256 from LOCK), every
+        there (name, version, architecture, source, the .deb's SHA-256 from LOCK, the lock
+        of what was installed; the packages of FILE, `NAME LOCKED SERVED` lines written by
+        debian-lock.py, carry the property braid:lockDrift, the image the list), every
         Python distribution of the virtualenv's site-packages DIR (with the SHA-256 of the
         wheel in DIR it was installed from; braid-cni carries its wheel's own SBOM as its
         components) and each FILE with its SHA-256.
@@ -145,7 +147,10 @@ def write_wheel(
 # --- the image ---------------------------------------------------------------------------------
 
 
-def debian(root: Path, lock: Path) -> list[Json]:
+def debian(root: Path, lock: Path, drift: dict[str, str]) -> list[Json]:
+    """dpkg's packages in `root`, with the .deb's SHA-256 from `lock` (the lock of what was
+    installed); a package in `drift` (name -> the version the lock asked for, `-` for none)
+    carries the property braid:lockDrift."""
     hashes = {}
     for line in lock.read_text().splitlines():
         fields = line.split("#", 1)[0].split()
@@ -169,6 +174,12 @@ def debian(root: Path, lock: Path) -> list[Json]:
         if name not in hashes:
             raise SystemExit(f"sbom: {name} is installed but not in {lock.name}")
         purl = f"pkg:deb/debian/{name}@{quote(version, safe='')}?arch={arch}&distro=debian-12"
+        properties = [
+            {"name": "braid:deb:architecture", "value": arch},
+            {"name": "braid:deb:source", "value": f"{source} {source_version}"},
+        ]
+        if name in drift:
+            properties.append({"name": "braid:lockDrift", "value": drift[name]})
         found.append(
             {
                 "type": "library",
@@ -177,10 +188,7 @@ def debian(root: Path, lock: Path) -> list[Json]:
                 "version": version,
                 "purl": purl,
                 "hashes": [{"alg": "SHA-256", "content": hashes[name]}],
-                "properties": [
-                    {"name": "braid:deb:architecture", "value": arch},
-                    {"name": "braid:deb:source", "value": f"{source} {source_version}"},
-                ],
+                "properties": properties,
             }
         )
     return found
@@ -219,7 +227,8 @@ def python_distributions(site: Path, wheels: Path) -> list[Json]:
 
 def cmd_image(args: argparse.Namespace) -> None:
     root = Path(args.root)
-    components = debian(root, Path(args.lock))
+    drift = [line.split() for line in Path(args.drift).read_text().splitlines()]
+    components = debian(root, Path(args.lock), {name: locked for name, locked, _ in drift})
     components += python_distributions(Path(args.site), Path(args.wheels))
     for item in args.file:
         path, _, host = item.partition("=")
@@ -237,6 +246,9 @@ def cmd_image(args: argparse.Namespace) -> None:
         "name": "braid",
         "version": args.version,
     }
+    if drift:  # the packages not as the Debian lock says: NAME LOCKED SERVED, `-` for none
+        value = ", ".join(" ".join(d) for d in drift)
+        image["properties"] = [{"name": "braid:lockDrift", "value": value}]
     graph = [{"ref": "braid-image", "dependsOn": sorted(c["bom-ref"] for c in components)}]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_bytes(document(image, components, graph))
@@ -254,6 +266,7 @@ def main() -> None:
     image = sub.add_parser("image")
     for option in ("--root", "--site", "--wheels", "--lock", "--version", "--out"):
         image.add_argument(option, required=True)
+    image.add_argument("--drift", default=os.devnull)
     image.add_argument("--file", action="append", default=[])
     image.set_defaults(run=cmd_image)
     args = parser.parse_args()

@@ -3,11 +3,12 @@
 # a container engine, as an OCI image layout archive (what `make image` runs):
 #
 #   base    Debian bookworm by mmdebstrap (the Essential set + packages.txt, trimmed by
-#           trim-base.sh), exactly the packages of packages-<arch>.lock: mmdebstrap's
-#           customize hook fails, naming the package, when a version or a .deb's SHA-256
-#           differs from the lock (debian-lock.py). Cached in .cache/image/base-<key>/ with its
-#           layer, <key> being a hash of the recipe: the lock, the package list, mmdebstrap's
-#           options and mirrors, trim-base.sh
+#           trim-base.sh), apt pinned to the versions of packages-<arch>.lock; mmdebstrap's
+#           customize hook (debian-lock.py) fails, naming the package, when a .deb has the
+#           lock's version and other bytes, and, as BRAID_DEBIAN_LOCK says, when the mirror
+#           no longer serves a locked version. Cached in .cache/image/base-<key>/ with its
+#           layer, <key> being a hash of the recipe: the lock and its policy, the package list,
+#           mmdebstrap's options and mirrors, trim-base.sh
 #   wheels  the wheels of requirements.txt (pinned, with hashes) and pip.txt, downloaded once
 #           into .cache/image/wheelhouse-<key>/ in pip's hash-checking mode
 #   braid   a virtualenv at /opt/braid made by the image's own python3, with the wheel
@@ -52,6 +53,12 @@
 # BRAID_DEBIAN_MIRROR, BRAID_DEBIAN_SECURITY_MIRROR: Debian's archive and its security archive
 # (default deb.debian.org; https://snapshot.debian.org/archive/debian/<snapshot>/ and
 # .../debian-security/<snapshot>/ rebuild the lock's packages wherever the live mirror moved on).
+# BRAID_DEBIAN_LOCK: `strict` installs exactly the lock's versions and bytes or fails naming
+# the package (the default with a snapshot.debian.org mirror; release builds set it);
+# `drift` (the default otherwise) takes the mirror's current version of a package whose
+# locked version it no longer serves, warns with a line a package and records the drift in
+# the SBOM (braid:lockDrift) and the provenance (lockDrift). Other bytes under a locked
+# version fail either way.
 # BRAID_IMAGE_CACHE: where the base and the wheelhouse are kept (default .cache/image).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -83,6 +90,11 @@ cache=${BRAID_IMAGE_CACHE:-.cache/image}
 suite=bookworm
 mirror=${BRAID_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security_mirror=${BRAID_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+if [[ $mirror$security_mirror == *snapshot.debian.org* ]]; then
+  policy=${BRAID_DEBIAN_LOCK:-strict}
+else
+  policy=${BRAID_DEBIAN_LOCK:-drift}
+fi
 python=python3
 [[ -x .venv/bin/python ]] && python=.venv/bin/python
 started=$SECONDS
@@ -97,6 +109,8 @@ in_root() {
 }
 
 [[ $EUID -eq 0 ]] || die "needs root (mmdebstrap --mode=root, chroot)"
+[[ $policy == strict || $policy == drift ]] ||
+  die "BRAID_DEBIAN_LOCK=$policy: strict or drift (docs/supply-chain.md)"
 arch=$(dpkg --print-architecture)
 
 # --- 1. inputs -------------------------------------------------------------------------------
@@ -133,8 +147,7 @@ if ((relock)); then
 else
   [[ -f $lock ]] || die "no $lock: build.sh --refresh-lock writes it (docs/supply-chain.md)"
   snapshot=$(locked snapshot "$lock")
-  # shellcheck disable=SC2046 # one word a package
-  packages=$(locked versions "$lock" $(sed -e 's/#.*//' "$here/packages.txt") | tr ' ' ,)
+  packages=$(sed -e 's/#.*//' "$here/packages.txt" | xargs | tr ' ' ,)
 fi
 mm_args=(
   --variant=essential
@@ -162,7 +175,7 @@ mirrors=(
 )
 recipe_key() {
   {
-    echo "$suite $arch"
+    echo "$suite $arch $policy"
     printf '%s\n' "${mm_args[@]}" "${mirrors[@]}"
     cat "$here/trim-base.sh" "$here/debian-lock.py" "$lock"
   } | sha
@@ -182,14 +195,21 @@ else
   mkdir -p "$base.partial"
   base_epoch=${base_epoch_default:-$(date +%s)}
   hook_python=$(realpath "$(command -v "$python")") # the hook runs with no virtualenv
+  pins=/etc/apt/preferences.d/braid-lock
   if ((relock)); then
+    setup=()
     hook="$hook_python $PWD/$here/debian-lock.py write $PWD/$base.partial/packages.lock \"\$1\" --snapshot $snapshot"
   else
-    hook="$hook_python $PWD/$here/debian-lock.py check $PWD/$lock \"\$1\""
+    # The lock's versions, by apt's pins, the Essential set's too: a version the mirror no
+    # longer serves is no error to apt (it takes its candidate), but to the check if strict.
+    locked preferences "$lock" >"$base.partial/preferences"
+    setup=(--setup-hook="cp $PWD/$base.partial/preferences \"\$1$pins\"")
+    hook="$hook_python $PWD/$here/debian-lock.py check $PWD/$lock \"\$1\" --policy $policy --record $PWD/$base.partial"
   fi
-  if ! SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --mode=root "${mm_args[@]}" \
-    --customize-hook="$hook" \
+  if ! SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --mode=root "${mm_args[@]}" "${setup[@]}" \
+    --customize-hook="$hook" --customize-hook="rm -f \"\$1$pins\"" \
     "$suite" "$base.partial/rootfs" "${mirrors[@]}" >"$base.partial/mmdebstrap.log" 2>&1; then
+    grep '^debian-lock: warning' "$base.partial/mmdebstrap.log" >&2 || true
     tail -n 30 "$base.partial/mmdebstrap.log" >&2
     die "mmdebstrap failed (log: $base.partial/mmdebstrap.log)"
   fi
@@ -202,19 +222,19 @@ else
   "$python" "$here/oci.py" layer "$base.partial/rootfs" "$base.partial/layer.tar.gz" \
     --mtime "$base_epoch" --clamp --exclude 'dev/*' --exclude 'proc/*' --exclude 'sys/*' \
     >"$base.partial/layer.json"
-  touch "$base.partial/done"
   if ((relock)); then
     mv "$base.partial/packages.lock" "$lock"
+    cp "$lock" "$base.partial/installed.lock"
+    : >"$base.partial/drift.txt"
+    touch "$base.partial/done"
     snapshot=$(locked snapshot "$lock")
     echo "       wrote $lock (snapshot $snapshot)"
-    # shellcheck disable=SC2046
-    packages=$(locked versions "$lock" $(sed -e 's/#.*//' "$here/packages.txt") | tr ' ' ,)
-    mm_args=("${mm_args[@]/#--include=*/--include=$packages}")
     relocked=$cache/base-$(recipe_key) # where a build from this lock finds it
     rm -rf --one-file-system "$relocked"
     mv "$base.partial" "$relocked"
     base=$relocked
   else
+    touch "$base.partial/done"
     mv "$base.partial" "$base"
   fi
   # One base is kept: the others were built from an older recipe.
@@ -223,6 +243,11 @@ else
   done
 fi
 base_epoch=$(cat "$base/epoch")
+# The packages the mirror served at another version than the lock's (BRAID_DEBIAN_LOCK=drift).
+drift=$(awk '{ printf "%s%s %s -> %s", (NR > 1 ? ", " : ""), $1, $2, $3 }' "$base/drift.txt")
+while read -r pkg from to; do
+  echo "image: warning: $pkg drifted from $(basename "$lock"): $from -> $to (BRAID_DEBIAN_LOCK=$policy)" >&2
+done <"$base/drift.txt"
 
 # --- 3. the wheelhouse -----------------------------------------------------------------------
 wheels_key=$({ cat "$here/requirements.txt" "$here/pip.txt"; echo "$arch"; } | sha)
@@ -269,7 +294,8 @@ rm -f "$install_dir/$pip_wheel" # the installer, not installed
 sbom_in_image=usr/share/doc/braid/sbom.cdx.json
 "$python" packaging/sbom.py image --root "$work/rootfs" \
   --site "$work/rootfs/opt/braid/lib/python3.11/site-packages" --wheels "$install_dir" \
-  --lock "$lock" --version "$version" --out "$work/top/$sbom_in_image" \
+  --lock "$base/installed.lock" --drift "$base/drift.txt" \
+  --version "$version" --out "$work/top/$sbom_in_image" \
   --file "/usr/local/bin/braid=target/release/braid" \
   --file "/usr/local/bin/braid-full=target/release/braid-full"
 rm -rf "$install_dir"
@@ -320,7 +346,7 @@ cp "$work/top/$sbom_in_image" "$output.cdx.json"
   --uri "https://snapshot.debian.org/archive/debian/$snapshot/" \
   --uri "https://snapshot.debian.org/archive/debian-security/$snapshot/" \
   --param "name=$name" --param "revision=$revision" --param "debianSnapshot=$snapshot" \
-  --param "baseEpoch=$base_epoch" \
+  --param "baseEpoch=$base_epoch" --param "debianLock=$policy" --param "lockDrift=$drift" \
   --param "debianMirror=$mirror" --param "debianSecurityMirror=$security_mirror" \
   --tool "mmdebstrap=$(mmdebstrap --version 2>/dev/null || echo none)" \
   --tool "dpkg=$(dpkg-query -W -f '${Version}' dpkg)" \
