@@ -13,7 +13,7 @@ from k8s_engine import NAD_GROUP, NAD_PLURAL, NAD_VERSION, create_nad, create_po
 from test_k8s_caches import StartCaches, start_caches, uses
 from test_k8s_status import wait_until
 
-from braid.k8s.nad_cache import EVICTED, named_nads
+from braid.k8s.nad_cache import EVICTED
 
 __all__ = ["start_caches"]  # the fixture
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
@@ -83,13 +83,3 @@ def test_a_nad_a_new_pod_names_is_read_before_its_add(
     since = len(fault_proxy.log)
     assert caches.store.get_nad(ns, "blue") is not None
     assert gets(fault_proxy, ns, since) == []
-
-
-def test_named_nads_reads_both_annotations_and_ignores_what_does_not_parse() -> None:
-    default = "v1.multus-cni.io/default-network"
-    annotations = {NETWORKS: "b/red, blue@net2", default: "kube-system/main"}
-    pod = {"metadata": {"namespace": "a", "annotations": annotations}}
-    assert named_nads(pod) == {("b", "red"), ("a", "blue"), ("kube-system", "main")}
-    bad = {"metadata": {"namespace": "a", "annotations": {NETWORKS: "[not json"}}}
-    assert named_nads(bad) == frozenset()
-    assert named_nads(None) == frozenset()
