@@ -78,6 +78,8 @@ class Connection:
         self.sock = sock
         self.lease = lease
         self.trace = trace  # the request's per-phase trace, when the daemon traces
+        # When it was accepted (``time.monotonic``): its request's arrival, for the ADD fence.
+        self.accepted = time.monotonic()
         self._lock = threading.Lock()
         self._answered = False
 

@@ -29,6 +29,7 @@ from braid.config.trust import check_from_stdin
 from braid.daemon.chores import Chores
 from braid.daemon.cniconfig import ConfListFollower
 from braid.daemon.conflist import SHIM_NAME
+from braid.daemon.fences import DeleteNotes
 from braid.daemon.logs import DAEMON_LOGGER, RequestTag, current_request, tag_of
 from braid.daemon.metrics import DaemonMetrics
 from braid.daemon.operator_config import OperatorConfig
@@ -45,6 +46,7 @@ from braid.daemon.scheduler import ClientGone, Overloaded, Scheduler, slot_lent
 from braid.daemon.shim_version import own_version, report_shim
 from braid.daemon.trace import ADMIT, DECODE, CallTrace, Tracer
 from braid.engine.entry import run_cni
+from braid.engine.fence import fence_add
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import PhaseObserver, observe_phases
 from braid.engine.session import Session
@@ -156,6 +158,13 @@ def trace_of(connection: AcceptedConnection) -> CallTrace | None:
     return trace
 
 
+def arrival_of(connection: AcceptedConnection) -> float:
+    """When the connection's request arrived (``time.monotonic``; now for one that does not
+    say)."""
+    accepted: float | None = getattr(connection, "accepted", None)
+    return time.monotonic() if accepted is None else accepted
+
+
 def _both(service: DaemonService, trace: CallTrace) -> PhaseObserver:
     """The phase observer of a traced request: the metrics and the trace."""
     metrics = service.metrics.observe_phase
@@ -227,6 +236,8 @@ class DaemonService:
         # Follows running pods' selection annotations (with the Kubernetes store).
         self.hotplug: HotPlugger | None = None
         self.ready = False
+        # The DELs read, which fence an ADD of the same container that arrived before them.
+        self.deletes = DeleteNotes()
         # Each request's per-phase trace (``braidctl daemon --trace``), when given one.
         self.tracer: Tracer | None = None
 
@@ -399,6 +410,9 @@ class DaemonService:
         env = request.cni_env()
         tag = tag_of(env)
         current_request.set(tag)
+        arrived = arrival_of(connection)
+        if tag.verb == "DEL" and tag.container_id:
+            self.deletes.deleting(tag.container_id, arrived)  # run, refused or dropped alike
         try:
             stdin = request.stdin_bytes()
         except CniError as exc:
@@ -428,6 +442,8 @@ class DaemonService:
         if trace is not None:
             trace.verb = tag.verb
             trace.mark(ADMIT)
+        if tag.verb == "ADD":
+            fence_add(self.deletes.fence(tag.container_id, arrived, connection.gone))
         try:
             self._serve_admitted(env, stdin, tag, answer, trace)
         finally:

@@ -40,6 +40,7 @@ from braid.engine.devices import (
     write_device_info,
 )
 from braid.engine.early import FirstDelegates
+from braid.engine.fence import refuse_if_fenced
 from braid.engine.phases import delegate_observer, phase
 from braid.engine.readiness import wait_ready
 from braid.engine.record import AttachmentRecord
@@ -124,6 +125,7 @@ def _add(
             entry.network_data = devices.network.get(entry.position)
         with ctx.locks().container(request.container_id):
             try:
+                refuse_if_fenced()  # a DEL newer than this ADD may have answered already
                 write_device_info(ctx, request, devices)
                 default, status = _add_locked(
                     ctx,
