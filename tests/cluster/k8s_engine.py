@@ -1,5 +1,5 @@
 """Helpers of braid's Kubernetes-store tests on the real API server: pods and NADs created as
-the admin, braid's engine run as `braid-thin` would (run_cni) over fake plugins, in a real
+the admin, braid's engine run as `braid-thin` would (`Engine`) over fake plugins, in a real
 network namespace, with a kubeconfig for braid's identity pointing at the fault proxy."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import faultproxy
 import kubernetes.client
 import pytest
 
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.k8s.select import open_call_session
 
 FAKE_PLUGIN = Path(__file__).parents[1] / "unit" / "cni" / "plugins" / "fake_plugin.py"
@@ -128,7 +128,9 @@ class Node:
             "CNI_PATH": "",
             "CNI_ARGS": args,
         }
-        out, code = run_cni(env, json.dumps(self.conf(**conf)).encode(), session=open_call_session)
+        out, code = Engine(session=open_call_session).run(
+            env, json.dumps(self.conf(**conf)).encode()
+        )
         return (json.loads(out) if out.strip() else {}), code
 
     def calls(self, command: str) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ from k8s_engine import NODE, Node, create_nad, create_pod, node
 from test_k8s_status import wait_until
 
 from braid.config.schema import BraidConfig
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.engine.session import store_sessions
 from braid.k8s.caches import ClusterCaches
 from braid.k8s.select import connect
@@ -86,7 +86,7 @@ def test_cached_objects_are_read_without_api_calls(
             "io.kubernetes.cri.pod-annotations": {"k8s.v1.cni.cncf.io/networks": "blue"}
         },
     )
-    out, code = run_cni(env, json.dumps(conf).encode(), session=store_sessions(caches.store))
+    out, code = Engine(session=store_sessions(caches.store)).run(env, json.dumps(conf).encode())
     assert code == 0, out
     assert node.calls("ADD") == [("fakenet", "eth0"), ("fakesec", "net1")]
     assert len(fault_proxy.requests()) == before

@@ -28,7 +28,7 @@ from test_k8s_devices import delegate_devices, device_conf
 from test_k8s_status import wait_until
 
 from braid.config.schema import BraidConfig
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.engine.session import store_sessions
 from braid.k8s import listing
 from braid.k8s.caches import ClusterCaches
@@ -179,10 +179,8 @@ def add(
         args = f"K8S_POD_NAMESPACE={dra.ns};K8S_POD_NAME={POD};K8S_POD_UID={uid}"
         env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
                "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": args}  # fmt: skip
-        out, code = run_cni(
-            env,
-            json.dumps(node.conf(**conf)).encode(),
-            session=store_sessions(caches.store, read_pod_devices),
+        out, code = Engine(session=store_sessions(caches.store, read_pod_devices)).run(
+            env, json.dumps(node.conf(**conf)).encode()
         )
         return (json.loads(out) if out.strip() else {}), code
 

@@ -1,5 +1,5 @@
 """The engine's kernel-tier harness: braid's configuration, a cluster network, NAD files, and
-`run_cni` calls whose delegates start in the test's private host namespace.
+`Engine` calls whose delegates start in the test's private host namespace.
 
 Every path braid writes (cniDir, host-local leases) lives under the test's tmp_path, so the
 "nothing of the container is left" checks look at exactly what one test could have left.
@@ -18,7 +18,7 @@ import kernel_oracle
 from kernel_attachment import CNI_BIN_DIR, TUNING_STATE_DIR
 
 from braid.cni import ProcessExecutor
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.k8s.select import open_call_session
 
 POD_ANNOTATIONS = "io.kubernetes.cri.pod-annotations"
@@ -133,14 +133,11 @@ class EngineSetup:
         stdin: bytes | None = None,
         **extra: Any,
     ) -> tuple[Any, int]:
-        """One CNI call through `run_cni`; returns the decoded stdout (or None) and exit code."""
+        """One CNI call through an `Engine`; returns the decoded stdout (or None) and exit code."""
         data = self.braid_conf(annotations, **extra) if stdin is None else stdin
-        out, code = run_cni(
-            self.env(command, netns=netns),
-            data,
-            session=open_call_session,
-            executor=ProcessExecutor(host_netns=self.host.path),
-        )
+        out, code = Engine(
+            session=open_call_session, executor=ProcessExecutor(host_netns=self.host.path)
+        ).run(self.env(command, netns=netns), data)
         return (json.loads(out) if out.strip() else None), code
 
     def add(self, networks: str | list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from kernel_fake_plugins import install_failing
 
 from braid.cni import ProcessExecutor
 from braid.daemon.client import call_cni, exchange
-from braid.engine import run_cni
+from braid.engine import Engine
 
 VALID_ATTACHMENTS = "cni.dev/valid-attachments"
 
@@ -82,7 +82,7 @@ def test_every_verb_on_real_plugins(engine: EngineSetup, daemon: Daemon) -> None
 
 
 def thin(engine: EngineSetup, env: dict[str, str], stdin: bytes) -> tuple[bytes, int]:
-    return run_cni(env, stdin, executor=ProcessExecutor(host_netns=engine.host.path))
+    return Engine(executor=ProcessExecutor(host_netns=engine.host.path)).run(env, stdin)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from engine_fixtures import CLUSTER, EngineSetup, make_engine
 
 from braid.cni import ProcessExecutor
-from braid.engine import run_cni
+from braid.engine import Engine
 
 pytestmark = pytest.mark.kernel
 
@@ -58,7 +58,7 @@ def run(engine: EngineSetup, command: str, **keys: Any) -> tuple[Any, int]:
     env["CNI_ARGS"] = "IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web-0"
     stdin = engine.braid_conf({OVERRIDE: json.dumps(ESCALATION)}, **keys)
     executor = ProcessExecutor(host_netns=engine.host.path)
-    out, code = run_cni(env, stdin, executor=executor)
+    out, code = Engine(executor=executor).run(env, stdin)
     return (json.loads(out) if out.strip() else None), code
 
 

@@ -24,7 +24,7 @@ from braid.cni.search import operator_cni_path, search_dirs
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
 from braid.commands.explain_text import summary, summary_line
 from braid.config.schema import load_braid_config
-from braid.engine.entry import run_cni
+from braid.engine.entry import Engine
 from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.select import open_call_session
@@ -198,7 +198,7 @@ def _pod_verb(args: argparse.Namespace) -> int:
         env = cni_env(
             args.verb, pod, container_id=container_id, netns=args.netns, ifname=args.ifname
         )
-        out, code = run_cni(env, stdin, session=open_call_session)
+        out, code = Engine(session=open_call_session).run(env, stdin)
     except CniError as exc:
         out, code = exc.to_json(), 1
     if out:

@@ -43,7 +43,7 @@ def _engine_call() -> tuple[bytes, int]:
     from braid.cni.version_file import VersionFile  # noqa: PLC0415
     from braid.config.schema import BraidConfig  # noqa: PLC0415 - imported already
     from braid.config.trust import from_node, node_file_beside  # noqa: PLC0415
-    from braid.engine.entry import run_cni  # noqa: PLC0415
+    from braid.engine.entry import Engine  # noqa: PLC0415
     from braid.engine.memory import EngineMemory  # noqa: PLC0415
     from braid.engine.request import MAX_STDIN  # noqa: PLC0415
     from braid.k8s.select import open_call_session  # noqa: PLC0415
@@ -57,7 +57,8 @@ def _engine_call() -> tuple[bytes, int]:
         versions.load(config.engine.dirs.cni_dir, memory.versions)
         return config
 
-    answer = run_cni(os.environ, stdin, session=open_call_session, policy=trusted, memory=memory)
+    engine = Engine(session=open_call_session, policy=trusted, memory=memory)
+    answer = engine.run(os.environ, stdin)
     versions.save(memory.versions)
     return answer
 

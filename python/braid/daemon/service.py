@@ -1,10 +1,10 @@
 """What the daemon answers: one request body in, one response message out.
 
-A ``cni`` request runs ``braid.engine.entry.run_cni`` (the engine ``braid-thin`` runs, so the
-answers are the same) on the thread that serves its connection, under the scheduler's rules,
-with the request's own six CNI variables: delegates get the runtime's ``CNI_PATH`` and
-``CNI_ARGS``, never the daemon's. Plugins are executed by this process, which lives in the
-host network namespace, so delegates run there.
+A ``cni`` request runs the daemon's ``braid.engine.entry.Engine``, built once (the engine
+``braid-thin`` runs, so the answers are the same), on the thread that serves its connection,
+under the scheduler's rules, with the request's own six CNI variables: delegates get the
+runtime's ``CNI_PATH`` and ``CNI_ARGS``, never the daemon's. Plugins are executed by this
+process, which lives in the host network namespace, so delegates run there.
 
 With the Kubernetes store (``braid.daemon.cluster``) every request that asks for it runs with
 the daemon's cached store and shared status writer instead of a client of its own; readiness
@@ -45,7 +45,7 @@ from braid.daemon.protocol import (
 from braid.daemon.scheduler import ClientGone, Overloaded, Scheduler, slot_lent
 from braid.daemon.shim_version import own_version, report_shim
 from braid.daemon.trace import ADMIT, DECODE, CallTrace, Tracer
-from braid.engine.entry import run_cni
+from braid.engine.entry import Engine
 from braid.engine.fence import fence_add
 from braid.engine.memory import EngineMemory
 from braid.engine.phases import PhaseObserver, observe_phases
@@ -61,7 +61,18 @@ if TYPE_CHECKING:
     from braid.daemon.hotplug import HotPlugger
 
 log = logging.getLogger(DAEMON_LOGGER)
-Engine = Callable[..., tuple[bytes, int]]
+
+
+class CniEngine(Protocol):
+    """What runs a CNI call for the daemon (``Engine``; a test's fake)."""
+
+    def run(
+        self, env: Mapping[str, str], stdin: bytes, *, answer: Callable[[bytes], None] | None
+    ) -> tuple[bytes, int]: ...
+
+
+# Builds the daemon's engine, once, from its parts (``Engine``'s keyword arguments).
+MakeEngine = Callable[..., CniEngine]
 SYNC_POLL_SECONDS = 0.05
 # How often a daemon whose caches have not synced asks whether the API server answers.
 REACHABLE_PROBE_SECONDS = 2.0
@@ -204,7 +215,7 @@ class DaemonService:
         queue_size: int,
         executor: Executor | None = None,
         store: Store | None = None,
-        engine: Engine = run_cni,
+        engine: MakeEngine = Engine,
         cluster: DaemonCluster | None = None,
         operator: OperatorConfig | None = None,
         root: HostRoot | None = None,
@@ -231,7 +242,14 @@ class DaemonService:
         # What the engine keeps from one call to the next (the first delegates it starts early,
         # its confDir lookups): this daemon's own.
         self.memory = EngineMemory()
-        self.engine = engine
+        self.engine = engine(
+            session=self._open_session,
+            executor=self.executor,
+            spares=self.spares,
+            memory=self.memory,
+            policy=stdin_decides if operator is None else operator.apply,
+            root=root,
+        )
         self.cluster = cluster
         # Follows running pods' selection annotations (with the Kubernetes store).
         self.hotplug: HotPlugger | None = None
@@ -464,7 +482,7 @@ class DaemonService:
         self.metrics.observe_phase("queue", time.perf_counter() - answer.admitted)
         try:
             out, code = self._run_engine(env, stdin, answer.early)
-        except Exception as exc:  # run_cni never raises; an executor or metrics bug might
+        except Exception as exc:  # the engine never raises; an executor or metrics bug might
             log.exception("request failed inside the daemon")
             out, code = (
                 CniError(INTERNAL, f"internal error: {exc!r}").to_json(cni_version_of(stdin)),
@@ -481,17 +499,7 @@ class DaemonService:
         """The engine, on the request's thread (in its own context, holding a slot), with
         this daemon's store, executor and sessions."""
         self.scheduler.holds_slot()
-        return self.engine(
-            env,
-            stdin,
-            session=self._open_session,
-            executor=self.executor,
-            spares=self.spares,
-            memory=self.memory,
-            answer=early,
-            policy=stdin_decides if self.operator is None else self.operator.apply,
-            root=self.root,
-        )
+        return self.engine.run(env, stdin, answer=early)
 
     def _dropped(self, verb: str, admitted: float) -> None:
         log.warning("%s dropped: its client left before it started; nothing was run", verb)

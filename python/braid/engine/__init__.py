@@ -1,7 +1,8 @@
 """braid.engine: executes attachment plans (ADD, DEL, CHECK, GC, STATUS) as a delegating plugin.
 
-``run_cni(env, stdin)`` is the whole plugin: the CNI environment and stdin in, the one JSON
-document for stdout and the exit status out. ``braid-thin`` and the daemon both call it.
+``Engine(...).run(env, stdin)`` is the whole plugin: the CNI environment and stdin in, the one
+JSON document for stdout and the exit status out. The daemon builds its ``Engine`` once,
+``braid-thin`` one per call; ``run_cni(env, stdin)`` is a call by an engine with every default.
 
 The names below are imported from their modules when first used (``braid.exports``), so
 importing one module of the engine does not import the others. DEL's ``detach`` is
@@ -17,7 +18,7 @@ from braid.exports import lazy_exports
 if TYPE_CHECKING:
     from braid.engine.attach import AddOutcome, add
     from braid.engine.context import EngineContext
-    from braid.engine.entry import run_cni
+    from braid.engine.entry import Engine, run_cni
     from braid.engine.maintenance import check, gc, status
     from braid.engine.record import AttachmentRecord, RecordStore
     from braid.engine.request import CniRequest, read_request
@@ -27,6 +28,7 @@ __all__ = [
     "AddOutcome",
     "AttachmentRecord",
     "CniRequest",
+    "Engine",
     "EngineContext",
     "RecordStore",
     "add",
@@ -44,6 +46,7 @@ __getattr__ = lazy_exports(
         "AddOutcome": "braid.engine.attach",
         "add": "braid.engine.attach",
         "EngineContext": "braid.engine.context",
+        "Engine": "braid.engine.entry",
         "run_cni": "braid.engine.entry",
         "check": "braid.engine.maintenance",
         "gc": "braid.engine.maintenance",

@@ -1,4 +1,5 @@
-"""The CNI plugin entry point of the engine: environment and stdin in, one JSON document out."""
+"""The CNI plugin entry point of the engine (``Engine``): environment and stdin in, one JSON
+document out."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from braid.engine.detach import detach
 from braid.engine.maintenance import check, gc, status
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
-from braid.engine.session import OpenSession, Session, file_session
-from braid.engine.spares import SpareFiles, SparePools
+from braid.engine.session import OpenSession, file_session
+from braid.engine.spares import SparePools
 from braid.errors import INTERNAL, CniError
 from braid.quietlog import QuietLogger, keep_below
 from braid.version import version_document
@@ -84,91 +85,111 @@ def _dispatch(
     return b""
 
 
-def _run_in_session(
-    config: BraidConfig,
-    request: CniRequest,
-    executor: Executor | None,
-    session: Session,
-    answer: SendAnswer | None,
-    *,
-    spares: SpareFiles | None,
-    root: HostRoot | None,
-    memory: EngineMemory | None,
-) -> bytes:
-    ctx = EngineContext(
-        config=config,
-        store=session.store,
-        executor=executor,
-        publisher=session.publisher,
-        spares=spares,
-        root=root,
-        memory=memory,
-        kubelet=session.kubelet,
-    )
-    try:
-        return _dispatch(ctx, request, dict(config.runtime_config), answer)
-    except CniError as exc:
-        if request.command == "ADD":
-            session.add_failed(pod_of(request), exc)
-        raise
+class Engine:
+    """The whole delegating plugin, built once by a process that makes many calls (the daemon)
+    and per call by ``braid-thin``: what is fixed for every call it runs is given here, each
+    call (``run``) passes its request.
 
+    ``session``: opens a call's session (``braid.engine.session``: store, status publisher,
+    kubelet reader) from its configuration and environment, closed when the call is over:
+    ``braid-thin`` opens the file store or Kubernetes, the daemon hands out its cached stores.
+    By default the file store of ``nadDir``/``podDir``. ``executor``: runs the delegates (by
+    default a ``ProcessExecutor`` in ``root``). ``spares``: the daemon's spare record files
+    (``braid.engine.spares``), which make the durable plan cheaper. ``memory``: what the engine
+    keeps from one call to the next (``braid.engine.memory``), made and kept by the caller (the
+    daemon's own); without it nothing is kept. ``policy``: makes a call's configuration from
+    the one on its stdin (the daemon's: the operator's configuration over it,
+    ``braid.nad.policy``). ``root``: the node's root filesystem when braid sees it elsewhere
+    (``EngineContext.root``). The observer of each call's phases is its context's
+    (``braid.engine.phases``)."""
 
-def run_cni(
-    env: Mapping[str, str],
-    stdin: bytes,
-    *,
-    session: OpenSession = file_session,
-    executor: Executor | None = None,
-    answer: SendAnswer | None = None,
-    spares: SparePools | None = None,
-    policy: Callable[[BraidConfig], BraidConfig] | None = None,
-    root: HostRoot | None = None,
-    memory: EngineMemory | None = None,
-) -> tuple[bytes, int]:
-    """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
+    def __init__(
+        self,
+        *,
+        session: OpenSession = file_session,
+        executor: Executor | None = None,
+        spares: SparePools | None = None,
+        memory: EngineMemory | None = None,
+        policy: Callable[[BraidConfig], BraidConfig] | None = None,
+        root: HostRoot | None = None,
+    ) -> None:
+        self.session = session
+        self.executor = executor
+        self.spares = spares
+        self.memory = memory
+        self.policy = policy
+        self.root = root
 
-    ``session``: opens the call's session (``braid.engine.session``: store, status
-    publisher, kubelet reader) from its configuration and environment, closed when the call
-    is over; the caller's: ``braid-thin`` opens the file store or Kubernetes, the daemon hands
-    out its cached stores. By default the file store of ``nadDir``/``podDir``.
-    ``answer``: given a successful ADD's result as soon as it is final, before the attachment
-    record's last (not durable) write, and a successful DEL's empty output before the record
-    is removed; what follows runs under the same locks. The daemon sends it to the shim at
-    once. ``spares``: the daemon's spare record files (``braid.engine.spares``), which make
-    the durable plan cheaper. ``memory``: what the engine keeps from one call to the next
-    (``braid.engine.memory``), made and kept by the caller (the daemon's own); without it
-    nothing is kept. ``policy``: makes the call's configuration from the one on stdin (the
-    daemon's: the operator's configuration over it, ``braid.nad.policy``); ``root``: the
-    node's root filesystem when braid sees it elsewhere (``EngineContext.root``). The return
-    value is the same output."""
-    cni_version = ""
-    try:
-        request = read_request(env, stdin)
-        answered = _without_configuration(request)
-        if answered is not None:
-            return answered, 0
+    def run(
+        self, env: Mapping[str, str], stdin: bytes, *, answer: SendAnswer | None = None
+    ) -> tuple[bytes, int]:
+        """Runs one CNI call; returns what goes to stdout and the exit status. Never raises.
+
+        ``answer``: given a successful ADD's result as soon as it is final, before the
+        attachment record's last (not durable) write, and a successful DEL's empty output
+        before the record is removed; what follows runs under the same locks. The daemon
+        sends it to the shim at once. The return value is the same output."""
+        cni_version = ""
+        try:
+            request = read_request(env, stdin)
+            answered = _without_configuration(request)
+            if answered is not None:
+                return answered, 0
+            config = self._configure(request)
+            cni_version = config.cni_version
+            return self._in_session(config, request, env, answer), 0
+        except CniError as exc:
+            log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
+            return exc.to_json(cni_version), 1
+        except Exception as exc:  # the plugin must answer with a CNI error, always
+            log.exception("internal error")
+            err = CniError(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            return err.to_json(cni_version), 1
+
+    def _configure(self, request: CniRequest) -> BraidConfig:
+        """The call's configuration (after the policy), with logging set up for it."""
         loaded = load_braid_config(request.config)
         if request.command != "DEL":
             check_network_name(loaded.config)
-        config = loaded.config if policy is None else policy(loaded.config)
-        cni_version = config.cni_version
+        config = loaded.config if self.policy is None else self.policy(loaded.config)
         configure_logging(config.logging)
         for warning in loaded.warnings:
             log.warning("%s", warning)
+        return config
+
+    def _in_session(
+        self,
+        config: BraidConfig,
+        request: CniRequest,
+        env: Mapping[str, str],
+        answer: SendAnswer | None,
+    ) -> bytes:
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
-        pool = None if spares is None else spares.get(config.engine.dirs.cni_dir)
-        opened = session(config, env)
+        pool = None if self.spares is None else self.spares.get(config.engine.dirs.cni_dir)
+        session = self.session(config, env)
         try:
-            return _run_in_session(
-                config, request, executor, opened, answer, spares=pool, root=root, memory=memory
-            ), 0
+            ctx = EngineContext(
+                config=config,
+                store=session.store,
+                executor=self.executor,
+                publisher=session.publisher,
+                spares=pool,
+                root=self.root,
+                memory=self.memory,
+                kubelet=session.kubelet,
+            )
+            try:
+                return _dispatch(ctx, request, dict(config.runtime_config), answer)
+            except CniError as exc:
+                if request.command == "ADD":
+                    session.add_failed(pod_of(request), exc)
+                raise
         finally:
-            opened.close()
-    except CniError as exc:
-        log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
-        return exc.to_json(cni_version), 1
-    except Exception as exc:  # the plugin must answer with a CNI error, always
-        log.exception("internal error")
-        err = CniError(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-        return err.to_json(cni_version), 1
+            session.close()
+
+
+def run_cni(env: Mapping[str, str], stdin: bytes) -> tuple[bytes, int]:
+    """One CNI call by an engine with every default (``Engine().run``): the file store, real
+    processes, nothing remembered. Never raises."""
+    return Engine().run(env, stdin)

@@ -12,7 +12,7 @@ from braid.nad.netconf import ConfDirLookups
 
 
 class EngineMemory:
-    """Made and kept by a caller (``run_cni(memory=...)``; the daemon keeps its own): the
+    """Made and kept by a caller (``Engine(memory=...)``; the daemon keeps its own): the
     first delegate of its recent ADDs (``FirstDelegates``, started early for the next), its
     ``confDir`` lookups (``ConfDirLookups``, the cluster network found without reading
     unchanged files), the plugins' VERSION answers (``VersionCache``, keyed by each binary's

@@ -47,11 +47,32 @@ class FakeEngine:
         return b'{"cniVersion":"1.0.0"}\n', 0
 
 
+class FakeParts:
+    """Builds the daemon's engine as ``braid.engine.entry.Engine`` is built (once, from the
+    daemon's parts), over a fake: each call runs ``fake(env, stdin, answer=..., **parts)``."""
+
+    def __init__(self, fake: Callable[..., tuple[bytes, int]]) -> None:
+        self.fake = fake
+        self.built = 0
+        self.parts: dict[str, Any] = {}
+
+    def __call__(self, **parts: Any) -> FakeParts:
+        self.built += 1
+        self.parts = parts
+        return self
+
+    def run(
+        self, env: Mapping[str, str], stdin: bytes, *, answer: Callable[[bytes], None] | None
+    ) -> tuple[bytes, int]:
+        return self.fake(env, stdin, answer=answer, **self.parts)
+
+
 @contextmanager
 def running(
-    tmp_path: Path, engine: Callable[..., tuple[bytes, int]], **limits: Any
+    tmp_path: Path, engine: Callable[..., tuple[bytes, int]] | None, **limits: Any
 ) -> Iterator[DaemonServer]:
-    """A daemon with ``engine``, served on a thread of its own; ``limits`` are
+    """A daemon with the fake ``engine`` (None: the real one), served on a thread of its own;
+    ``limits`` are
     ``DaemonSettings`` fields (concurrency 2 and queue 8 unless given), and ``metrics_gate``
     the ``DaemonServer``'s."""
     gate = limits.pop("metrics_gate", None)
@@ -63,8 +84,14 @@ def running(
         drain_seconds=10,
     )
     settings = dataclasses.replace(settings, **limits)
-    service = DaemonService(
-        concurrency=settings.concurrency, queue_size=settings.queue_size, engine=engine
+    service = (
+        DaemonService(concurrency=settings.concurrency, queue_size=settings.queue_size)
+        if engine is None
+        else DaemonService(
+            concurrency=settings.concurrency,
+            queue_size=settings.queue_size,
+            engine=FakeParts(engine),
+        )
     )
     daemon = DaemonServer(settings, service, metrics_gate=gate)
     failed: list[BaseException] = []

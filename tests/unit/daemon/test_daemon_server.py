@@ -22,7 +22,6 @@ from braid.daemon.client import call_cni, exchange, is_ready
 from braid.daemon.protocol import frame_of
 from braid.daemon.server import DaemonAlreadyRunning, prepare_socket_dir
 from braid.daemon.service import SlotLentWhileDelegatesRun
-from braid.engine.entry import run_cni
 from braid.engine.memory import EngineMemory
 
 
@@ -126,7 +125,7 @@ def test_malformed_frames_get_a_cni_error(tmp_path: Path, frame: bytes, expected
 )
 def test_undecodable_stdin_through_the_daemon_is_code_6(tmp_path: Path, stdin: bytes) -> None:
     def go() -> tuple[bytes, int]:
-        with running(tmp_path, run_cni) as daemon:
+        with running(tmp_path, None) as daemon:
             return call_cni(sock(daemon), ENV, stdin, 5)
 
     out, code = go()

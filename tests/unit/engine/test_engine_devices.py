@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "fixtures" / "podresources"))
 
 from fake_kubelet import FakeKubelet
 
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 from braid.k8s.select import open_call_session
 
 NIC = "vendor.example/nic"
@@ -60,10 +60,8 @@ def stdin(dirs: Any, networks: Any, **extra: Any) -> bytes:
 
 
 def add(dirs: Any, networks: Any, **extra: Any) -> dict[str, Any]:
-    out, code = run_cni(
-        dirs.env("ADD", CNI_NETNS=NO_NETNS),
-        stdin(dirs, networks, **extra),
-        session=open_call_session,
+    out, code = Engine(session=open_call_session).run(
+        dirs.env("ADD", CNI_NETNS=NO_NETNS), stdin(dirs, networks, **extra)
     )
     assert code == 1
     error: dict[str, Any] = json.loads(out)
@@ -146,10 +144,10 @@ def test_a_failed_add_removes_the_device_info_files_it_wrote(devices: Any) -> No
 
 PROBE = """
 import json, sys
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 from braid.k8s.select import open_call_session
 from braid.k8s.select import open_call_session
-run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read(), session=open_call_session)
+Engine(session=open_call_session).run(json.loads(sys.argv[1]), sys.stdin.buffer.read())
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("grpc", "google"))))
 """
 
@@ -215,10 +213,10 @@ class NoGrpc:
         return None
 
 sys.meta_path.insert(0, NoGrpc())
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 from braid.k8s.select import open_call_session
 from braid.k8s.select import open_call_session
-out, code = run_cni(json.loads(sys.argv[1]), sys.stdin.buffer.read(), session=open_call_session)
+out, code = Engine(session=open_call_session).run(json.loads(sys.argv[1]), sys.stdin.buffer.read())
 sys.stdout.buffer.write(out)
 """
 

@@ -1,5 +1,5 @@
-"""`run_cni`'s early answer (the daemon's): a successful ADD's result is handed over before the
-attachment record's final write, which still happens before `run_cni` returns; `braid-thin`
+"""`Engine.run`'s early answer (the daemon's): a successful ADD's result is handed over before the
+attachment record's final write, which still happens before `Engine.run` returns; `braid-thin`
 (no `answer`) writes first. Over fake plugins, in this process's own network namespace with
 interface names nothing here uses (the fake plugins make no interface)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 
 NETNS = "/proc/self/ns/net"
 
@@ -32,23 +32,23 @@ def test_the_answer_comes_before_the_final_record_write(dirs: Any) -> None:
     def answer(result: bytes) -> None:
         seen.append((result, record_of(dirs, "early1")))
 
-    out, code = run_cni(add_env(dirs, "early1"), dirs.stdin(), answer=answer)
+    out, code = Engine().run(add_env(dirs, "early1"), dirs.stdin(), answer=answer)
 
     assert code == 0
     assert len(seen) == 1, "answered once"
     early, record_then = seen[0]
-    assert early == out, "the early answer is the result run_cni returns"
+    assert early == out, "the early answer is the result the engine returns"
     assert json.loads(early)["cniVersion"] == "1.0.0"
     assert record_then is not None, "the durable plan is on disk before the answer"
     assert "result" not in record_then["attachments"][0]
     assert "networkStatus" not in record_then
     final = record_of(dirs, "early1")
     assert final is not None
-    assert "result" in final["attachments"][0], "the rewrite follows before run_cni returns"
+    assert "result" in final["attachments"][0], "the rewrite follows before the engine returns"
     assert final["networkStatus"]
 
 
-def test_without_an_answer_the_record_is_complete_when_run_cni_returns(dirs: Any) -> None:
+def test_without_an_answer_the_record_is_complete_when_the_engine_returns(dirs: Any) -> None:
     out, code = run_cni(add_env(dirs, "thin1"), dirs.stdin())
     assert code == 0
     final = record_of(dirs, "thin1")
@@ -61,7 +61,7 @@ def test_a_failed_add_is_never_answered_early(dirs: Any) -> None:
     error = {"cniVersion": "1.0.0", "code": 7, "msg": "no address left"}
     dirs.behave("fakenet", "ADD", exit=1, stdout=json.dumps(error))
     seen: list[bytes] = []
-    out, code = run_cni(add_env(dirs, "fail1"), dirs.stdin(), answer=seen.append)
+    out, code = Engine().run(add_env(dirs, "fail1"), dirs.stdin(), answer=seen.append)
     assert code == 1
     assert json.loads(out)["code"] == 7
     assert seen == []
@@ -82,7 +82,7 @@ def test_a_final_write_that_fails_after_the_answer_keeps_the_answer(
 
     monkeypatch.setattr(RecordStore, "write", write)
     seen: list[bytes] = []
-    out, code = run_cni(add_env(dirs, "full1"), dirs.stdin(), answer=seen.append)
+    out, code = Engine().run(add_env(dirs, "full1"), dirs.stdin(), answer=seen.append)
     assert (code, seen) == (0, [out])
     plan = record_of(dirs, "full1")
     assert plan is not None, "the durable plan stays for DEL"
@@ -103,7 +103,7 @@ def test_a_del_is_answered_once_its_record_is_removed(dirs: Any) -> None:
     def answer(out: bytes) -> None:
         seen.append((out, record_of(dirs, "gone1") is not None))
 
-    out, code = run_cni(del_env(dirs, "gone1"), dirs.stdin(), answer=answer)
+    out, code = Engine().run(del_env(dirs, "gone1"), dirs.stdin(), answer=answer)
     assert (out, code) == (b"", 0)
     assert seen == [(b"", False)], "answered once, the record already gone"
     assert record_of(dirs, "gone1") is None
@@ -113,7 +113,7 @@ def test_a_failed_del_is_never_answered_early(dirs: Any) -> None:
     assert run_cni(add_env(dirs, "keep1"), dirs.stdin())[1] == 0
     dirs.behave("fakenet", "DEL", exit=1, stdout=json.dumps({"code": 11, "msg": "busy"}))
     seen: list[bytes] = []
-    _, code = run_cni(del_env(dirs, "keep1"), dirs.stdin(), answer=seen.append)
+    _, code = Engine().run(del_env(dirs, "keep1"), dirs.stdin(), answer=seen.append)
     assert code == 1
     assert seen == []
     assert record_of(dirs, "keep1") is not None, "kept for the retried DEL"
@@ -124,14 +124,14 @@ def test_a_del_of_a_corrupt_record_is_never_answered_early(dirs: Any) -> None:
     records.mkdir(parents=True, exist_ok=True)
     (records / "torn1.json").write_bytes(b'{"containerId": "torn1", "attachm')
     seen: list[bytes] = []
-    out, code = run_cni(del_env(dirs, "torn1"), dirs.stdin(), answer=seen.append)
+    out, code = Engine().run(del_env(dirs, "torn1"), dirs.stdin(), answer=seen.append)
     assert code == 1, "the corrupt record is reported"
     assert "corrupt" in json.loads(out)["msg"]
     assert seen == []
 
 
 def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any) -> None:
-    """The daemon's run_cni (spare record files): the plan of an ADD is written over a spare;
+    """The daemon's engine (spare record files): the plan of an ADD is written over a spare;
     a plan left in a spare (a lost rename) is put back by the first request under that
     cniDir before it takes any lock, even a DEL of that very container (same lock)."""
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
@@ -140,7 +140,7 @@ def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any
 
     pools = SparePools(keep=2)
     try:
-        assert run_cni(add_env(dirs, "sp1"), dirs.stdin(), spares=pools)[1] == 0
+        assert Engine(spares=pools).run(add_env(dirs, "sp1"), dirs.stdin())[1] == 0
         pool = pools.get(str(dirs.cni_dir))
         assert pool.taken + pool.missed == 1
     finally:
@@ -152,7 +152,8 @@ def test_with_spares_the_plan_is_a_spare_and_a_lost_rename_is_put_back(dirs: Any
     restarted = SparePools(keep=2)
     try:
         with ThreadPoolExecutor(1) as pool_thread:
-            done = pool_thread.submit(run_cni, del_env(dirs, "sp1"), dirs.stdin(), spares=restarted)
+            engine = Engine(spares=restarted)
+            done = pool_thread.submit(engine.run, del_env(dirs, "sp1"), dirs.stdin())
             out, code = done.result(timeout=20)
         assert (out, code) == (b"", 0)
         assert not (dirs.cni_dir / "spares" / "lost.spare").exists()

@@ -1,5 +1,6 @@
-"""`run_cni` and `braid-thin`: one JSON document (or nothing) on stdout, never an exception,
-VERSION, and DEL/GC driven by the attachment record over fake plugins (no namespaces)."""
+"""`Engine.run` (and `run_cni`) and `braid-thin`: one JSON document (or nothing) on stdout,
+never an exception, VERSION, and DEL/GC driven by the attachment record over fake plugins (no
+namespaces)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from braid._native import cni as native_cni
 from braid.cni.exec import ExecOutput, OneAtATime
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 
 BRAID_THIN = Path(sys.executable).parent / "braid-thin"
 COMMANDS = ["ADD", "DEL", "CHECK", "GC", "STATUS", "VERSION", "", "BOGUS"]
@@ -51,7 +52,7 @@ def test_internal_errors_become_code_999(dirs: Any) -> None:
     cluster = {"cniVersion": "1.1.0", "name": "k11", "plugins": [{"type": "fakenet"}]}
     (dirs.root / "net.d" / "k11.conflist").write_text(json.dumps(cluster))
     stdin = dirs.stdin(clusterNetwork="k11")
-    out, code = run_cni(dirs.env("STATUS"), stdin, executor=ExplodingExecutor())
+    out, code = Engine(executor=ExplodingExecutor()).run(dirs.env("STATUS"), stdin)
     doc = single_document(out)
     assert code == 1
     assert doc["code"] == 999
@@ -87,7 +88,7 @@ config_keys = st.sampled_from(
     overrides=st.dictionaries(config_keys, config_values, max_size=3),
     use_raw=st.booleans(),
 )
-def test_run_cni_never_raises_and_prints_one_document(  # noqa: PLR0917 - hypothesis
+def test_the_engine_never_raises_and_prints_one_document(  # noqa: PLR0917 - hypothesis
     dirs: Any,
     command: str,
     env_values: dict[str, str],
@@ -98,7 +99,7 @@ def test_run_cni_never_raises_and_prints_one_document(  # noqa: PLR0917 - hypoth
     env = {**dirs.env(command), "CNI_NETNS": "", **env_values}
     # Anything that could reach a plugin finds only the fake ones, and nothing outside tmp.
     stdin = raw if use_raw else dirs.stdin(**overrides)
-    out, code = run_cni(env, stdin, executor=ExplodingExecutor())
+    out, code = Engine(executor=ExplodingExecutor()).run(env, stdin)
     assert code in (0, 1)
     if code == 0:
         assert out == b"" or isinstance(single_document(out), dict)

@@ -1,5 +1,5 @@
 """What the engine keeps from one call to the next belongs to the caller (braid.engine.memory):
-an ``EngineMemory`` it hands to ``run_cni`` (the daemon hands its own).
+an ``EngineMemory`` it builds its ``Engine`` with (the daemon's own, built once).
 Without one a call keeps nothing, and two callers in one process never share what they keep."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from braid.cni import VersionCache
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest
 from braid.engine.spares import SparePools
@@ -41,7 +41,7 @@ def reads(dirs: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def add(dirs: Any, container: str, **kwargs: Any) -> None:
     env = dirs.env("ADD", container, CNI_NETNS="/proc/self/ns/net", CNI_IFNAME="brmem0")
-    out, code = run_cni(env, dirs.stdin(), **kwargs)
+    out, code = Engine(**kwargs).run(env, dirs.stdin())
     assert code == 0, out
 
 

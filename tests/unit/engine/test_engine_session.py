@@ -1,4 +1,4 @@
-"""The session `run_cni` is handed: opened by the caller's function with the call's
+"""The session an `Engine` is handed: opened by the caller's function with the call's
 configuration (after the caller's policy) and environment, its store the one the call reads,
 its `add_failed` told of a failed ADD, closed once the call is over whatever happened; and the
 engine itself loads no Kubernetes code."""
@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from braid.config import BraidConfig
-from braid.engine import run_cni
+from braid.engine import Engine
 from braid.engine.session import Session
 from braid.errors import CniError
 from braid.nad.manifests import NetworkAttachmentDefinition
@@ -71,12 +71,9 @@ def test_a_failed_add_is_reported_to_the_callers_session_which_is_closed(dirs: A
     opener = Opener()
     env = dirs.env("ADD", CNI_NETNS=NETNS, CNI_IFNAME="brdse0")
     stdin = dirs.stdin(runtimeConfig={ANNOTATIONS: {NETWORKS: "missing"}})
-    out, code = run_cni(
-        env,
-        stdin,
-        session=opener,
-        policy=lambda c: msgspec.structs.replace(c, multus_namespace="policy-set"),
-    )
+    out, code = Engine(
+        session=opener, policy=lambda c: msgspec.structs.replace(c, multus_namespace="policy-set")
+    ).run(env, stdin)
     assert code == 1, out
     assert [c.multus_namespace for c, _ in opener.opened] == ["policy-set"]
     assert opener.opened[0][1] == env
@@ -87,7 +84,7 @@ def test_a_failed_add_is_reported_to_the_callers_session_which_is_closed(dirs: A
 
 def test_the_session_is_closed_after_a_successful_call(dirs: Any) -> None:
     opener = Opener()
-    assert run_cni(dirs.env("DEL"), dirs.stdin(), session=opener) == (b"", 0)
+    assert Engine(session=opener).run(dirs.env("DEL"), dirs.stdin()) == (b"", 0)
     assert (opener.session.failed, opener.session.closed) == ([], 1)
 
 
@@ -95,7 +92,7 @@ def test_a_session_that_cannot_open_is_the_calls_cni_error(dirs: Any) -> None:
     def refuse(config: BraidConfig, env: Mapping[str, str]) -> Session:
         raise CniError(11, "the API server does not answer")
 
-    out, code = run_cni(dirs.env("DEL"), dirs.stdin(), session=refuse)
+    out, code = Engine(session=refuse).run(dirs.env("DEL"), dirs.stdin())
     assert code == 1
     assert json.loads(out)["code"] == 11
 

@@ -80,13 +80,13 @@ def test_which_store() -> None:
 def test_the_file_store_and_version_import_no_http_client(tmp_path: Any) -> None:
     script = f"""
 import json, sys
-from braid.engine import run_cni
+from braid.engine import Engine, run_cni
 from braid.k8s.select import open_call_session
 run_cni({{"CNI_COMMAND": "VERSION"}}, b"")
 conf = {{"cniVersion": "1.0.0", "name": "b", "type": "braid", "clusterNetwork": "x",
         "cniDir": "{tmp_path}", "confDir": "{tmp_path}"}}
 env = {{"CNI_COMMAND": "DEL", "CNI_CONTAINERID": "c1", "CNI_IFNAME": "eth0", "CNI_NETNS": ""}}
-run_cni(env, json.dumps(conf).encode(), session=open_call_session)
+Engine(session=open_call_session).run(env, json.dumps(conf).encode())
 heavy = ("urllib3", "kubernetes", "braid.k8s.client")
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
