@@ -196,15 +196,16 @@ else
   base_epoch=${base_epoch_default:-$(date +%s)}
   hook_python=$(realpath "$(command -v "$python")") # the hook runs with no virtualenv
   pins=/etc/apt/preferences.d/braid-lock
+  partial=$(realpath "$base.partial") # the hooks run elsewhere; BRAID_IMAGE_CACHE may be relative
   if ((relock)); then
     setup=()
-    hook="$hook_python $PWD/$here/debian-lock.py write $PWD/$base.partial/packages.lock \"\$1\" --snapshot $snapshot"
+    hook="$hook_python $PWD/$here/debian-lock.py write $partial/packages.lock \"\$1\" --snapshot $snapshot"
   else
     # The lock's versions, by apt's pins, the Essential set's too: a version the mirror no
     # longer serves is no error to apt (it takes its candidate), but to the check if strict.
     locked preferences "$lock" >"$base.partial/preferences"
-    setup=(--setup-hook="cp $PWD/$base.partial/preferences \"\$1$pins\"")
-    hook="$hook_python $PWD/$here/debian-lock.py check $PWD/$lock \"\$1\" --policy $policy --record $PWD/$base.partial"
+    setup=(--setup-hook="cp $partial/preferences \"\$1$pins\"")
+    hook="$hook_python $PWD/$here/debian-lock.py check $PWD/$lock \"\$1\" --policy $policy --record $partial"
   fi
   if ! SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --mode=root "${mm_args[@]}" "${setup[@]}" \
     --customize-hook="$hook" --customize-hook="rm -f \"\$1$pins\"" \
