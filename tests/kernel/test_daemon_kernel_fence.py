@@ -1,5 +1,5 @@
 """A DEL that answered success fences the ADD of the same container that had not started
-attaching (`docs/daemon.md`, "Answers"): the ADD is held back before its container's lock (here
+attaching (`docs/daemon.md`, "Scheduling"): the ADD is held back before its container's lock (here
 by the readiness indicator file, NPWG spec section 6.1.2), the DEL comes and succeeds, and once
 the ADD goes on it must attach nothing. Real daemon, compiled shim, reference plugins; links
 read with pyroute2, leases from host-local's files.

@@ -1,8 +1,8 @@
 """An ADD its runtime has given up on attaches nothing: the fence the engine asks once it holds
 the container's lock, before the first delegate runs.
 
-A runtime never runs two operations of one container at once (CNI spec, "Container runtime
-considerations"): a DEL that arrives while an ADD of the same container is still on its way
+A runtime never runs two operations of one container at once (CNI spec, "Lifecycle &
+Ordering"): a DEL that arrives while an ADD of the same container is still on its way
 means the runtime gave up on that ADD, and that DEL may already have answered success (a shim
 that stopped waiting for the daemon replays the record, and finds none yet). An ADD that took
 the lock after it must not attach what no DEL will ever remove. Whoever embeds the engine (the
