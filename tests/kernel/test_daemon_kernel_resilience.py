@@ -211,7 +211,7 @@ def test_200_concurrent_pods_within_the_bound_and_nothing_left(
     assert list((engine.cni_dir / "results").glob("*")) == []
 
     # Each request that executes runs one delegate and may hold the next one started ahead,
-    # unread (braid.cni.exec.ExecutionPlan): never more than two delegates per request, and
+    # unread (braid.cni.execution.ExecutionState): never more than two delegates per request, and
     # at most a slot's worth of requests per slot and per slot lent while delegates run.
     bound = 2 * (1 + LENDS_PER_SLOT) * daemon.concurrency
     assert 0 < adds.peak_children <= bound, adds.peak_children

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import kernel_fake_plugins as fakes
@@ -15,7 +15,8 @@ import kernel_oracle as kernel
 import pytest
 from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
 
-from braid.cni.exec import ExecutionPlan, ProcessExecutor, Run, Step, StepOutcome
+from braid.cni.exec import ProcessExecutor, Step, StepOutcome
+from braid.cni.execution import Execution, ExecutionState
 
 pytestmark = pytest.mark.kernel
 
@@ -116,23 +117,26 @@ def test_check_expects_the_executions_it_makes(
     engine.add("net-a,net-old,net-b")
     expected: list[tuple[str, str]] = []
     made: list[tuple[str, str]] = []
-    expect, run = ExecutionPlan.expect, ProcessExecutor.run
+    declare, run = ExecutionState.declare, ProcessExecutor.run
 
-    def expecting(self: ExecutionPlan, runs: Iterable[Run]) -> None:
-        runs = list(runs)
-        expected.extend((path, env["CNI_IFNAME"]) for path, env in runs)
-        expect(self, runs)
+    def expecting(self: ExecutionState, declared: Execution) -> None:
+        expected.extend((path, env["CNI_IFNAME"]) for path, env in declared.expected)
+        declare(self, declared)
 
     def running(
-        self: ProcessExecutor, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self: ProcessExecutor,
+        steps: Sequence[Step],
+        *,
+        timeout: float | None,
+        state: ExecutionState,
     ) -> list[StepOutcome]:
         # The VERSION questions that decide which plugins have a CHECK are no CHECK execution.
         made.extend(
             (p, env["CNI_IFNAME"]) for p, env, _, _ in steps if env["CNI_COMMAND"] == "CHECK"
         )
-        return run(self, steps, timeout=timeout, plan=plan)
+        return run(self, steps, timeout=timeout, state=state)
 
-    monkeypatch.setattr(ExecutionPlan, "expect", expecting)
+    monkeypatch.setattr(ExecutionState, "declare", expecting)
     monkeypatch.setattr(ProcessExecutor, "run", running)
 
     assert engine.run("CHECK", {NETWORKS: "net-a,net-old,net-b"}) == (None, 0)

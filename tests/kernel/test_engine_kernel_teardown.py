@@ -59,7 +59,7 @@ def test_the_delegate_started_ahead_of_a_failure_is_killed_unread(
     engine: EngineSetup, tmp_path: Path
 ) -> None:
     """While a delegate runs, the next one is already started, waiting on its stdin
-    (braid.cni.exec.ExecutionPlan): when the running one fails, the next is killed before it
+    (braid.cni.execution.ExecutionState): when the running one fails, the next is killed before it
     read a byte, so it did nothing, and the rollback runs as before."""
     failing = fakes.install_failing(engine.plugin_dir, delay=0.5)
     log = tmp_path / "witness.log"

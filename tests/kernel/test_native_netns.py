@@ -25,7 +25,7 @@ import pytest
 
 from braid._native import netns as native_netns
 from braid.cni import ProcessExecutor
-from braid.cni.exec import ExecutionPlan
+from braid.cni.execution import Execution, ExecutionState
 from braid.errors import CniError
 
 
@@ -288,7 +288,7 @@ def test_a_plugin_started_early_runs_in_the_callers_network_namespace(
     plugin.write_text("#!/bin/sh\ncat >/dev/null\nreadlink /proc/self/ns/net\n")
     plugin.chmod(0o755)
     home = thread_netns()
-    warm = ExecutionPlan()  # the helper threads are made here, in this thread's namespace
+    warm = ExecutionState()  # the helper threads are made here, in this thread's namespace
     warm.start_early(str(plugin), {})
     warm.close()
     seen: list[str] = []
@@ -300,10 +300,10 @@ def test_a_plugin_started_early_runs_in_the_callers_network_namespace(
             assert libc.setns(fd, CLONE_NEWNET) == 0, os.strerror(ctypes.get_errno())
         finally:
             os.close(fd)
-        ahead = ExecutionPlan()
+        ahead = ExecutionState()
         ahead.start_early(str(plugin), {})
-        ahead.expect([(str(plugin), {})])
-        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10, plan=ahead)
+        ahead.declare(Execution(expected=((str(plugin), {}),)))
+        out = ProcessExecutor().execute(str(plugin), env={}, stdin=b"", timeout=10, state=ahead)
         ahead.close()
         seen.extend([thread_netns(), out.stdout.decode().strip()])
 

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
         network_list_from_conf,
     )
     from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, find_plugin
+    from braid.cni.execution import Execution, ExecutionState
     from braid.cni.hostroot import HostRoot
     from braid.cni.invoke import EnvironSnapshot
     from braid.cni.locks import HeldByCaller, LockDirectory
-    from braid.cni.plan import VersionReport
     from braid.cni.request import RuntimeRequest
+    from braid.cni.resolve import VersionReport
     from braid.cni.results import CachedResults, CallerResults
     from braid.cni.runtime import DEFAULT_CACHE_DIR, DEFAULT_PLUGIN_TIMEOUT, Runtime
     from braid.cni.versions import VersionCache
@@ -48,10 +49,11 @@ _MODULES = {
         "network_list_from_conf",
     ),
     "braid.cni.exec": ("ExecOutput", "Executor", "ProcessExecutor", "find_plugin"),
+    "braid.cni.execution": ("Execution", "ExecutionState"),
     "braid.cni.hostroot": ("HostRoot",),
     "braid.cni.invoke": ("EnvironSnapshot",),
     "braid.cni.locks": ("HeldByCaller", "LockDirectory"),
-    "braid.cni.plan": ("VersionReport",),
+    "braid.cni.resolve": ("VersionReport",),
     "braid.cni.request": ("RuntimeRequest",),
     "braid.cni.results": ("CachedResults", "CallerResults"),
     "braid.cni.runtime": ("DEFAULT_CACHE_DIR", "DEFAULT_PLUGIN_TIMEOUT", "Runtime"),
@@ -66,6 +68,8 @@ __all__ = [
     "CallerResults",
     "EnvironSnapshot",
     "ExecOutput",
+    "Execution",
+    "ExecutionState",
     "Executor",
     "HeldByCaller",
     "HostRoot",

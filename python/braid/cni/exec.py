@@ -1,5 +1,5 @@
-"""Executing plugin binaries: the ``Executor`` seam, ``ExecutionPlan``, ``ProcessExecutor`` and
-plugin lookup.
+"""Executing plugin binaries: the ``Executor`` seam (given each request's ``ExecutionState``,
+execution.py), ``ProcessExecutor`` and plugin lookup.
 
 CNI spec, Section 2 (transport), and libcni's lookup and ``ETXTBSY`` retry (``pkg/invoke``): every
 plugin leads a process group of its own (so the whole group can be killed), inherits no
@@ -9,18 +9,17 @@ stdout and stderr drained concurrently, and a deadline.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol
 
 import msgspec
 
 from braid._native import delegate as native_delegate
 from braid._native import exec as native_exec
+from braid.cni.execution import ExecutionState
 from braid.cni.hostroot import HostRoot
 from braid.cni.versions import Identity
 from braid.errors import (
@@ -42,9 +41,6 @@ class ExecOutput(msgspec.Struct, frozen=True):
     stderr: bytes
 
 
-# One plugin execution known before it happens: the binary and its whole environment.
-Run = tuple[str, Mapping[str, str]]
-
 # One execution with its stdin: the binary, its whole environment, its stdin, and its group. A
 # step that fails skips the rest of its group (libcni's DEL of one list stops at its first
 # failure); the next group runs all the same (braid's teardown goes on with the next attachment).
@@ -53,148 +49,35 @@ Step = tuple[str, Mapping[str, str], bytes, int]
 # one, or None when an earlier step of its group failed; and its seconds.
 StepOutcome = tuple[ExecOutput | CniError | None, float]
 
-# Called once before the first plugin execution is sent a byte of its stdin.
-Hook = Callable[[], None]
-# Told each plugin execution's plugin type and seconds.
-Observer = Callable[[str, float], None]
-
-
-class ExecutionPlan:
-    """One request's plugin executions as its executor sees them (libcni's ``invoke`` is given
-    one execution at a time; braid also tells the executor what comes next):
-
-    - ``expect``: the executions the request will make, in order (an ADD's plugins forward), so
-      that an executor can start each plugin while the one before it runs; it then waits,
-      unread, on its stdin until its turn. A plugin can act on nothing before it has read its
-      configuration, so one started and never used is killed having done nothing. An execution
-      that is not the next one expected (a rollback, a plan that went another way) ends the
-      expectations. ``close`` kills what is still held; the request's owner calls it when the
-      request ends, whatever happened.
-    - ``before_first_stdin``: called once, after the first plugin has been started and before
-      it is sent a byte; if it raises, that plugin is killed unread, the exception propagates,
-      and it is raised again before every later execution (nothing runs after it failed).
-    - ``observer``: told each execution's plugin type and duration.
-
-    One request's, used by one thread."""
-
-    def __init__(
-        self, *, before_first_stdin: Hook | None = None, observer: Observer | None = None
-    ) -> None:
-        self._runs: deque[Run] = deque()
-        self._held: tuple[str, Mapping[str, str], _Started] | None = None
-        self._hook = before_first_stdin
-        self._hook_failed: BaseException | None = None
-        self.observer = observer
-
-    # --- the hook before the first stdin byte ---------------------------------------------
-
-    def gate_first_stdin(self, hook: Hook) -> None:
-        """Sets the hook (for a caller that makes it after the plan: an ADD's, once its record
-        exists); it must not have passed already."""
-        if self._hook_failed is not None or self._hook is not None:
-            raise ValueError("the hook before the first stdin byte is already set")
-        self._hook = hook
-
-    @property
-    def hook_pending(self) -> bool:
-        """Whether something must pass before the next plugin is sent its stdin."""
-        return self._hook is not None or self._hook_failed is not None
-
-    def pass_hook(self) -> None:
-        """Calls the hook if it has not passed yet (raising again if it failed before)."""
-        if self._hook_failed is not None:
-            raise self._hook_failed
-        hook = self._hook
-        if hook is None:
-            return
-        try:
-            hook()
-        except BaseException as exc:
-            self._hook_failed = exc
-            raise
-        self._hook = None
-
-    # --- the observer ---------------------------------------------------------------------
-
-    def observe(self, path: str, seconds: float) -> None:
-        if self.observer is not None:
-            self.observer(path.rpartition("/")[2], seconds)  # the plugin type
-
-    # --- the executions expected, each started while the one before runs -------------------
-
-    def expect(self, runs: Iterable[Run]) -> None:
-        self._runs.extend(runs)
-
-    def start_early(self, path: str, env: Mapping[str, str], root_fd: int | None = None) -> None:
-        """Starts ``path`` with ``env`` on a helper thread, before anything is expected (the
-        first expected execution takes it if it is that one); inside the root open as
-        ``root_fd`` when given (``ProcessExecutor.start_early``)."""
-        if self._held is None:
-            started = native_exec.start_plugin(path=path, env=list(env.items()), root_fd=root_fd)
-            self._held = (path, env, started)
-
-    def take(self, path: str, env: Mapping[str, str]) -> native_exec.PluginProcess | None:
-        """The plugin started ahead for this execution, if it is the one expected."""
-        runs, held = self._runs, self._held
-        self._held = None
-        if runs and runs[0][0] == path and runs[0][1] == env:
-            runs.popleft()
-        else:
-            runs.clear()
-        if held is None:
-            return None
-        if held[0] == path and held[1] == env:
-            try:
-                return _process(held[2])
-            except OSError:
-                return None  # its start failed: started again in its turn, which reports why
-        _discard(held[2])
-        return None
-
-    def next_to_start(self) -> bool:
-        """Whether an execution is expected whose plugin is not started yet."""
-        return self._held is None and bool(self._runs)
-
-    def start_next(
-        self, spawn: Callable[[str, Mapping[str, str]], native_exec.PluginProcess]
-    ) -> None:
-        """Starts the next expected execution's plugin (nothing when none is expected). One that
-        cannot start ends the expectations: its own turn starts it again and reports why."""
-        if self._held is not None or not self._runs:
-            return
-        path, env = self._runs[0]
-        try:
-            self._held = (path, env, spawn(path, env))
-        except (CniError, OSError):
-            self._runs.clear()
-
-    def close(self) -> None:
-        """Ends the expectations and kills the plugin held for them, unread."""
-        self._runs.clear()
-        held, self._held = self._held, None
-        if held is not None:
-            _discard(held[2])
-
 
 class Executor(Protocol):
-    """The executor seam: runs plugin binaries for one request's ``ExecutionPlan``.
+    """The executor seam: runs plugin binaries for one request's ``ExecutionState``.
 
     ``run`` executes ``steps`` in order (one step for each plugin of an ADD or CHECK, whose
-    stdin depends on the step before; a DEL's whole sequence at once), passes the plan's hook
+    stdin depends on the step before; a DEL's whole sequence at once), passes the state's hook
     before the first byte of stdin, tells its observer each execution's seconds and starts what
     it expects ahead if it can. ``start_early`` starts a likely first plugin before anything is
-    expected, or does nothing (an executor that cannot)."""
+    expected, or does nothing (an executor that cannot). ``find`` looks a plugin up (its path
+    and the identity the VERSION answers are kept by): the executor's, since what it runs is
+    where it finds it (inside the node's root for ``ProcessExecutor``; anywhere, or nowhere on
+    disk, for a fake)."""
+
+    def find(self, plugin_type: str, dirs: Sequence[str]) -> tuple[str, Identity]: ...
 
     def run(
-        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self, steps: Sequence[Step], *, timeout: float | None, state: ExecutionState
     ) -> list[StepOutcome]: ...
 
-    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None: ...
+    def start_early(self, state: ExecutionState, path: str, env: Mapping[str, str]) -> None: ...
 
 
 class OneAtATime:
     """A base for executors that run one plugin at a time with nothing started ahead (test
-    doubles, recorders): ``run`` calls ``execute`` for each step with the seam's rules."""
+    doubles, recorders): ``run`` calls ``execute`` for each step with the seam's rules;
+    ``find`` looks plugins up on this machine's disk unless a subclass knows better."""
+
+    def find(self, plugin_type: str, dirs: Sequence[str]) -> tuple[str, Identity]:
+        return locate_plugin(plugin_type, dirs)
 
     def execute(
         self, path: str, *, env: Mapping[str, str], stdin: bytes, timeout: float | None
@@ -202,11 +85,11 @@ class OneAtATime:
         raise NotImplementedError
 
     def run(
-        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self, steps: Sequence[Step], *, timeout: float | None, state: ExecutionState
     ) -> list[StepOutcome]:
         """Each step in turn: the hook passed before it, a step that does not exit 0 (or
         cannot run) skipping the rest of its group."""
-        plan.close()
+        state.close()
         outcomes: list[StepOutcome] = []
         failed: int | None = None
         for path, env, stdin, group in steps:
@@ -216,35 +99,19 @@ class OneAtATime:
             started = time.perf_counter()
             outcome: ExecOutput | CniError
             try:
-                plan.pass_hook()
+                state.pass_hook()
                 outcome = self.execute(path, env=env, stdin=stdin, timeout=timeout)
             except CniError as exc:
                 outcome = exc
             seconds = time.perf_counter() - started
-            plan.observe(path, seconds)
+            state.observe(path, seconds)
             outcomes.append((outcome, seconds))
             if isinstance(outcome, CniError) or outcome.returncode != 0:
                 failed = group
         return outcomes
 
-    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
+    def start_early(self, state: ExecutionState, path: str, env: Mapping[str, str]) -> None:
         """Nothing: this executor starts no plugin ahead."""
-
-
-# A plugin started ahead: running, or still being started on a helper thread.
-_Started = native_exec.PluginProcess | native_exec.StartingPlugin
-
-
-def _process(started: _Started) -> native_exec.PluginProcess:
-    if isinstance(started, native_exec.StartingPlugin):
-        return started.process()
-    return started
-
-
-def _discard(started: _Started) -> None:
-    """Kills a plugin started ahead that will not be used (a start that failed is nothing)."""
-    with contextlib.suppress(OSError):
-        _process(started).kill()
 
 
 def find_plugin(plugin_type: str, dirs: Sequence[str], root: HostRoot | None = None) -> str:
@@ -300,39 +167,43 @@ class ProcessExecutor:
         """The descriptor of the root the plugins enter, or None."""
         return None if self.root is None else self.root.fd
 
-    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
-        """Starts ``path`` for ``plan`` on a helper thread (``ExecutionPlan.start_early``);
+    def find(self, plugin_type: str, dirs: Sequence[str]) -> tuple[str, Identity]:
+        """``locate_plugin`` inside this executor's root: the path returned is the node's."""
+        return locate_plugin(plugin_type, dirs, self.root)
+
+    def start_early(self, state: ExecutionState, path: str, env: Mapping[str, str]) -> None:
+        """Starts ``path`` for ``state`` on a helper thread (``ExecutionState.start_early``);
         nothing with a host namespace to enter, which a helper thread does not do."""
         if self.host_netns is None:
-            plan.start_early(path, env, self.root_fd)
+            state.start_early(path, env, self.root_fd)
 
     def run(
-        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self, steps: Sequence[Step], *, timeout: float | None, state: ExecutionState
     ) -> list[StepOutcome]:
-        """One step through ``execute`` (the plan's hook and its plugins started ahead);
+        """One step through ``execute`` (the state's hook and its plugins started ahead);
         several (a DEL's sequence) through ``execute_sequence``, after the hook if it is
-        still pending. Every execution that ran is told to the plan's observer."""
+        still pending. Every execution that ran is told to the state's observer."""
         if len(steps) == 1:
             path, env, stdin, _ = steps[0]
             started = time.perf_counter()
             outcome: ExecOutput | CniError
             try:
-                outcome = self.execute(path, env=env, stdin=stdin, timeout=timeout, plan=plan)
+                outcome = self.execute(path, env=env, stdin=stdin, timeout=timeout, state=state)
             except CniError as exc:
                 outcome = exc
             seconds = time.perf_counter() - started
-            plan.observe(path, seconds)
+            state.observe(path, seconds)
             return [(outcome, seconds)]
-        plan.close()  # a sequence is none of the executions expected (an ADD's rollback)
-        if plan.hook_pending:
+        state.close()  # a sequence is none of the executions expected (an ADD's rollback)
+        if state.hook_pending:
             try:
-                plan.pass_hook()
+                state.pass_hook()
             except CniError as exc:
                 return [(exc, 0.0) for _ in steps]  # nothing runs after it failed
         outcomes = self.execute_sequence(steps, timeout=timeout)
         for (path, _, _, _), (done, seconds) in zip(steps, outcomes, strict=True):
             if done is not None:
-                plan.observe(path, seconds)
+                state.observe(path, seconds)
         return outcomes
 
     def execute(
@@ -342,14 +213,14 @@ class ProcessExecutor:
         env: Mapping[str, str],
         stdin: bytes,
         timeout: float | None,
-        plan: ExecutionPlan | None = None,
+        state: ExecutionState | None = None,
     ) -> ExecOutput:
-        """Runs the plugin. With ``plan``: it may already be running (started during the
-        previous execution), the plan's hook runs between its start and its first byte of
+        """Runs the plugin. With ``state``: it may already be running (started during the
+        previous execution), the state's hook runs between its start and its first byte of
         stdin (a failure there kills it unread), and the next expected execution is started
         before this one gets its stdin."""
-        proc = plan.take(path, env) if plan is not None else None
-        hook = plan is not None and plan.hook_pending
+        proc = state.take(path, env) if state is not None else None
+        hook = state is not None and state.hook_pending
         if proc is None:
             # Started in its turn with nothing to pass before its first byte: it starts with
             # its stdin, so it reads it even while this thread waits for a CPU (a plugin's
@@ -357,15 +228,15 @@ class ProcessExecutor:
             proc = self._spawn(path, env, None if hook else stdin)
             stdin = stdin[proc.fed :]
         try:
-            if plan is not None:
+            if state is not None:
                 if hook:
-                    plan.pass_hook()
-                if plan.next_to_start():
+                    state.pass_hook()
+                if state.next_to_start():
                     # This plugin gets its stdin first (all of it fits a pipe's buffer), so it
                     # works while the next one is being started.
                     taken = proc.feed(stdin)
                     stdin = stdin[taken:]
-                    plan.start_next(self._spawn)
+                    state.start_next(self._spawn)
             outcome, code, stdout, stderr = proc.communicate(
                 stdin=stdin,
                 timeout=timeout,

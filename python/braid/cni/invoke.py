@@ -2,7 +2,7 @@
 judged (Section 2, "Errors"; libcni's ``pkg/invoke/raw_exec.go``).
 
 ``PluginInvoker`` puts an ``Executor`` (exec.py) to work for one verb of one plugin, within one
-request's ``ExecutionPlan``: it builds the environment of a call (``env``, once for every plugin
+request's ``ExecutionState``: it builds the environment of a call (``env``, once for every plugin
 of the call: the runtime hands it to each execution), runs the binary, copies the plugin's
 stderr to ours (never to stdout) and turns a failed exit, garbage or silence into a
 ``PluginError`` naming the plugin.
@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 
 from braid._native import cni as native_cni
 from braid._native import delegate as native_delegate
-from braid.cni.exec import ExecOutput, ExecutionPlan, Executor, Step, StepOutcome
+from braid.cni.exec import ExecOutput, Executor, Step, StepOutcome
+from braid.cni.execution import ExecutionState
 from braid.cni.request import PluginCall
 from braid.errors import PLUGIN_FAILURE, CniError, PluginError
 
@@ -85,14 +86,15 @@ def version_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class PluginInvoker:
-    """Runs plugin binaries through an ``Executor`` within ``plan`` and judges their output."""
+    """Runs plugin binaries through an ``Executor`` within ``executions`` (one request's
+    ``ExecutionState``) and judges their output."""
 
     def __init__(
         self,
         executor: Executor,
         plugin_dirs: Sequence[str],
         timeout: float | None,
-        plan: ExecutionPlan | None = None,
+        executions: ExecutionState | None = None,
         *,
         environ: dict[str, str] | None = None,
     ) -> None:
@@ -100,18 +102,18 @@ class PluginInvoker:
         self.plugin_dirs = list(plugin_dirs)
         self.timeout = timeout
         self.environ = environ_snapshot() if environ is None else environ
-        self.plan = ExecutionPlan() if plan is None else plan
+        self.executions = ExecutionState() if executions is None else executions
 
     def env(self, call: PluginCall) -> dict[str, str]:
         """The environment of every plugin ``call`` runs (``plugin_env`` over this invoker's
         snapshot of the process environment and its plugin directories): built once per call
-        by its caller, and handed to ``run``, ``add`` and ``ExecutionPlan.expect`` as it is."""
+        by its caller, and handed to ``run``, ``add`` and ``Execution.expected`` as it is."""
         return plugin_env(call, self.plugin_dirs, self.environ)
 
     def execute(self, path: str, env: Mapping[str, str], stdin: bytes) -> ExecOutput:
         """One execution; the error that kept it from running is raised."""
         outcome, _ = self.executor.run(
-            [(path, env, stdin, 0)], timeout=self.timeout, plan=self.plan
+            [(path, env, stdin, 0)], timeout=self.timeout, state=self.executions
         )[0]
         if isinstance(outcome, CniError):
             raise outcome
@@ -121,7 +123,7 @@ class PluginInvoker:
 
     def run_steps(self, steps: Sequence[Step]) -> list[StepOutcome]:
         """A sequence whose every stdin is known before the first step runs (a DEL's)."""
-        return self.executor.run(steps, timeout=self.timeout, plan=self.plan)
+        return self.executor.run(steps, timeout=self.timeout, state=self.executions)
 
     def run(self, path: str, plugin_type: str, env: Mapping[str, str], stdin: bytes) -> bytes:
         """Executes ``path`` with its call's ``env`` (``env``); returns its stdout, or raises

@@ -20,25 +20,18 @@ from braid._native import cni as native_cni
 from braid._native import delegate as native_delegate
 from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkList
-from braid.cni.exec import (
-    ExecOutput,
-    ExecutionPlan,
-    Executor,
-    ProcessExecutor,
-    Run,
-    Step,
-    find_plugin,
-)
+from braid.cni.exec import ExecOutput, Executor, ProcessExecutor, Step
+from braid.cni.execution import ExecutionState, Run
 from braid.cni.hostroot import HostRoot
 from braid.cni.invoke import EnvironSnapshot, PluginInvoker, checked_stdout
 from braid.cni.locks import LockDirectory, Locking
-from braid.cni.plan import ListPlan, VersionReport, make_plan
 from braid.cni.request import (
     PluginCall,
     RuntimeRequest,
     request_from_entry,
     validate_attachment,
 )
+from braid.cni.resolve import ResolvedList, VersionReport, resolve_list
 from braid.cni.results import CachedResults, ResultKeeping
 from braid.cni.versions import (
     CHECK_SINCE,
@@ -63,7 +56,7 @@ class PreparedAdd(msgspec.Struct, frozen=True):
 
     net: NetworkList
     req: RuntimeRequest
-    plan: ListPlan
+    resolved: ResolvedList
     env: dict[str, str]
     first_stdin: bytes
 
@@ -72,10 +65,10 @@ class Runtime:
     """A CNI runtime over plugins found in ``plugin_dirs`` (the ``CNI_PATH`` entries).
 
     ``timeout`` is the deadline of each plugin execution in seconds (``DEFAULT_PLUGIN_TIMEOUT``
-    when ``None``); ``executor`` defaults to a ``ProcessExecutor``. ``plan``: the
-    ``ExecutionPlan`` every execution of this runtime belongs to (one request's: its hook
-    before the first stdin byte, its observer, the executions it expects; by default an
-    empty one).
+    when ``None``); ``executor`` runs and finds the plugins (by default a ``ProcessExecutor``
+    in ``root``). ``executions``: the ``ExecutionState`` every execution of this runtime
+    belongs to (one request's: what its caller declared, ``Execution``, and the plugins
+    started ahead; by default an empty one).
 
     Its strategies are handed in, each defaulting to libcni's: ``results``, where each ADD's
     result is kept for DEL, CHECK and GC (``CachedResults``: the ``cniCacheV1`` cache under
@@ -99,7 +92,7 @@ class Runtime:
         locks: Locking | None = None,
         environ: EnvironSnapshot | None = None,
         root: HostRoot | None = None,
-        plan: ExecutionPlan | None = None,
+        executions: ExecutionState | None = None,
     ) -> None:
         self.plugin_dirs = list(plugin_dirs)
         self.root = root
@@ -112,7 +105,7 @@ class Runtime:
             executor or ProcessExecutor(root=root),
             self.plugin_dirs,
             self.timeout,
-            plan,
+            executions,
             environ=snapshot.now(),
         )
         self.versions = VersionCache() if version_cache is None else version_cache
@@ -139,16 +132,16 @@ class Runtime:
 
     def _prepare(self, net: NetworkList, req: RuntimeRequest) -> PreparedAdd:
         require_answerable(net.summary.effective_version, f'network "{net.name}"')
-        plan = self._plan(net)
+        resolved = self._resolve(net)
         prev = req.initial_prev_result
         if prev is not None:
-            prev = native_cni.convert_result(data=prev, to_version=plan.version)
-        stdin = self._stdin(plan, 0, "ADD", req, prev)
+            prev = native_cni.convert_result(data=prev, to_version=resolved.version)
+        stdin = self._stdin(resolved, 0, "ADD", req, prev)
         env = self.invoker.env(req.call("ADD"))
-        return PreparedAdd(net=net, req=req, plan=plan, env=env, first_stdin=stdin)
+        return PreparedAdd(net=net, req=req, resolved=resolved, env=env, first_stdin=stdin)
 
     def _run_add(self, prepared: PreparedAdd) -> bytes:
-        net, plan, req = prepared.net, prepared.plan, prepared.req
+        net, resolved, req = prepared.net, prepared.resolved, prepared.req
         # Everything after the first plugin ran is inside the rollback: a failure of the
         # cache write or of the result's conversion leaves nothing attached.
         try:
@@ -156,14 +149,14 @@ class Runtime:
             answer = native_cni.convert_result(data=final, to_version=net.summary.effective_version)
             self.results.store(net, req, final)
         except CniError as exc:
-            self._roll_back(net, plan, req, exc)
+            self._roll_back(net, resolved, req, exc)
             raise
         return answer
 
     def add_runs(self, prepared: PreparedAdd) -> list[Run]:
         """The plugin executions ``add_prepared`` will make if every plugin succeeds, in
-        order (for ``ExecutionPlan.expect``), with the environment they will be given."""
-        return [(path, prepared.env) for path in prepared.plan.paths]
+        order (for ``Execution.expected``), with the environment they will be given."""
+        return [(path, prepared.env) for path in prepared.resolved.paths]
 
     def delete(
         self, net: NetworkList, req: RuntimeRequest, *, prev_result: bytes | None = None
@@ -185,19 +178,19 @@ class Runtime:
         each list's error, or None; a list's cache entry goes when it succeeded.
         ``prev_result``: as for ``delete``. The caller holds the containers' locks.
 
-        Every list is planned and every plugin's stdin built before the first plugin runs
-        (planning may execute a plugin's VERSION, once per binary); then all of them run as one
+        Every list is resolved and every plugin's stdin built before the first plugin runs
+        (resolving may execute a plugin's VERSION, once per binary); then all of them run as one
         sequence given to the executor at once (``ProcessExecutor``: each plugin started while
         the one before runs, no Python in between)."""
-        runs: list[tuple[ListPlan, RuntimeRequest, bytes | None] | CniError] = []
+        runs: list[tuple[ResolvedList, RuntimeRequest, bytes | None] | CniError] = []
         for net, req, given in items:
             try:
-                plan = self._plan(net)
-                prev = self.results.previous(net, req, plan.version, fatal=False, given=given)
+                resolved = self._resolve(net)
+                prev = self.results.previous(net, req, resolved.version, fatal=False, given=given)
             except CniError as exc:
                 runs.append(exc)
                 continue
-            runs.append((plan, req, prev))
+            runs.append((resolved, req, prev))
         errors = self._run_deletes(runs)
         for (net, req, _), error in zip(items, errors, strict=True):
             if error is None:
@@ -205,9 +198,9 @@ class Runtime:
         return errors
 
     def _run_deletes(
-        self, runs: Sequence[tuple[ListPlan, RuntimeRequest, bytes | None] | CniError]
+        self, runs: Sequence[tuple[ResolvedList, RuntimeRequest, bytes | None] | CniError]
     ) -> list[CniError | None]:
-        """The DELs of planned lists (an error instead of a plan is that list's outcome)."""
+        """The DELs of resolved lists (an error instead of one is that list's outcome)."""
         errors: list[CniError | None] = []
         steps: list[Step] = []
         types: list[str] = []
@@ -215,18 +208,18 @@ class Runtime:
             if isinstance(run, CniError):
                 errors.append(run)
                 continue
-            plan, req, prev = run
+            resolved, req, prev = run
             env = self.invoker.env(req.call("DEL"))
             try:
-                stdins = _del_stdins(plan, req, prev)
+                stdins = _del_stdins(resolved, req, prev)
             except CniError as exc:
                 errors.append(exc)
                 continue
             errors.append(None)
-            last = len(plan.paths) - 1
+            last = len(resolved.paths) - 1
             for order, stdin in enumerate(stdins):
-                steps.append((plan.paths[last - order], env, stdin, position))
-                types.append(plan.types[last - order])
+                steps.append((resolved.paths[last - order], env, stdin, position))
+                types.append(resolved.types[last - order])
         outcomes = self.invoker.run_steps(steps)
         for (_, _, _, position), plugin_type, (outcome, _) in zip(
             steps, types, outcomes, strict=True
@@ -241,29 +234,29 @@ class Runtime:
         """Verifies an attachment (plugins forward) against its cached result, or against
         ``prev_result`` when the cache holds none (as ``delete``)."""
         with self.locks.container(req.container_id):
-            plan = self._check_plan(net)
-            if plan is None:
+            resolved = self._check_resolved(net)
+            if resolved is None:
                 return
-            prev = self.results.previous(net, req, plan.version, fatal=True, given=prev_result)
+            prev = self.results.previous(net, req, resolved.version, fatal=True, given=prev_result)
             env = self.invoker.env(req.call("CHECK"))
-            for index in range(len(plan.paths)):
-                stdin = self._stdin(plan, index, "CHECK", req, prev)
-                self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
+            for index in range(len(resolved.paths)):
+                stdin = self._stdin(resolved, index, "CHECK", req, prev)
+                self.invoker.run(resolved.paths[index], resolved.types[index], env, stdin)
 
     def check_runs(self, net: NetworkList, req: RuntimeRequest) -> list[Run]:
         """The plugin executions ``check`` will make if every plugin passes, in order (for
-        ``ExecutionPlan.expect``): none when the list disables CHECK. Planning may execute a
+        ``Execution.expected``): none when the list disables CHECK. Resolving the list may execute a
         plugin's VERSION (once per binary); the errors are the ones ``check`` raises before
         executing anything."""
-        plan = self._check_plan(net)
-        if plan is None:
+        resolved = self._check_resolved(net)
+        if resolved is None:
             return []
         env = self.invoker.env(req.call("CHECK"))
-        return [(path, env) for path in plan.paths]
+        return [(path, env) for path in resolved.paths]
 
-    def _check_plan(self, net: NetworkList) -> ListPlan | None:
-        """The plan a CHECK of ``net`` runs, None when the list disables CHECK; refused below
-        version 0.4.0, the list's own or the one negotiated with its plugins."""
+    def _check_resolved(self, net: NetworkList) -> ResolvedList | None:
+        """The resolved list a CHECK of ``net`` runs, None when the list disables CHECK;
+        refused below version 0.4.0, the list's own or the one negotiated with its plugins."""
         summary = net.summary
         if not at_least(summary.effective_version, CHECK_SINCE):
             raise CniError(
@@ -273,28 +266,28 @@ class Runtime:
             )
         if summary.disable_check:
             return None
-        plan = self._plan(net)
-        if not at_least(plan.version, CHECK_SINCE):
+        resolved = self._resolve(net)
+        if not at_least(resolved.version, CHECK_SINCE):
             raise CniError(
                 INCOMPATIBLE_VERSION,
-                f'network "{net.name}" runs at version {plan.version}, the highest its '
+                f'network "{net.name}" runs at version {resolved.version}, the highest its '
                 "plugins support, which has no CHECK command",
             )
-        return plan
+        return resolved
 
     def status(self, net: NetworkList) -> None:
         """STATUS: success without executing anything below version 1.1.0."""
         if not at_least(net.summary.effective_version, GC_AND_STATUS_SINCE):
             return
-        plan = self._plan(net)
-        if not at_least(plan.version, GC_AND_STATUS_SINCE):
+        resolved = self._resolve(net)
+        if not at_least(resolved.version, GC_AND_STATUS_SINCE):
             return
         env = self.invoker.env(PluginCall(command="STATUS"))
-        for index in range(len(plan.paths)):
+        for index in range(len(resolved.paths)):
             stdin = native_cni.plugin_stdin(
-                network_list=net.raw, index=index, command="STATUS", cni_version=plan.version
+                network_list=net.raw, index=index, command="STATUS", cni_version=resolved.version
             )
-            self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
+            self.invoker.run(resolved.paths[index], resolved.types[index], env, stdin)
 
     def gc(
         self, net: NetworkList, valid_attachments: Sequence[tuple[str, str]] | None = None
@@ -316,53 +309,60 @@ class Runtime:
 
     def version(self, net: NetworkList) -> VersionReport:
         """Each plugin's supported versions and the version the list would run at."""
-        plan = self._plan(net)
+        resolved = self._resolve(net)
         return VersionReport(
             list_version=net.summary.effective_version,
-            run_version=plan.version,
-            plugins=list(zip(plan.types, plan.supported, strict=True)),
+            run_version=resolved.version,
+            plugins=list(zip(resolved.types, resolved.supported, strict=True)),
         )
 
     def plugin_versions(self, plugin_type: str) -> list[str]:
         """One plugin's ``supportedVersions`` (asked once per binary)."""
-        path = find_plugin(plugin_type, self.plugin_dirs, self.root)
+        path, _ = self.invoker.executor.find(plugin_type, self.plugin_dirs)
         return self.versions.supported(path, lambda: self.invoker.versions(path, plugin_type))
 
     # --- internals -------------------------------------------------------------------------
 
-    def _plan(self, net: NetworkList) -> ListPlan:
-        return make_plan(net, self.plugin_dirs, self.versions, self.invoker, self.root)
+    def _resolve(self, net: NetworkList) -> ResolvedList:
+        return resolve_list(net, self.plugin_dirs, self.versions, self.invoker)
 
     def _stdin(
-        self, plan: ListPlan, index: int, command: str, req: RuntimeRequest, prev: bytes | None
+        self,
+        resolved: ResolvedList,
+        index: int,
+        command: str,
+        req: RuntimeRequest,
+        prev: bytes | None,
     ) -> bytes:
         return native_cni.plugin_stdin(
-            network_list=plan.raw,
+            network_list=resolved.raw,
             index=index,
             command=command,
-            cni_version=plan.version,
+            cni_version=resolved.version,
             capability_args=req.capability_json(),
             prev_result=prev,
             args_cni=req.args_cni_json(),
         )
 
     def _add_all(self, prepared: PreparedAdd) -> bytes:
-        plan, req, env = prepared.plan, prepared.req, prepared.env
+        resolved, req, env = prepared.resolved, prepared.req, prepared.env
         stdin = prepared.first_stdin
         prev: bytes | None = None
-        for index in range(len(plan.paths)):
+        for index in range(len(resolved.paths)):
             if index:
-                stdin = self._stdin(plan, index, "ADD", req, prev)
-            prev = self.invoker.add(plan.paths[index], plan.types[index], env, stdin, plan.version)
+                stdin = self._stdin(resolved, index, "ADD", req, prev)
+            prev = self.invoker.add(
+                resolved.paths[index], resolved.types[index], env, stdin, resolved.version
+            )
         if prev is None:  # pragma: no cover - a list always has plugins
             raise CniError(INCOMPATIBLE_VERSION, f'network "{prepared.net.name}" has no plugins')
         return prev
 
     def _roll_back(
-        self, net: NetworkList, plan: ListPlan, req: RuntimeRequest, cause: CniError
+        self, net: NetworkList, resolved: ResolvedList, req: RuntimeRequest, cause: CniError
     ) -> None:
         """DEL after a failed ADD (spec: a DEL follows every ADD), best effort."""
-        exc = self._run_deletes([(plan, req, None)])[0]
+        exc = self._run_deletes([(resolved, req, None)])[0]
         if exc is not None:
             log.warning(
                 "network %s, container %s: DEL after the failed ADD (%s) failed too: %s",
@@ -393,35 +393,35 @@ class Runtime:
     ) -> None:
         if not at_least(net.summary.effective_version, GC_AND_STATUS_SINCE):
             return
-        plan = self._plan(net)
-        if not at_least(plan.version, GC_AND_STATUS_SINCE):
+        resolved = self._resolve(net)
+        if not at_least(resolved.version, GC_AND_STATUS_SINCE):
             return
         attachments = None
         if valid is not None:
             attachments = msgspec.json.encode([{"containerID": c, "ifname": i} for c, i in valid])
         env = self.invoker.env(PluginCall(command="GC"))
-        for index in range(len(plan.paths)):
+        for index in range(len(resolved.paths)):
             try:
                 stdin = native_cni.plugin_stdin(
                     network_list=net.raw,
                     index=index,
                     command="GC",
-                    cni_version=plan.version,
+                    cni_version=resolved.version,
                     valid_attachments=attachments,
                 )
-                self.invoker.run(plan.paths[index], plan.types[index], env, stdin)
+                self.invoker.run(resolved.paths[index], resolved.types[index], env, stdin)
             except CniError as exc:
                 errors.append(exc)
 
 
-def _del_stdins(plan: ListPlan, req: RuntimeRequest, prev: bytes | None) -> list[bytes]:
+def _del_stdins(resolved: ResolvedList, req: RuntimeRequest, prev: bytes | None) -> list[bytes]:
     """The list's DEL stdins, last plugin first (``braid_delegate::teardown``, the shim's DEL
     replay builds them the same way): a ``prevResult`` that cannot be given at the list's
     version is left out rather than failing the DEL."""
     stdins, dropped = native_delegate.del_stdins(
-        network_list=plan.raw,
-        plugins=len(plan.paths),
-        cni_version=plan.version,
+        network_list=resolved.raw,
+        plugins=len(resolved.paths),
+        cni_version=resolved.version,
         capability_args=req.capability_json(),
         args_cni=req.args_cni_json(),
         prev_result=prev,

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor, Step, StepOutcome
+from braid.cni.exec import Executor, ProcessExecutor, Step, StepOutcome
+from braid.cni.execution import ExecutionState
 from braid.cni.hostroot import HostRoot
+from braid.cni.versions import Identity
 from braid.config.schema import BraidConfig
 from braid.config.trust import check_from_stdin
 from braid.daemon.chores import Chores
@@ -196,13 +198,16 @@ class SlotLentWhileDelegatesRun:
         self.inner = inner
 
     def run(
-        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self, steps: Sequence[Step], *, timeout: float | None, state: ExecutionState
     ) -> list[StepOutcome]:
         with slot_lent():
-            return self.inner.run(steps, timeout=timeout, plan=plan)
+            return self.inner.run(steps, timeout=timeout, state=state)
 
-    def start_early(self, plan: ExecutionPlan, path: str, env: Mapping[str, str]) -> None:
-        self.inner.start_early(plan, path, env)
+    def start_early(self, state: ExecutionState, path: str, env: Mapping[str, str]) -> None:
+        self.inner.start_early(state, path, env)
+
+    def find(self, plugin_type: str, dirs: Sequence[str]) -> tuple[str, Identity]:
+        return self.inner.find(plugin_type, dirs)
 
 
 class DaemonService:

@@ -23,7 +23,7 @@ import msgspec
 
 from braid.cni import Runtime, convert_result
 from braid.cni.config import NetworkLists
-from braid.cni.exec import ExecutionPlan
+from braid.cni.execution import Execution, ExecutionState
 from braid.cni.versions import require_answerable
 from braid.engine.context import (
     EngineContext,
@@ -111,7 +111,7 @@ def _add(
     # Before anything runs: the default network's result is converted to it at the end.
     require_answerable(ctx.config.cni_version, "braid's configuration")
     wait_ready(ctx.config.engine.dirs.readiness_indicator_file, operation="attaching")
-    executions = ExecutionPlan(observer=delegate_observer())  # closed whatever happens
+    executions = ExecutionState(Execution(observer=delegate_observer()))  # closed at the end
     firsts = ctx.memory.first_delegates if ctx.memory is not None else None
     try:
         if firsts is not None:
@@ -151,7 +151,7 @@ def _add_locked(
     plan: AttachmentPlan,
     record: AttachmentRecord,
     *,
-    executions: ExecutionPlan,
+    executions: ExecutionState,
     answer: SendAnswer | None,
     firsts: FirstDelegates | None,
 ) -> tuple[bytes, bytes]:
@@ -161,8 +161,8 @@ def _add_locked(
     remembers the ADD's first execution (``EngineContext.memory``)."""
     netns = ctx.local(request.netns)  # where braid itself opens the pod's namespace
     gate = FirstStdinGate(ctx, record, plan, netns)
-    executions.gate_first_stdin(gate)
-    runtime = ctx.runtime(request, plan=executions)
+    executions.declare(Execution(before_first_stdin=gate))
+    runtime = ctx.runtime(request, executions=executions)
     try:
         _attach_all(
             runtime, record, plan, request, executions, netns=netns, firsts=firsts, lists=ctx.lists
@@ -233,7 +233,7 @@ class FirstStdinGate:
     """What must hold before an ADD's first delegate gets its stdin: the pod's planned
     interface names free (a name already taken fails the ADD before anything is written or
     run) and the plan durably on disk (``docs/adr/0002``). The hook of the ADD's
-    ``ExecutionPlan``: called by the executor once the first plugin has been started and
+    ``Execution``: called by the executor once the first plugin has been started and
     before it is sent a byte: both run on the calling thread (the durable write
     with the GIL released) while the plugin starts up, so with a real plugin they cost the ADD
     next to nothing. A failure is raised again at every call. ``passed``: a delegate may have
@@ -341,7 +341,7 @@ def _attach_all(
     record: AttachmentRecord,
     plan: AttachmentPlan,
     request: CniRequest,
-    executions: ExecutionPlan,
+    executions: ExecutionState,
     *,
     netns: str,
     firsts: FirstDelegates | None,
@@ -359,7 +359,7 @@ def _attach_all(
         for entry, attachment in zip(record.attachments, plan.attachments, strict=True)
     ]
     runs = [run for ready in prepared for run in runtime.add_runs(ready)]
-    executions.expect(runs)
+    executions.declare(Execution(expected=tuple(runs)))
     if runs and firsts is not None:
         firsts.learn(request, *runs[0])
     for entry, attachment, ready in zip(

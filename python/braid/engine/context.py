@@ -14,7 +14,8 @@ from braid.cni import (
 )
 from braid.cni.cache import ResultCache
 from braid.cni.config import NetworkLists
-from braid.cni.exec import ExecutionPlan, Executor, ProcessExecutor
+from braid.cni.exec import Executor, ProcessExecutor
+from braid.cni.execution import Execution, ExecutionState
 from braid.cni.hostroot import HostRoot
 from braid.cni.locks import HeldByCaller, LockDirectory
 from braid.cni.results import CallerResults
@@ -115,13 +116,13 @@ class EngineContext(msgspec.Struct, dict=True):
     def _default_executor(self) -> ProcessExecutor:
         return ProcessExecutor(root=self.root)
 
-    def runtime(self, request: CniRequest, *, plan: ExecutionPlan | None = None) -> Runtime:
+    def runtime(self, request: CniRequest, *, executions: ExecutionState | None = None) -> Runtime:
         """A runtime over ``binDir`` then the runtime's ``CNI_PATH``, for calls made under the
         engine's own locks (``locks()``: the container's lock for ADD, DEL and CHECK, the GC
         lock for GC, held for the whole operation), so it takes no lock file of its own; and
         without a result cache: the attachment record holds every result and the engine hands
-        it back as ``prev_result`` to DEL and CHECK. ``plan``: the request's executions (an
-        ADD's hook before the first stdin byte and the plugins it expects; the caller fills
+        it back as ``prev_result`` to DEL and CHECK. ``executions``: the request's (an
+        ADD's hook before the first stdin byte and the plugins it expects; the caller declares
         and closes it); by default one that only reports each execution's time to the phase
         observer (``braid.engine.phases``). The plugins' VERSION answers are the caller's
         memory's (``EngineMemory.versions``), else this runtime's own."""
@@ -138,7 +139,11 @@ class EngineContext(msgspec.Struct, dict=True):
             locks=HeldByCaller(),
             environ=None if self.memory is None else self.memory.environ,
             root=self.root,
-            plan=ExecutionPlan(observer=delegate_observer()) if plan is None else plan,
+            executions=(
+                ExecutionState(Execution(observer=delegate_observer()))
+                if executions is None
+                else executions
+            ),
         )
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from braid._native import cni as native_cni
 
 if TYPE_CHECKING:
-    from braid.cni.exec import ExecutionPlan
+    from braid.cni.execution import ExecutionState
     from braid.engine.context import EngineContext
     from braid.engine.request import CniRequest
 
@@ -46,8 +46,10 @@ class FirstDelegates:
     def _key(request: CniRequest) -> Key:
         return (request.command, request.config, tuple(request.plugin_dirs))
 
-    def start_early(self, ctx: EngineContext, request: CniRequest, plan: ExecutionPlan) -> None:
-        """Starts the remembered first delegate for ``request`` in ``plan`` (nothing when none
+    def start_early(
+        self, ctx: EngineContext, request: CniRequest, executions: ExecutionState
+    ) -> None:
+        """Starts the remembered first delegate for ``request`` in ``executions`` (nothing when none
         is known; the executor decides whether it can: a test's fake or a namespace to enter
         cannot)."""
         seen = self._seen.get(self._key(request))
@@ -60,7 +62,7 @@ class FirstDelegates:
             CNI_NETNS=request.netns,
             CNI_ARGS=native_cni.build_cni_args(pairs=list(request.cni_args)),
         )
-        ctx.executor_or_default().start_early(plan, path, env)
+        ctx.executor_or_default().start_early(executions, path, env)
 
     def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
         """Remembers ``request``'s first execution."""

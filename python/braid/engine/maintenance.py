@@ -15,7 +15,7 @@ import msgspec
 from braid._native import netns as native_netns
 from braid.cni import NetworkList, Runtime
 from braid.cni.config import NetworkLists
-from braid.cni.exec import ExecutionPlan, Run
+from braid.cni.execution import Execution, ExecutionState, Run
 from braid.cni.versions import CHECK_SINCE, at_least
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.devices import remove_device_info
@@ -39,7 +39,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
 
     Every delegate's CHECK is known before the first runs (its stdin is the record's result,
     not the output of the plugin before it), so, as for an ADD, each plugin is started while
-    the one before it runs and waits, unread, for its turn (``ExecutionPlan.expect``)."""
+    the one before it runs and waits, unread, for its turn (``Execution.expected``)."""
     # Held throughout: a CHECK must not interleave with an ADD or DEL of the container.
     with ctx.locks().container(request.container_id):
         record = ctx.records().read(request.container_id)
@@ -49,10 +49,11 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
                 f"braid holds no attachment record for container {request.container_id}",
                 "CHECK is only valid after a successful ADD",
             )
-        executions = ExecutionPlan(observer=delegate_observer())
+        executions = ExecutionState(Execution(observer=delegate_observer()))
         try:
-            runtime = ctx.runtime(request, plan=executions)
-            executions.expect(_check_runs(runtime, record, ctx.lists))
+            runtime = ctx.runtime(request, executions=executions)
+            expected = _check_runs(runtime, record, ctx.lists)
+            executions.declare(Execution(expected=tuple(expected)))
             _check_all(ctx, runtime, record, request.netns)
         finally:
             executions.close()  # a plugin started ahead of a failure is killed unread

@@ -3,7 +3,7 @@
 The engine marks a phase with ``with phase("store_lookup"):``; when an observer is installed
 in the current context (``observe_phases``) it receives the phase's name, its duration in
 seconds and a plugin type ('' but for ``delegate``: each plugin execution, reported by the
-runtime's ``ExecutionPlan`` through ``delegate_observer``). Without one a phase costs a
+runtime's ``ExecutionState`` through ``delegate_observer``). Without one a phase costs a
 context-variable read. The observer is the current context's: a caller serving several
 requests at once runs each in a context of its own (``contextvars.copy_context``).
 """

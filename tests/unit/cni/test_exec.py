@@ -13,7 +13,7 @@ import pytest
 
 from braid._native import exec as native_exec
 from braid.cni import ProcessExecutor, Runtime, VersionCache, find_plugin
-from braid.cni.exec import ExecutionPlan
+from braid.cni.execution import Execution, ExecutionState
 from braid.errors import (
     INVALID_CONFIG,
     INVALID_ENVIRONMENT,
@@ -236,7 +236,7 @@ def test_the_hook_before_the_first_stdin_byte_runs_while_the_plugin_waits_for_it
         env={},
         stdin=b'{"conf": 1}',
         timeout=10,
-        plan=ExecutionPlan(before_first_stdin=gate),
+        state=ExecutionState(Execution(before_first_stdin=gate)),
     )
     assert seen == [False]
     assert (out.returncode, out.stdout) == (0, b"{}\n")
@@ -256,7 +256,7 @@ def test_a_failing_hook_before_the_first_stdin_byte_kills_the_plugin_unread(tmp_
             env={},
             stdin=b'{"conf": 1}',
             timeout=10,
-            plan=ExecutionPlan(before_first_stdin=gate),
+            state=ExecutionState(Execution(before_first_stdin=gate)),
         )
     assert _gone(int(started.read_text()))
     assert not read.exists() or read.read_bytes() == b"", "it never read its configuration"
@@ -279,7 +279,7 @@ def test_the_plugin_inherits_only_its_three_pipes(tmp_path):
     assert len(fds) <= 4, fds  # ls's own directory descriptor
 
 
-# --- ExecutionPlan: each plugin started while the one before it runs ---------------------------
+# --- ExecutionState: each plugin started while the one before it runs ---------------------------
 
 
 def _witness(tmp_path: Path, name: str = "w") -> Path:
@@ -305,8 +305,8 @@ def _log(tmp_path: Path) -> list[tuple[int, str, str]]:
     return [(int(pid), event, tag) for pid, event, tag in (line.split() for line in lines)]
 
 
-def _run_ahead(plugin: Path, env: dict[str, str], ahead: ExecutionPlan) -> bytes:
-    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, plan=ahead)
+def _run_ahead(plugin: Path, env: dict[str, str], ahead: ExecutionState) -> bytes:
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, state=ahead)
     assert out.returncode == 0, out
     return out.stdout
 
@@ -314,8 +314,8 @@ def _run_ahead(plugin: Path, env: dict[str, str], ahead: ExecutionPlan) -> bytes
 def test_the_next_plugin_is_started_while_one_runs_and_read_only_in_its_turn(tmp_path):
     plugin = _witness(tmp_path)
     first, second = {"TAG": "first", "HOLD": "0.5"}, {"TAG": "second"}
-    ahead = ExecutionPlan()
-    ahead.expect([(str(plugin), first), (str(plugin), second)])
+    ahead = ExecutionState()
+    ahead.declare(Execution(expected=((str(plugin), first), (str(plugin), second))))
 
     _run_ahead(plugin, first, ahead)
     # While the first held on, the second was started; it has not read its stdin yet.
@@ -334,8 +334,12 @@ def test_the_next_plugin_is_started_while_one_runs_and_read_only_in_its_turn(tmp
 
 def test_an_unexpected_execution_kills_the_plugin_started_ahead_unread(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = ExecutionPlan()
-    ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
+    ahead = ExecutionState()
+    ahead.declare(
+        Execution(
+            expected=((str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"}))
+        )
+    )
     _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
     held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
     assert held, "b was started ahead"
@@ -353,8 +357,12 @@ def test_an_unexpected_execution_kills_the_plugin_started_ahead_unread(tmp_path)
 
 def test_same_binary_other_environment_is_not_the_expected_execution(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = ExecutionPlan()
-    ahead.expect([(str(plugin), {"TAG": "x", "HOLD": "0.3"}), (str(plugin), {"TAG": "y"})])
+    ahead = ExecutionState()
+    ahead.declare(
+        Execution(
+            expected=((str(plugin), {"TAG": "x", "HOLD": "0.3"}), (str(plugin), {"TAG": "y"}))
+        )
+    )
     _run_ahead(plugin, {"TAG": "x", "HOLD": "0.3"}, ahead)
 
     _run_ahead(plugin, {"TAG": "y", "EXTRA": "1"}, ahead)
@@ -367,8 +375,12 @@ def test_same_binary_other_environment_is_not_the_expected_execution(tmp_path):
 
 def test_close_kills_the_plugin_held_ahead(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = ExecutionPlan()
-    ahead.expect([(str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"})])
+    ahead = ExecutionState()
+    ahead.declare(
+        Execution(
+            expected=((str(plugin), {"TAG": "a", "HOLD": "0.3"}), (str(plugin), {"TAG": "b"}))
+        )
+    )
     _run_ahead(plugin, {"TAG": "a", "HOLD": "0.3"}, ahead)
     held = [pid for pid, e, t in _log(tmp_path) if (e, t) == ("started", "b")]
     assert held
@@ -382,8 +394,8 @@ def test_close_kills_the_plugin_held_ahead(tmp_path):
 def test_a_plugin_that_cannot_be_started_ahead_fails_in_its_own_turn(tmp_path):
     plugin = _witness(tmp_path)
     missing = tmp_path / "gone"
-    ahead = ExecutionPlan()
-    ahead.expect([(str(plugin), {"TAG": "a"}), (str(missing), {"TAG": "b"})])
+    ahead = ExecutionState()
+    ahead.declare(Execution(expected=((str(plugin), {"TAG": "a"}), (str(missing), {"TAG": "b"}))))
 
     _run_ahead(plugin, {"TAG": "a"}, ahead)  # starting the missing one ahead fails quietly
 
@@ -404,12 +416,12 @@ def _wait_log(tmp_path: Path, event: tuple[str, str]) -> int:
 
 def test_a_plugin_started_early_is_the_one_its_execution_uses(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     ahead.start_early(str(plugin), {"TAG": "first"})
     early = _wait_log(tmp_path, ("started", "first"))  # running before anything is expected
     assert ("read", "first") not in [(e, t) for _, e, t in _log(tmp_path)]
 
-    ahead.expect([(str(plugin), {"TAG": "first"})])
+    ahead.declare(Execution(expected=((str(plugin), {"TAG": "first"}),)))
     _run_ahead(plugin, {"TAG": "first"}, ahead)
 
     assert [pid for pid, e, _ in _log(tmp_path)] == [early, early], "one process, used"
@@ -417,11 +429,11 @@ def test_a_plugin_started_early_is_the_one_its_execution_uses(tmp_path):
 
 def test_a_plugin_started_early_for_another_execution_is_killed_unread(tmp_path):
     plugin = _witness(tmp_path)
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     ahead.start_early(str(plugin), {"TAG": "guess"})
     early = _wait_log(tmp_path, ("started", "guess"))
 
-    ahead.expect([(str(plugin), {"TAG": "actual"})])
+    ahead.declare(Execution(expected=((str(plugin), {"TAG": "actual"}),)))
     _run_ahead(plugin, {"TAG": "actual"}, ahead)
 
     assert _gone(early)
@@ -432,11 +444,11 @@ def test_a_plugin_started_early_for_another_execution_is_killed_unread(tmp_path)
 
 def test_a_plugin_started_early_that_cannot_start_is_started_in_its_turn(tmp_path):
     plugin = tmp_path / "late"
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     ahead.start_early(str(plugin), {"TAG": "x"})  # not there yet: the early start fails
     time.sleep(0.05)
     _witness(tmp_path, "late")
-    ahead.expect([(str(plugin), {"TAG": "x"})])
+    ahead.declare(Execution(expected=((str(plugin), {"TAG": "x"}),)))
     _run_ahead(plugin, {"TAG": "x"}, ahead)
     assert [(e, t) for _, e, t in _log(tmp_path)] == [("started", "x"), ("read", "x")]
 
@@ -470,7 +482,7 @@ def test_a_plugin_started_in_its_turn_starts_with_its_whole_stdin(tmp_path, monk
         env=env,
         stdin=b'{"n":2}',
         timeout=10,
-        plan=ExecutionPlan(before_first_stdin=lambda: gate.append("x")),
+        state=ExecutionState(Execution(before_first_stdin=lambda: gate.append("x"))),
     )
     assert (out.returncode, out.stdout, gate) == (0, b'{"n":2}', ["x"])
     assert given == [(None, 0)]

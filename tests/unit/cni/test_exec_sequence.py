@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from braid.cni import ProcessExecutor, Runtime
-from braid.cni.exec import ExecOutput, ExecutionPlan, OneAtATime, Step, StepOutcome
+from braid.cni.exec import ExecOutput, OneAtATime, Step, StepOutcome
+from braid.cni.execution import Execution, ExecutionState
 from braid.errors import PLUGIN_NOT_FOUND, PLUGIN_TIMEOUT, CniError, PluginError
 
 
@@ -65,8 +66,10 @@ def test_both_runners_give_the_outcomes_execute_gives(tmp_path: Path, executor: 
         (echo, env, b"e", 3),
     ]
     timed: list[tuple[str, float]] = []
-    plan = ExecutionPlan(observer=lambda plugin, seconds: timed.append((plugin, seconds)))
-    found = summary(executor.run(steps, timeout=0.5, plan=plan))
+    plan = ExecutionState(
+        Execution(observer=lambda plugin, seconds: timed.append((plugin, seconds)))
+    )
+    found = summary(executor.run(steps, timeout=0.5, state=plan))
     assert found[0] == ("exited", 0, b"a", b"note\n")
     assert found[1][:2] == ("exited", 3)
     assert found[2] is None
@@ -137,9 +140,9 @@ def test_a_failed_hook_is_raised_again_and_nothing_runs_after_it(
         calls.append("hook")
         raise CniError(5, "the plan is not on disk")
 
-    plan = ExecutionPlan(before_first_stdin=hook)
+    plan = ExecutionState(Execution(before_first_stdin=hook))
     for steps in ([(plugin, env, b"{}", 0)], [(plugin, env, b"{}", 0), (plugin, env, b"{}", 1)]):
-        outcomes = executor.run(steps, timeout=5, plan=plan)
+        outcomes = executor.run(steps, timeout=5, state=plan)
         assert [getattr(o, "msg", None) for o, _ in outcomes] == ["the plan is not on disk"] * len(
             steps
         )
@@ -152,10 +155,12 @@ def test_a_failed_hook_is_raised_again_and_nothing_runs_after_it(
 def test_the_hook_passes_once_then_every_execution_runs() -> None:
     executor = Counting()
     calls: list[str] = []
-    plan = ExecutionPlan(before_first_stdin=lambda: calls.append("hook"))
+    plan = ExecutionState(Execution(before_first_stdin=lambda: calls.append("hook")))
     steps: list[Step] = [("/a", {}, b"", 0), ("/b", {}, b"", 0)]
-    executor.run(steps, timeout=1, plan=plan)
-    executor.run(steps[:1], timeout=1, plan=plan)
+    executor.run(steps, timeout=1, state=plan)
+    executor.run(steps[:1], timeout=1, state=plan)
     assert (calls, executor.executed) == (["hook"], ["/a", "/b", "/a"])
     with pytest.raises(ValueError, match="already set"):
-        ExecutionPlan(before_first_stdin=lambda: None).gate_first_stdin(lambda: None)
+        ExecutionState(Execution(before_first_stdin=lambda: None)).declare(
+            Execution(before_first_stdin=lambda: None)
+        )

@@ -13,7 +13,8 @@ import pytest
 
 from braid._native import delegate as native_delegate
 from braid.cni import Runtime, RuntimeRequest, VersionCache
-from braid.cni.exec import ExecutionPlan, ProcessExecutor, Step, StepOutcome
+from braid.cni.exec import ProcessExecutor, Step, StepOutcome
+from braid.cni.execution import ExecutionState
 
 PLUGINS = ("first", "second", "third")
 
@@ -26,10 +27,10 @@ class RecordingExecutor(ProcessExecutor):
         self.envs: list[Mapping[str, str]] = []
 
     def run(
-        self, steps: Sequence[Step], *, timeout: float | None, plan: ExecutionPlan
+        self, steps: Sequence[Step], *, timeout: float | None, state: ExecutionState
     ) -> list[StepOutcome]:
         self.envs.extend(env for _, env, _, _ in steps)
-        return super().run(steps, timeout=timeout, plan=plan)
+        return super().run(steps, timeout=timeout, state=state)
 
 
 @dataclass

@@ -80,8 +80,9 @@ def test_del_replays_the_record_in_reverse(dirs: Any) -> None:
 
 
 def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
-    """braid.cni.exec.ExecutionPlan: the next DEL's plugin is already running while the current
-    one works (0.4 s here), and reads its configuration only once the current one is done."""
+    """braid.cni.execution.ExecutionState: the next DEL's plugin is already running while the
+    current one works (0.4 s here), and reads its configuration only once the current one is
+    done."""
     write_record(dirs)
     dirs.behave("fakesec", "DEL", sleep=0.4)
 

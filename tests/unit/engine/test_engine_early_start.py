@@ -12,7 +12,8 @@ from typing import Any
 
 from braid._native import cni as native_cni
 from braid.cni import ProcessExecutor
-from braid.cni.exec import ExecutionPlan, OneAtATime
+from braid.cni.exec import OneAtATime
+from braid.cni.execution import Execution, ExecutionState
 from braid.engine.early import FirstDelegates
 from braid.engine.request import CniRequest
 
@@ -70,9 +71,9 @@ def context(executor: Any = None) -> Any:
     return SimpleNamespace(executor=executor, executor_or_default=lambda: chosen)
 
 
-def run(plugin: Path, env: dict[str, str], ahead: ExecutionPlan) -> None:
-    ahead.expect([(str(plugin), env)])
-    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, plan=ahead)
+def run(plugin: Path, env: dict[str, str], ahead: ExecutionState) -> None:
+    ahead.declare(Execution(expected=((str(plugin), env),)))
+    out = ProcessExecutor().execute(str(plugin), env=env, stdin=b"{}", timeout=10, state=ahead)
     assert out.returncode == 0
     ahead.close()
 
@@ -92,7 +93,7 @@ def test_the_next_add_under_the_same_configuration_starts_its_first_delegate_ear
     for seen in ("c0", "c1"):  # two requests in a row agree on their first delegate
         firsts.learn(request(seen), str(plugin), first_env(request(seen)))
 
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     firsts.start_early(context(), request("c2"), ahead)
     wait_until(lambda: events(tmp_path))
     (early, event, ctr), *_ = events(tmp_path)
@@ -115,7 +116,7 @@ def test_nothing_is_started_early_for_another_configuration_or_a_fake_executor(
         (context(executor=OneAtATime()), request("c3")),  # an executor that cannot start early
         (context(executor=ProcessExecutor(host_netns="/proc/1/ns/net")), request("c4")),
     ]:
-        ahead = ExecutionPlan()
+        ahead = ExecutionState()
         firsts.start_early(ctx, req, ahead)
         ahead.close()
     time.sleep(0.1)
@@ -131,7 +132,7 @@ def test_a_wrong_guess_is_killed_unread_and_the_actual_first_delegate_runs(
     firsts.learn(request("c0"), str(plugin), stale)
     firsts.learn(request("c1"), str(plugin), stale)
 
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     firsts.start_early(context(), request("c2"), ahead)
     wait_until(lambda: events(tmp_path))
     run(plugin, first_env(request("c2")), ahead)
@@ -151,14 +152,14 @@ def test_nothing_is_started_early_until_two_requests_in_a_row_agree(tmp_path: Pa
     other = one | {"CNI_IFNAME": "net2"}
     for n, env in enumerate([one, other, one, other]):
         firsts.learn(request(f"c{n}"), str(plugin), env)
-        ahead = ExecutionPlan()
+        ahead = ExecutionState()
         firsts.start_early(context(), request(f"x{n}"), ahead)
         ahead.close()
     time.sleep(0.1)
     assert events(tmp_path) == []
 
     firsts.learn(request("c8"), str(plugin), other)  # twice in a row now
-    ahead = ExecutionPlan()
+    ahead = ExecutionState()
     firsts.start_early(context(), request("c9"), ahead)
     wait_until(lambda: events(tmp_path))
     ahead.close()
