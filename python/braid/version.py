@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from braid._native import cni as native_cni
 
+# The build id compiled into the extension (``braid_cni::version::BUILD``).
+BUILD: str = native_cni.BRAID_BUILD
+
 
 def package_version() -> str:
     """The installed braid-cni distribution's version ("unknown" when it is not installed)."""

@@ -12,6 +12,9 @@ from braid._native import cni as native_cni
 from braid.cni.cache import CacheEntry
 from braid.errors import INVALID_CONFIG, INVALID_ENVIRONMENT, UNKNOWN_CONTAINER, CniError
 
+# The longest container id braid takes, in bytes (``braid_cni::names``).
+MAX_CONTAINER_ID_BYTES: int = native_cni.MAX_CONTAINER_ID_BYTES
+
 
 class PluginCall(msgspec.Struct, frozen=True):
     """The CNI parameters of one call; empty strings where a verb has no value (as libcni)."""
@@ -66,6 +69,17 @@ def _encode_object(value: Mapping[str, Any] | None, what: str) -> bytes | None:
         return msgspec.json.encode(dict(value))
     except (TypeError, msgspec.EncodeError) as exc:
         raise CniError(INVALID_ENVIRONMENT, f"{what} cannot be encoded as JSON", str(exc)) from exc
+
+
+def build_cni_args(pairs: Sequence[tuple[str, str]]) -> str:
+    """``CNI_ARGS`` joined from ``pairs`` (``braid_cni::args``)."""
+    return native_cni.build_cni_args(pairs=list(pairs))
+
+
+def parse_cni_args(value: str) -> list[tuple[str, str]]:
+    """``CNI_ARGS`` split into pairs as Go's ``LoadArgs`` splits them (``braid_cni::args``);
+    ``CniError`` when it cannot be."""
+    return native_cni.parse_cni_args(value=value)
 
 
 def container_id_problem(container_id: str) -> str | None:

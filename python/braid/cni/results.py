@@ -16,11 +16,10 @@ from typing import Protocol
 
 import msgspec
 
-from braid._native import cni as native_cni
 from braid.cni.cache import CACHE_KIND, NO_RAW, CacheEntry, CorruptCacheError, ResultCache
 from braid.cni.config import NetworkList
 from braid.cni.request import RuntimeRequest
-from braid.cni.versions import CHECK_SINCE, at_least
+from braid.cni.versions import CHECK_SINCE, at_least, convert
 from braid.errors import INVALID_ENVIRONMENT, CniError
 from braid.quietlog import QuietLogger
 
@@ -55,7 +54,7 @@ def _converted(result: bytes | None, version: str, *, fatal: bool) -> bytes | No
     if result is None or not at_least(version, CHECK_SINCE):
         return None
     try:
-        return native_cni.convert_result(data=result, to_version=version)
+        return convert(result, version)
     except CniError as exc:
         if fatal:
             raise

@@ -1,7 +1,7 @@
 """Version negotiation, braid's addition to libcni (CNI spec, Section 1: ``cniVersions``).
 
 Each plugin binary is asked its VERSION once; the answer is cached under the binary's path,
-inode, mtime and size, so a replaced binary is asked again. ``native_cni.negotiate_version`` then
+inode, mtime and size, so a replaced binary is asked again. ``braid_cni::version::negotiate`` then
 picks the highest version that the list and every plugin support.
 """
 
@@ -18,10 +18,20 @@ from braid.errors import INCOMPATIBLE_VERSION, IO_FAILURE, CniError
 # A plugin binary's identity: device, inode, modification time in ns, size.
 Identity = tuple[int, int, int, int]
 
+# The CNI versions braid speaks, oldest first, and the current one (``braid_cni::version``).
+CNI_VERSIONS: tuple[str, ...] = tuple(native_cni.CNI_VERSIONS)
+CNI_CURRENT_VERSION: str = native_cni.CNI_CURRENT_VERSION
+
 CHECK_SINCE = "0.4.0"
 GC_AND_STATUS_SINCE = "1.1.0"
 
 _BinaryKey = tuple[str, int, int, int, int]
+
+
+def convert(data: bytes, to_version: str) -> bytes:
+    """A CNI result converted to ``to_version`` with libcni's rules (``braid_cni::result``);
+    ``CniError`` where libcni would refuse."""
+    return native_cni.convert_result(data=data, to_version=to_version)
 
 
 def at_least(version: str, minimum: str) -> bool:

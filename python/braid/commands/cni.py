@@ -18,9 +18,8 @@ from typing import Any
 
 import msgspec
 
-from braid._native import cni as native_cni
 from braid.cni.config import load_network_list
-from braid.cni.request import RuntimeRequest
+from braid.cni.request import RuntimeRequest, parse_cni_args
 from braid.cni.runtime import DEFAULT_CACHE_DIR, Runtime
 from braid.errors import INTERNAL, INVALID_ENVIRONMENT, CniError
 
@@ -120,7 +119,7 @@ def cni_args_from(value: str) -> list[tuple[str, str]]:
     """``CNI_ARGS`` pairs; like cnitool, an empty key or value is refused."""
     if not value:
         return []
-    pairs = native_cni.parse_cni_args(value=_utf8_text("CNI_ARGS", value))
+    pairs = parse_cni_args(_utf8_text("CNI_ARGS", value))
     for key, val in pairs:
         if not key or not val:
             raise CniError(INVALID_ENVIRONMENT, f"invalid CNI_ARGS pair {key}={val!s}")

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from braid._native import cni as native_cni
+from braid.cni.versions import CNI_VERSIONS
 from braid.commands.multus_keys import (
     CARRIED_BOOLS,
     CARRIED_STRING_LISTS,
@@ -103,8 +103,8 @@ def _typed(migration: Migration, key: str, value: Any, wanted: type) -> bool:
 def _string(migration: Migration, key: str, value: Any) -> None:
     if not _typed(migration, key, value, str):
         return
-    if key == "cniVersion" and value not in native_cni.CNI_VERSIONS:
-        versions = ", ".join(native_cni.CNI_VERSIONS)
+    if key == "cniVersion" and value not in CNI_VERSIONS:
+        versions = ", ".join(CNI_VERSIONS)
         migration.drop(key, value, f"braid cannot answer in it (it answers in {versions})")
         return
     if value == "" and key not in _EMPTY_BY_DEFAULT:

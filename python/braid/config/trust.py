@@ -23,11 +23,11 @@ from braid._native import delegate as native_delegate
 from braid.config.keys import snake
 from braid.config.schema import BraidConfig
 
+# (key, kind) of each path of the node file, as the shim declares them (``braid_cni::trust``).
+NODE_PATH_KEYS: tuple[tuple[str, str], ...] = tuple(native_delegate.NODE_PATH_KEYS)
 # (attribute, key) of each path the rule covers (the node file's keys, as the shim declares
 # them); the daemon's own socket directory is its own.
-CHECKED = tuple(
-    (snake(key), key) for key, _ in native_delegate.NODE_PATH_KEYS if key != "daemonSocketDir"
-)
+CHECKED = tuple((snake(key), key) for key, _ in NODE_PATH_KEYS if key != "daemonSocketDir")
 
 
 def node_file_beside(executable: str) -> str:

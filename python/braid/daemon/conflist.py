@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from braid._native import delegate as native_delegate
 from braid.cni.hostroot import HostRoot
+from braid.config.trust import NODE_PATH_KEYS
 
 BRAID_CONFLIST = "00-braid.conflist"
 SHIM_NAME = "braid"
@@ -31,7 +31,7 @@ CONFIG_SUFFIXES = (".conf", ".conflist")
 # stdin says of them is ignored while it exists. Each key with the shim's default.
 NODE_FILE = "braid-node.json"
 # The node file's keys and their defaults, as the shim reads them (braid_wire::trust).
-NODE_KEYS = tuple(native_delegate.NODE_PATH_KEYS)
+NODE_KEYS = NODE_PATH_KEYS
 
 
 def write_atomically(target: Path, data: bytes, mode: int) -> bool:

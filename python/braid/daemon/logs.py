@@ -16,7 +16,7 @@ from typing import TextIO
 
 import msgspec
 
-from braid._native import cni as native_cni
+from braid.cni.request import parse_cni_args
 from braid.errors import CniError
 
 DAEMON_LOGGER = "braid.daemon"
@@ -41,7 +41,7 @@ def tag_of(env: dict[str, str]) -> RequestTag:
     """The request's verb, container id and pod (``K8S_POD_NAMESPACE``/``K8S_POD_NAME``)."""
     pod = ""
     try:
-        args = dict(native_cni.parse_cni_args(value=env.get("CNI_ARGS", "")))
+        args = dict(parse_cni_args(env.get("CNI_ARGS", "")))
     except CniError:
         args = {}
     if args.get("K8S_POD_NAME"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import braid
-from braid._native import cni as native_cni
+from braid.version import BUILD
 
 log = logging.getLogger("braid.daemon")
 
@@ -47,7 +47,7 @@ class BraidVersion:
 
 def own_version() -> BraidVersion:
     """This process's braid: the package's version and the build of its Rust extension."""
-    return BraidVersion(braid.__version__, native_cni.BRAID_BUILD)
+    return BraidVersion(braid.__version__, BUILD)
 
 
 def shim_version(path: str, timeout: float = ANSWER_SECONDS) -> BraidVersion:

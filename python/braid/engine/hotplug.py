@@ -29,7 +29,6 @@ from pathlib import Path
 
 import msgspec
 
-from braid._native import netns as native_netns
 from braid.cni import Runtime
 from braid.engine.context import EngineContext, NoStore, log, runtime_request
 from braid.engine.devices import device_infos
@@ -44,7 +43,7 @@ from braid.engine.hotplug_diff import (
 from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
-from braid.engine.verify import apply_default_routes, requests_honoured
+from braid.engine.verify import apply_default_routes, link_names, requests_honoured
 from braid.errors import PLUGIN_TIMEOUT, CniError, TeardownError
 from braid.nad.resolve import PodRef
 from braid.nad.status import network_status
@@ -122,7 +121,7 @@ def hotplug(
         runtime = ctx.runtime(_request_of(record))
         recovered = recover(ctx, runtime, record)
         try:
-            links = native_netns.list_links(netns=netns)
+            links = link_names(netns)
             change = diff(ctx.config, ctx.store or NoStore(), record, annotations, links)
         except CniError as exc:
             if recovered:

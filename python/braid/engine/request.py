@@ -10,8 +10,12 @@ from collections.abc import Mapping
 
 import msgspec
 
-from braid._native import cni as native_cni
-from braid.cni.request import check_container_id, interface_name_problem
+from braid.cni.request import (
+    MAX_CONTAINER_ID_BYTES,
+    check_container_id,
+    interface_name_problem,
+    parse_cni_args,
+)
 from braid.errors import (
     DECODE_FAILURE,
     INVALID_ENVIRONMENT,
@@ -51,7 +55,7 @@ class CniRequest(msgspec.Struct, frozen=True):
 def names_no_record(container_id: str) -> bool:
     """A container id too long to name an attachment record (``<id>.json``): an ADD of it is
     refused before anything runs, so a DEL of it has nothing to tear down."""
-    return len(container_id.encode()) > native_cni.MAX_CONTAINER_ID_BYTES
+    return len(container_id.encode()) > MAX_CONTAINER_ID_BYTES
 
 
 def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
@@ -82,7 +86,7 @@ def read_request(env: Mapping[str, str], stdin: bytes) -> CniRequest:
     if command in ("ADD", "DEL", "CHECK"):
         _check_container(command, container_id, ifname, netns)
     try:
-        cni_args = native_cni.parse_cni_args(value=env.get("CNI_ARGS", ""))
+        cni_args = parse_cni_args(env.get("CNI_ARGS", ""))
     except CniError as exc:
         raise CniError(INVALID_ENVIRONMENT, f"CNI_ARGS is invalid: {exc.msg}") from exc
     path = [p for p in env.get("CNI_PATH", "").split(":") if p]

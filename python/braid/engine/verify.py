@@ -17,6 +17,12 @@ from braid.nad.result_view import ResultView, read_result
 from braid.nad.syntax import ip_family
 
 
+def link_names(netns: str) -> list[str]:
+    """The names of the interfaces in the namespace at ``netns`` (one netlink dump,
+    ``braid_netns``)."""
+    return native_netns.list_links(netns=netns)
+
+
 def interfaces_free(
     netns: str, attachments: Iterable[Attachment], existing: Iterable[str] | None = None
 ) -> None:

@@ -1,6 +1,6 @@
 """Delegate network configurations: reading a conf or conflist verbatim, injecting a missing
 ``name`` (spec 3.4.2), refusing plugin types that name a path or a meta-plugin (braid itself,
-Multus: ``braid._native.is_meta_plugin``), and finding configurations on disk by network name
+Multus: ``braid.nad.syntax.is_meta_plugin``), and finding configurations on disk by network name
 (spec 3.4.1 rules 2-3) or by path (Multus ``clusterNetwork``).
 """
 
@@ -15,14 +15,13 @@ from typing import Any
 
 import msgspec
 
-from braid._native.delegate import is_meta_plugin
 from braid.cni.config import (
     is_plain_name,
     network_list_from_bytes,
     with_directory_plugins,
 )
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.syntax import is_safe_plugin_type
+from braid.nad.syntax import is_meta_plugin, is_safe_plugin_type
 
 LIST_SUFFIXES = (".conflist",)
 CONF_SUFFIXES = (".conf", ".json")

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from braid._native import cni as native_cni
+from braid.cni.versions import CNI_CURRENT_VERSION, convert
 from braid.errors import PLUGIN_FAILURE, CniError
 
 # The versions whose results have ``ip4``/``ip6`` and no ``interfaces`` ("": 0.1.0).
@@ -110,9 +110,9 @@ def read_result(result: bytes, *, what: str) -> ResultView | None:
 
 
 def _converted(result: bytes, what: str) -> ResultView:
-    """A 0.1.0/0.2.0 result converted to the current version by ``_native``."""
+    """A 0.1.0/0.2.0 result converted to the current version (``braid.cni.versions.convert``)."""
     try:
-        current = native_cni.convert_result(data=result, to_version=native_cni.CNI_CURRENT_VERSION)
+        current = convert(result, CNI_CURRENT_VERSION)
     except CniError as exc:
         raise CniError(exc.code, f"result of {what} is not a valid CNI result", exc.msg) from None
     view = read_result(current, what=what) or ResultView()  # of the current version now

@@ -77,6 +77,12 @@ def is_infiniband_guid(value: str) -> bool:
     return hardware_address_length(value) in {6, 8, 20}
 
 
+def is_meta_plugin(plugin_type: str) -> bool:
+    """A plugin ``type`` that is braid or another meta-plugin, never a delegate
+    (``braid_delegate::lookup``)."""
+    return native_delegate.is_meta_plugin(plugin_type=plugin_type)
+
+
 def is_safe_plugin_type(value: str) -> bool:
     """A plugin ``type`` that names a file inside CNI_PATH: a plain file name (not empty, not
     '.' or '..', no '/' or NUL), by the one rule the shim and the runtime look plugins up with
