@@ -31,7 +31,7 @@ from braid.nad.devices import (
     DEVICE_INFO_FILE,
     ClaimedDevice,
     ClaimSource,
-    DevicePlan,
+    DeviceAssignments,
     DeviceRefused,
     KubeletDevices,
     assign_devices,
@@ -47,11 +47,11 @@ from braid.nad.resolve import PodRef
 
 def plan_devices(
     ctx: EngineContext, pod: PodRef, container_id: str, plan: AttachmentPlan
-) -> DevicePlan:
+) -> DeviceAssignments:
     """``plan`` with a device for each attachment of a NAD with a resourceName (unchanged when
     there is none): kubelet is asked once, over ``podResourcesSocket``."""
     if not needs_devices(plan):
-        return DevicePlan(plan=plan)
+        return DeviceAssignments(plan=plan)
     config = ctx.config.engine.devices
     check_requests(plan, allow=config.allow_device_id_requests)
     if not pod.name:
@@ -124,7 +124,7 @@ def combined(
     return devices
 
 
-def write_device_info(ctx: EngineContext, request: CniRequest, devices: DevicePlan) -> None:
+def write_device_info(ctx: EngineContext, request: CniRequest, devices: DeviceAssignments) -> None:
     """Copies each assigned device's device-plugin file to the path its delegate gets (no
     file: none is written; the delegate may still write one). A device-plugin file that is
     not a regular file, too large or not a JSON object, or a directory level that is a link

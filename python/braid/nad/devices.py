@@ -116,7 +116,7 @@ class Assignment(msgspec.Struct, frozen=True):
     dp_file: str = ""
 
 
-class DevicePlan(msgspec.Struct, frozen=True):
+class DeviceAssignments(msgspec.Struct, frozen=True):
     """The plan with each device attachment's capability arguments set, what was assigned
     (``assignments``, in plan order), and per attachment position the network data a DRA
     driver published for its device (``ClaimedDevice.network``)."""
@@ -204,7 +204,7 @@ def assign_devices(
     dp_dir: str,
     socket: str,
     elsewhere: Callable[[str, str], list[str]] = lambda resource, device: [],
-) -> DevicePlan:
+) -> DeviceAssignments:
     """Gives each attachment of a resource the next unused device of the pod (``devices``:
     per resource, the IDs kubelet reports for the pod); an attachment whose selection names
     its own ``deviceID`` (allowed by ``check_requests``) keeps it. ``info_path``: the
@@ -241,7 +241,7 @@ def assign_devices(
         attachments.append(msgspec.structs.replace(attachment, capability_args=capability_args))
         dp_file = dp_info_path(dp_dir, resource, device)
         assignments.append(Assignment(attachment.position, resource, device, dp_file))
-    return DevicePlan(
+    return DeviceAssignments(
         plan=msgspec.structs.replace(plan, attachments=tuple(attachments)),
         assignments=tuple(assignments),
     )

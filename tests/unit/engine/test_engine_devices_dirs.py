@@ -19,7 +19,7 @@ from braid.engine.devices import device_infos, remove_device_info, write_device_
 from braid.engine.record import RECORD_KIND, RECORD_VERSION, AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest, read_request
 from braid.errors import IO_FAILURE, CniError
-from braid.nad.devices import DEVICE_INFO_FILE, Assignment, DevicePlan
+from braid.nad.devices import DEVICE_INFO_FILE, Assignment, DeviceAssignments
 from braid.nad.plan import Attachment, AttachmentPlan
 
 NIC = "vendor.example/nic"
@@ -34,7 +34,7 @@ def umask_0() -> Iterator[None]:
     os.umask(before)
 
 
-def plan(devinfo: Path) -> DevicePlan:
+def plan(devinfo: Path) -> DeviceAssignments:
     target = f"{devinfo}/cni/ctr1/net1-device.json"
     attachment = Attachment(
         position=1,
@@ -48,13 +48,13 @@ def plan(devinfo: Path) -> DevicePlan:
         capability_args={DEVICE_INFO_FILE: target},
     )
     dp_file = f"{devinfo}/dp/vendor.example-nic-d1-device.json"
-    return DevicePlan(
+    return DeviceAssignments(
         plan=AttachmentPlan("default", "web-0", "", (attachment,)),
         assignments=(Assignment(1, NIC, "d1", dp_file),),
     )
 
 
-def record_of(devices: DevicePlan) -> AttachmentRecord:
+def record_of(devices: DeviceAssignments) -> AttachmentRecord:
     """The record of `devices`' plan: its entries name the device-information files."""
     entries = [AttachmentEntry.of(a, dict(a.capability_args)) for a in devices.plan.attachments]
     return AttachmentRecord(
@@ -87,7 +87,7 @@ def test_every_level_braid_creates_is_0700_under_umask_0(tmp_path: Path, umask_0
     write_dp(tmp_path / "dp-elsewhere")  # no dp file under devinfo: braid creates it all
     devices = plan(devinfo)
     dp_file = str(tmp_path / "dp-elsewhere" / "vendor.example-nic-d1-device.json")
-    devices = DevicePlan(plan=devices.plan, assignments=(Assignment(1, NIC, "d1", dp_file),))
+    devices = DeviceAssignments(plan=devices.plan, assignments=(Assignment(1, NIC, "d1", dp_file),))
 
     write_device_info(context(devinfo), request(), devices)
 
