@@ -185,11 +185,12 @@ if ((refresh)); then
   rm -rf --one-file-system "$base"
 fi
 if [[ -f $base/done ]]; then
-  step "base: cached ($base, $(wc -l <"$base/packages.txt") packages)"
+  step "base: cached ($base, $(wc -l <"$base/packages.txt") packages, BRAID_DEBIAN_LOCK=$policy)"
 else
-  ((cached_only == 0)) || die "no cached base at $base (make image)"
+  ((cached_only == 0)) || die "no cached base at $base for BRAID_DEBIAN_LOCK=$policy (make image)"
   command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (apt-get install mmdebstrap)"
-  step "base: mmdebstrap $suite --variant=essential + $packages (about a minute)"
+  step "base: mmdebstrap $suite --variant=essential + $packages," \
+    "BRAID_DEBIAN_LOCK=$policy (about a minute)"
   mkdir -p "$cache"
   rm -rf --one-file-system "$base.partial"
   mkdir -p "$base.partial"
@@ -247,7 +248,8 @@ base_epoch=$(cat "$base/epoch")
 # The packages the mirror served at another version than the lock's (BRAID_DEBIAN_LOCK=drift).
 drift=$(awk '{ printf "%s%s %s -> %s", (NR > 1 ? ", " : ""), $1, $2, $3 }' "$base/drift.txt")
 while read -r pkg from to; do
-  echo "image: warning: $pkg drifted from $(basename "$lock"): $from -> $to (BRAID_DEBIAN_LOCK=$policy)" >&2
+  echo "image: warning: $pkg drifted from $(basename "$lock"): $from -> $to" \
+    "(BRAID_DEBIAN_LOCK=$policy)" >&2
 done <"$base/drift.txt"
 
 # --- 3. the wheelhouse -----------------------------------------------------------------------

@@ -10,13 +10,14 @@ when the lock's apt pins choose what to install."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from image_archive import REPO
+from image_archive import BUILD, REPO
 
 LOCK_TOOL = REPO / "packaging" / "image" / "debian-lock.py"
 
@@ -233,3 +234,35 @@ def test_the_locks_apt_pins_take_the_locked_version_while_it_is_served(
     lock = tmp_path / "packages.lock"
     lock.write_text(f"snapshot 20250101T000000Z\nbraid-probe 1.0-1 all {'3' * 64}\n")
     assert apt_downloads(tmp_path, served, lock) == expected
+
+
+def build_policy(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """build.sh as far as its lock policy: with --cached-base-only and a mirror no base was
+    built from, it stops before mmdebstrap, naming the policy it would build with."""
+    return subprocess.run(
+        [str(BUILD), "--cached-base-only", f"--output={tmp_path}/x.oci.tar", f"--work={tmp_path}"],
+        env={**os.environ, "BRAID_DEBIAN_MIRROR": "http://mirror.invalid/debian", **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "BRAID_DEBIAN_LOCK=drift (make image)"),
+        (
+            {"BRAID_DEBIAN_MIRROR": "http://snapshot.debian.org/archive/debian/20250101T000000Z"},
+            "BRAID_DEBIAN_LOCK=strict (make image)",
+        ),
+        ({"BRAID_DEBIAN_LOCK": "strict"}, "BRAID_DEBIAN_LOCK=strict (make image)"),
+        ({"BRAID_DEBIAN_LOCK": "loose"}, "BRAID_DEBIAN_LOCK=loose: strict or drift"),
+    ],
+)
+def test_the_lock_policy_defaults_to_strict_for_a_snapshot_mirror(
+    tmp_path: Path, env: dict[str, str], expected: str
+) -> None:
+    done = build_policy(tmp_path, **env)
+    assert done.returncode == 1
+    assert expected in done.stderr
