@@ -1,9 +1,9 @@
 """Network configuration: loading conflists and confs from a directory exactly as libcni does.
 
 libcni's ``libcni/conf.go`` (``LoadConfList``, ``ConfListFromConf``) and the CNI spec, Section 1,
-"Configuration format". The raw bytes of a list are kept verbatim: they
-are what plugins receive (through ``native_cni.plugin_stdin``) and what the result cache stores.
-Validation and the typed summary come from the Rust core (``native_cni.parse_network_list``).
+"Configuration format". The raw bytes of a list are kept verbatim: they are what plugins receive
+(through ``braid._native.cni.plugin_stdin``) and what the result cache stores. Validation and
+the typed summary come from the Rust core (``braid._native.cni.parse_network_list``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class PluginSummary(msgspec.Struct, rename="camel", frozen=True):
 
 
 class ListSummary(msgspec.Struct, rename="camel", frozen=True):
-    """The keys of a conflist the runtime reads (``native_cni.parse_network_list``)."""
+    """The keys of a conflist the runtime reads (``braid._native.cni.parse_network_list``)."""
 
     name: str
     cni_version: str = ""

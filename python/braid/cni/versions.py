@@ -80,14 +80,14 @@ class VersionCache:
 def require_answerable(version: str, what: str) -> None:
     """Raises ``CniError`` (code 1) unless an ADD result can be handed back at ``version``:
     one of the versions braid knows, written as the specification writes it (``"1.0"`` is
-    not one), or empty (0.1.0). ``native_cni.convert_result`` converts to exactly these, so a
+    not one), or empty (0.1.0). ``convert`` converts to exactly these, so a
     caller checks before any plugin runs rather than fail to convert a result whose
     attachment already exists."""
-    if version and version not in native_cni.CNI_VERSIONS:
+    if version and version not in CNI_VERSIONS:
         raise CniError(
             INCOMPATIBLE_VERSION,
             f'{what} has cniVersion "{version}", which braid cannot answer in',
-            f"supported versions: {', '.join(native_cni.CNI_VERSIONS)}",
+            f"supported versions: {', '.join(CNI_VERSIONS)}",
         )
 
 

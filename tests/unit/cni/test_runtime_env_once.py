@@ -1,6 +1,6 @@
 """A call's plugin environment is built once (``PluginInvoker.env``, by
-``native_delegate.plugin_env``'s rule) and handed as it is to every plugin of the call and to the
-executions an ADD or CHECK names ahead (``add_runs``, ``check_runs``)."""
+``braid._native.delegate.plugin_env``'s rule) and handed as it is to every plugin of the call
+and to the executions an ADD or CHECK names ahead (``add_runs``, ``check_runs``)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class RecordingExecutor(ProcessExecutor):
 @dataclass
 class Rig:
     """A runtime over the fake plugins ``PLUGINS``, its recording executor, and each
-    environment ``native_delegate.plugin_env`` built, in order."""
+    environment ``braid._native.delegate.plugin_env`` built, in order."""
 
     runtime: Runtime
     executor: RecordingExecutor

@@ -101,9 +101,10 @@ def test_each_delegate_is_started_while_the_one_before_runs(dirs: Any) -> None:
 def test_a_del_runs_its_delegates_as_one_native_sequence_and_starts_none_early(
     dirs: Any, monkeypatch: Any
 ) -> None:
-    """Every DEL delegate of a pod goes to ``native_exec.run_sequence`` in one call, in teardown
-    order, each attachment its own group; nothing is started early (``braid.engine.early`` is
-    an ADD's), even once several DELs in a row agreed on their first delegate."""
+    """Every DEL delegate of a pod goes to ``braid._native.exec.run_sequence`` in one call, in
+    teardown order, each attachment its own group; nothing is started early
+    (``braid.engine.early`` is an ADD's), even once several DELs in a row agreed on their first
+    delegate."""
     sequences: list[list[tuple[str, int]]] = []
     early: list[str] = []
     real_sequence, real_start = native_exec.run_sequence, native_exec.start_plugin
