@@ -20,6 +20,7 @@ import msgspec
 
 from braid._native import cni as native_cni
 from braid.cni import Runtime
+from braid.cni.request import build_cni_args
 from braid.cni.search import operator_cni_path, search_dirs
 from braid.commands.args import add_output_option, existing_file, pretty_json, write_data
 from braid.commands.explain_text import summary, summary_line
@@ -89,7 +90,7 @@ def cni_env(
         CNI_CONTAINERID=container_id,
         CNI_NETNS=netns,
         CNI_IFNAME=ifname,
-        CNI_ARGS=native_cni.build_cni_args(pairs=pairs),
+        CNI_ARGS=build_cni_args(pairs),
         CNI_PATH=operator_cni_path(os.environ),
     )
     return env

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from braid._native import cni as native_cni
+from braid.cni.request import build_cni_args
 
 if TYPE_CHECKING:
     from braid.cni.execution import ExecutionState
@@ -60,7 +60,7 @@ class FirstDelegates:
         env.update(
             CNI_CONTAINERID=request.container_id,
             CNI_NETNS=request.netns,
-            CNI_ARGS=native_cni.build_cni_args(pairs=list(request.cni_args)),
+            CNI_ARGS=build_cni_args(request.cni_args),
         )
         ctx.executor_or_default().start_early(executions, path, env)
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import msgspec
 
-from braid._native import netns as native_netns
 from braid.cni import NetworkList, Runtime
 from braid.cni.config import NetworkLists
 from braid.cni.execution import Execution, ExecutionState, Run
@@ -23,6 +22,7 @@ from braid.engine.phases import delegate_observer
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
 from braid.engine.teardown import tear_down
+from braid.engine.verify import link_names
 from braid.errors import (
     INVALID_CONFIG,
     UNKNOWN_CONTAINER,
@@ -60,7 +60,7 @@ def check(ctx: EngineContext, request: CniRequest) -> None:
 
 
 def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, netns: str) -> None:
-    present = set(native_netns.list_links(netns=ctx.local(netns))) if netns else None
+    present = set(link_names(ctx.local(netns))) if netns else None
     for entry in record.attachments:
         # The auxiliary chain's net<N> names no interface: its plugins only tune the pod.
         if present is not None and not entry.auxiliary_chain and entry.ifname not in present:
