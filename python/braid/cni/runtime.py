@@ -38,6 +38,7 @@ from braid.cni.versions import (
     GC_AND_STATUS_SINCE,
     VersionCache,
     at_least,
+    convert,
     require_answerable,
 )
 from braid.errors import INCOMPATIBLE_VERSION, CniError, TeardownError
@@ -135,7 +136,7 @@ class Runtime:
         resolved = self._resolve(net)
         prev = req.initial_prev_result
         if prev is not None:
-            prev = native_cni.convert_result(data=prev, to_version=resolved.version)
+            prev = convert(prev, resolved.version)
         stdin = self._stdin(resolved, 0, "ADD", req, prev)
         env = self.invoker.env(req.call("ADD"))
         return PreparedAdd(net=net, req=req, resolved=resolved, env=env, first_stdin=stdin)
@@ -146,7 +147,7 @@ class Runtime:
         # cache write or of the result's conversion leaves nothing attached.
         try:
             final = self._add_all(prepared)
-            answer = native_cni.convert_result(data=final, to_version=net.summary.effective_version)
+            answer = convert(final, net.summary.effective_version)
             self.results.store(net, req, final)
         except CniError as exc:
             self._roll_back(net, resolved, req, exc)
