@@ -11,8 +11,9 @@ An ADD about to attach (its container's lock held) is refused when
   passed; its DEL may have come while the daemon could not read it, stopped or starved). Only
   a late ADD asks the socket: one that reaches its lock in time costs a dictionary lookup.
 
-The DELs are kept by container id, the latest ``KEEP`` of them: the daemon's memory does not
-grow with the pods a node has run.
+The DELs are kept by container id, the latest ``KEEP`` of them, and only those of an id an ADD
+may have (at most ``MAX_CONTAINER_ID_BYTES``): the daemon's memory does not grow with the pods
+a node has run, nor with what a client sends.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from braid.engine.fence import AddFence
+from braid.engine.request import names_no_record
 from braid.errors import TRY_AGAIN_LATER, CniError
 
 # An ADD that reaches its lock this long after it arrived asks whether its client is still
@@ -43,6 +45,8 @@ class DeleteNotes:
 
     def deleting(self, container_id: str, arrived: float) -> None:
         """Notes a DEL of ``container_id`` that arrived at ``arrived``."""
+        if names_no_record(container_id):
+            return  # an ADD of it is refused before anything runs: nothing to fence
         with self._lock:
             self._arrived.pop(container_id, None)  # the newest last: the oldest goes first
             self._arrived[container_id] = arrived

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from braid.cni.request import MAX_CONTAINER_ID_BYTES
 from braid.daemon.fences import LATE_SECONDS, DeleteNotes
 from braid.engine.fence import fence_add, refuse_if_fenced
 from braid.errors import TRY_AGAIN_LATER, CniError
@@ -56,6 +57,9 @@ def test_the_notes_keep_the_latest_dels_only() -> None:
     assert len(notes) == 3
     assert notes.fence("c7", 19.0, never_gone)() is not None
     assert notes.fence("c8", 0.0, never_gone)() is None, "evicted"
+    notes.deleting("x" * (MAX_CONTAINER_ID_BYTES + 1), 22.0)
+    assert len(notes) == 3
+    assert notes.fence("c9", 0.0, never_gone)() is not None, "an id no ADD may have takes no place"
 
 
 def test_the_engine_raises_the_fence_error_of_its_own_context_only() -> None:
