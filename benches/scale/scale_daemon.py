@@ -51,8 +51,8 @@ class ScaleDaemon:
         self.server, self.root, self.watch_seconds = server, root, watch_seconds
         self.metrics_port = free_port()
         root.mkdir(parents=True, exist_ok=True)
-        self.netns = add_netns()
         kubeconfig = server.kubeconfig("braid", root / "kubeconfig")
+        self.netns = add_netns()  # last: ``stop`` removes it
         self.node = make_node(root / "node", kubeconfig, f"/run/netns/{self.netns}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.calls = 0
