@@ -69,7 +69,7 @@ def _flat_field(key: Key) -> tuple[str, Any, Any]:
     return (key.attribute, key.type, msgspec.field(default=key.default, name=key.key))
 
 
-_CALL_KEYS = {f.encode_name for f in msgspec.structs.fields(_CallKeys)}
+_CALL_KEYS = set(_CallKeys.__struct_encode_fields__)
 if _CALL_KEYS & {key.key for key in LAYERED}:  # pragma: no cover - a declaration error
     raise TypeError("a view of braid.config.layers declares one of the call's own keys")
 
@@ -92,9 +92,10 @@ else:
         omit_defaults=True,
     )
 
-# Asked once: each call evaluates every annotation of the struct again (a millisecond here, on
-# every braid-thin call).
-_FIELDS = msgspec.structs.fields(BraidConfig)
-KNOWN_KEYS = frozenset(f.encode_name for f in _FIELDS)
+# Read from the struct's own attributes (``msgspec.structs.fields`` evaluates every annotation
+# again: a millisecond of every braid-thin call).
+KNOWN_KEYS = frozenset(BraidConfig.__struct_encode_fields__)
 # Each key's attribute in the flat document (for ``msgspec.structs.replace``).
-ATTRIBUTES = {f.encode_name: f.name for f in _FIELDS}
+ATTRIBUTES = dict(
+    zip(BraidConfig.__struct_encode_fields__, BraidConfig.__struct_fields__, strict=True)
+)

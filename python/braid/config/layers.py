@@ -11,8 +11,8 @@ view is built from a validated configuration, once per configuration (on the fir
 ``BraidConfig`` is frozen).
 """
 
-from __future__ import annotations
-
+# Annotations are not postponed: braid.config.keys reads the views' field types as declared
+# (evaluating them again costs braid-thin's start-up).
 from typing import Annotated
 
 import msgspec
