@@ -17,6 +17,7 @@ teardown after a crash; a lost final rewrite only costs the DEL its ``prevResult
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -325,7 +326,7 @@ def decode_record(data: bytes, *, container_id: str) -> AttachmentRecord:
     if canonical is None:  # pragma: no cover - the decoder answers one of the two
         raise CniError(IO_FAILURE, f"the attachment record of container {container_id} is lost")
     try:
-        return _records.decode(canonical)
+        return _records().decode(canonical)
     except msgspec.ValidationError as exc:
         raise _refused(canonical, container_id, exc) from None
 
@@ -342,7 +343,7 @@ def _each_entry(raws: list[msgspec.Raw]) -> list[AttachmentEntry]:
     entries = []
     for raw in raws:
         try:
-            entries.append(_entry.decode(raw))
+            entries.append(_entry().decode(raw))
         except msgspec.ValidationError:
             continue
     return entries
@@ -368,6 +369,16 @@ def _refused(canonical: bytes, container_id: str, exc: Exception) -> CorruptReco
     )
 
 
-_records = msgspec.json.Decoder(AttachmentRecord)
-_entry = msgspec.json.Decoder(AttachmentEntry)
+# Made on first use: a struct's decoder resolves every annotation of its fields, a cost an import
+# (every braid-thin call) does not need to pay when the call reads no record.
+@functools.cache
+def _records() -> msgspec.json.Decoder[AttachmentRecord]:
+    return msgspec.json.Decoder(AttachmentRecord)
+
+
+@functools.cache
+def _entry() -> msgspec.json.Decoder[AttachmentEntry]:
+    return msgspec.json.Decoder(AttachmentEntry)
+
+
 _raws = msgspec.json.Decoder(list[msgspec.Raw])
