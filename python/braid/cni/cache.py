@@ -12,6 +12,7 @@ is 0700) and ``write_whole`` (a write that reports a full disk instead of stoppi
 from __future__ import annotations
 
 import errno
+import functools
 import os
 from pathlib import Path
 
@@ -65,7 +66,13 @@ class CachedResult(msgspec.Struct, frozen=True):
 
 
 _ENCODER = msgspec.json.Encoder()
-_ENTRY_DECODER = msgspec.json.Decoder(CacheEntry)
+
+
+# Made on first use: a struct's decoder resolves its fields' types, a cost braid-thin's import
+# does not need to pay for a call that reads no cache entry.
+@functools.cache
+def _entry_decoder() -> msgspec.json.Decoder[CacheEntry]:
+    return msgspec.json.Decoder(CacheEntry)
 
 
 class ResultCache:
@@ -185,7 +192,7 @@ def decode_cached(path: Path, data: bytes) -> CachedResult:
     if legacy:
         return CachedResult(result=result, entry=None)
     try:
-        entry = _ENTRY_DECODER.decode(data)
+        entry = _entry_decoder().decode(data)
     except msgspec.DecodeError as exc:
         raise CorruptCacheError(path, str(exc)) from exc
     return CachedResult(result=result, entry=entry)

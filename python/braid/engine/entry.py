@@ -14,7 +14,6 @@ from braid.config.schema import BraidConfig, check_network_name, load_braid_conf
 from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, pod_of
 from braid.engine.detach import detach
-from braid.engine.maintenance import check, gc, status
 from braid.engine.memory import EngineMemory
 from braid.engine.request import CniRequest, read_request
 from braid.engine.session import OpenSession, file_session
@@ -76,12 +75,16 @@ def _dispatch(
         return add(ctx, request, caps, answer).result
     if request.command == "DEL":
         detach(ctx, request, caps, answer)
-    elif request.command == "CHECK":
-        check(ctx, request)
+        return b""
+    # Imported by the calls that need it: braid-thin imports the engine on every call.
+    from braid.engine import maintenance  # noqa: PLC0415
+
+    if request.command == "CHECK":
+        maintenance.check(ctx, request)
     elif request.command == "GC":
-        gc(ctx, request)
+        maintenance.gc(ctx, request)
     elif request.command == "STATUS":
-        status(ctx, request)
+        maintenance.status(ctx, request)
     return b""
 
 

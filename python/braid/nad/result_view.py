@@ -18,6 +18,7 @@ returned them.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 import msgspec
@@ -90,7 +91,11 @@ class _Typed(msgspec.Struct):
     dns: Dns = Dns()
 
 
-_TYPED = msgspec.json.Decoder(_Typed)
+# Made on first use: a struct's decoder resolves its fields' types, a cost braid-thin's import
+# does not need to pay for a call that reads no result.
+@functools.cache
+def _typed() -> msgspec.json.Decoder[_Typed]:
+    return msgspec.json.Decoder(_Typed)
 
 
 def read_result(result: bytes, *, what: str) -> ResultView | None:
@@ -99,7 +104,7 @@ def read_result(result: bytes, *, what: str) -> ResultView | None:
     if not result.strip():
         return None
     try:
-        typed = _TYPED.decode(result)
+        typed = _typed().decode(result)
     except msgspec.ValidationError:  # not of the view's types: read field by field
         return _read_untyped(result, what)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
