@@ -160,7 +160,9 @@ check_env() { # a virtualenv braid-cni was installed into
   (cd "$work" && "$venv/bin/python" -c '
 import sys
 import braid._native as native
-assert native.CNI_CURRENT_VERSION == "1.1.0", native.CNI_CURRENT_VERSION
+assert native.cni.CNI_CURRENT_VERSION == "1.1.0", native.cni.CNI_CURRENT_VERSION
+from braid._native.record import decode_record  # a submodule, as the code imports it
+assert callable(decode_record)
 assert native.__file__.startswith(sys.prefix + "/"), native.__file__
 ') || fail "import braid._native in $venv"
 }
@@ -227,7 +229,7 @@ import platform, sys
 sys.path.insert(0, sys.argv[1])
 import braid._native as native
 assert platform.machine() == "aarch64", platform.machine()
-assert native.CNI_CURRENT_VERSION == "1.1.0", native.CNI_CURRENT_VERSION
+assert native.cni.CNI_CURRENT_VERSION == "1.1.0", native.cni.CNI_CURRENT_VERSION
 assert native.__file__ == sys.argv[1] + "/braid/_native.abi3.so", native.__file__
 print("ok")' "$work/aarch64" 2>&1) && [[ $answer == ok ]] || fail "import braid._native (aarch64) under qemu: $answer"
 say "aarch64 wheel: braid (braid-full) VERSION and CHECK, import braid._native (CPython 3.11) under $(basename "$qemu")"
