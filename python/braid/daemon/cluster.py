@@ -91,6 +91,8 @@ class DaemonCluster:
             max_nad_bytes=config.engine.bounds.max_nad_bytes,
             max_cache_bytes=config.kubernetes.max_cache_bytes,
         )
+        # A pod's annotations read the NADs they name at most once per this interval.
+        self.caches.nads.prefetch_interval = config.daemon.hot_plug_interval
         metrics.watch_caches(self.caches.stats)
         self.scheduler = RetryScheduler()
         self.events = EventRecorder(

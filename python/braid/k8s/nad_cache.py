@@ -6,7 +6,9 @@ One watch of every NAD (a paginated LIST, then WATCH: ``braid.k8s.informers``) k
 - the NADs the node's pods name (the networks and default-network annotations of the pod
   cache's pods, ``spec.nodeName`` filtered), learned before the first LIST and as pods come;
   one the node's pods start naming after it was listed is read with one GET in the background
-  (``prefetch``), so that the pod's ADD finds it;
+  (``prefetch``), so that the pod's ADD finds it: at most once per ``prefetch_interval``
+  (``hotPlugInterval``) for each pod, reading the NADs the pod names then, so that a tenant
+  who edits an annotation naming NADs that do not exist makes no GET at its edit rate;
 - the NADs an ADD read on a miss (one live GET, then kept), most recently used last.
 
 Every other NAD the watch passes over is decoded one at a time and dropped. Watch events
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +46,8 @@ EVICTED = "evicted"
 RECENT_KEYS = 1024
 # How long the first LIST waits for the pod cache, to know which NADs to keep.
 PODS_WAIT_SECONDS = 10.0
+# How often one pod's annotations may cause reads of the NADs it names (``hotPlugInterval``).
+PREFETCH_INTERVAL = 1.0
 
 
 def named_nads(pod: dict[str, Any] | None) -> frozenset[Key]:
@@ -97,7 +102,10 @@ class NadCache(Reflector):
         self._seq = 0  # events and LISTs applied
         self._recent: OrderedDict[Key, int] = OrderedDict()  # NAD: seq of its last event
         self._wanted = threading.Condition(self._lock)
-        self._fetch: set[Key] = set()
+        self._fetch: set[Key] = set()  # pods that name a NAD not kept
+        self._fetched: dict[Key, float] = {}  # pod: when its NADs were last read
+        self.prefetch_interval = PREFETCH_INTERVAL
+        self.clock: Callable[[], float] = time.monotonic
         pods.listeners.append(self._pod_changed)
 
     # What is kept, and for how long.
@@ -192,22 +200,42 @@ class NadCache(Reflector):
             for nad in names - before:
                 self._counts[nad] = self._counts.get(nad, 0) + 1
                 if nad not in self.items and self.synced.is_set():
-                    self._fetch.add(nad)
+                    self._fetch.add(key)
             if self._fetch:
                 self._wanted.notify()
 
     def prefetch(self, stopped: Callable[[], bool]) -> None:
-        """A thread's body: reads the NADs pods start naming after the LIST."""
+        """A thread's body: reads the NADs pods start naming after the LIST, each pod's at
+        most once per ``prefetch_interval``."""
         while not stopped():
             with self._lock:
-                if not self._fetch:
-                    self._wanted.wait(1.0)
+                due, wait = self._due()
+                if not due:
+                    self._wanted.wait(wait)
                     continue
-                namespace, name = self._fetch.pop()
-            try:
-                self.read_live(namespace, name)
-            except CniError as exc:  # its ADD reads it again
-                log.info("NetworkAttachmentDefinition %s/%s: %s", namespace, name, exc)
+            for namespace, name in due:
+                try:
+                    self.read_live(namespace, name)
+                except CniError as exc:  # its ADD reads it again
+                    log.info("NetworkAttachmentDefinition %s/%s: %s", namespace, name, exc)
+
+    def _due(self) -> tuple[list[Key], float]:
+        """The NADs to read now, of pods whose interval has passed, and how long to wait
+        for the next pod otherwise (under the lock)."""
+        now, interval = self.clock(), self.prefetch_interval
+        for pod in [p for p, at in self._fetched.items() if now - at >= interval]:
+            del self._fetched[pod]  # bounded by the node's pods read within the interval
+        wait, due = 1.0, set[Key]()
+        for pod in list(self._fetch):
+            if pod in self._fetched:
+                wait = min(wait, interval - (now - self._fetched[pod]))
+                continue
+            self._fetch.discard(pod)
+            missing = self._named.get(pod, frozenset()) - self.items.keys()
+            if missing:  # what the pod names now: an edit meanwhile is read once
+                self._fetched[pod] = now
+                due.update(missing)
+        return sorted(due), max(wait, 0.01)
 
     def run(self) -> None:
         """Lists once the pod cache has (or after ``PODS_WAIT_SECONDS``), then as

@@ -107,3 +107,30 @@ def test_named_nads_reads_both_annotations_and_leaves_out_what_does_not_parse() 
     assert named_nads(pod("x", "[not json")) == frozenset()
     assert named_nads({"metadata": {"namespace": "a", "annotations": "x"}}) == frozenset()
     assert named_nads(None) == frozenset()
+
+
+def test_a_pod_naming_missing_nads_is_read_for_at_most_once_an_interval() -> None:
+    nads, pods, live = cache()
+    now = [100.0]
+    nads.clock, nads.prefetch_interval = lambda: now[0], 2.0
+    nads.synced.set()  # listed: what pods name from now on is read in the background
+    for edit in range(36):  # a tenant's edits, 4 a second, each naming a NAD that does not exist
+        pods._apply(event("MODIFIED", pod("web", f"ghost-{edit}")))
+        with nads._lock:
+            due, _ = nads._due()
+        for key in due:
+            nads.read_live(*key)
+        now[0] += 0.25
+    assert live.reads == [f"ghost-{edit}" for edit in (0, 8, 16, 24, 32)]  # one each 2 s
+    pods._apply(event("MODIFIED", pod("web", "ghost-50, other")))
+    with nads._lock:
+        assert nads._due() == ([], 1.0)  # ghost-32 was read 1 s ago: wait 1 s more
+    now[0] += 1.0  # the interval passed: what the pod names now, once
+    with nads._lock:
+        assert nads._due()[0] == [("ns", "ghost-50"), ("ns", "other")]
+        assert nads._due()[0] == []
+    pods._apply(event("DELETED", pod("web", "ghost-50, other")))
+    now[0] += 2.0
+    with nads._lock:
+        assert nads._due()[0] == []
+        assert nads._fetched == {}  # nothing kept of a pod once its interval passed
