@@ -119,7 +119,7 @@ dra-driver: ## build the node tier's test DRA driver (reused while pinned)
 test-node: native image kube-bins dra-driver ## node tier: braid deployed as shipped on a real kubelet + containerd
 	hack/node/tier.sh
 
-multus-bin: ## build Multus thin for the benchmark's comparison (reused while pinned)
+multus-bin: ## build Multus thin and thick for the comparisons (reused while pinned)
 	hack/multus/build.sh
 
 test-bench-smoke: native shim multus-bin ## run every benchmark once, untimed, so they cannot rot (root)

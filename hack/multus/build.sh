@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build Multus thin (`multus`, Multus v4's one-shot CNI binary) at the version go.mod pins, into
-# .cache/multus/bin/ (or $BRAID_MULTUS_BIN_DIR), for `braidctl bench --mode compare --multus`
-# (docs/performance.md). Test-only: nothing built here is shipped. Needs Go and the Go module
-# proxy, as hack/kube/build.sh does. A finished build is reused while its key (go.mod, go.sum,
+# Build Multus v4 at the version go.mod pins, into .cache/multus/bin/ (or $BRAID_MULTUS_BIN_DIR):
+# thin (`multus`, the one-shot CNI binary) for `braidctl bench --mode compare --multus`
+# (docs/performance.md), and thick (`multus-daemon` and its CNI binary `multus-shim`) for
+# `make bench-scale` (docs/scale.md). Test-only: nothing built here is shipped. Needs Go and the
+# Go module proxy, as hack/kube/build.sh does. A finished build is reused while its key (go.mod, go.sum,
 # this script and the Go version) is unchanged; `--force` rebuilds. About a minute on 2 cores
 # with the module cache warm.
 set -euo pipefail
@@ -25,8 +26,9 @@ main() {
 		go env GOVERSION GOOS GOARCH
 		cat go.mod go.sum tools.go build.sh
 	} | sha256sum | cut -d' ' -f1)
-	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" && -x $out/multus ]]; then
-		echo "build.sh: $out/multus is up to date"
+	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" ]] &&
+		[[ -x $out/multus && -x $out/multus-daemon && -x $out/multus-shim ]]; then
+		echo "build.sh: $out is up to date"
 		exit 0
 	fi
 
@@ -38,8 +40,9 @@ main() {
 	echo '*' >"${out%/*}/.gitignore"
 	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
 	trap 'rm -rf "$staging"' EXIT
-	echo "build.sh: building multus $version into $out"
-	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" "$module/cmd/multus"
+	echo "build.sh: building multus, multus-daemon and multus-shim $version into $out"
+	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
+		"$module/cmd/multus" "$module/cmd/multus-daemon" "$module/cmd/multus-shim"
 	echo "$key" >"$staging/.build-key"
 	rm -rf "$out"
 	mv "$staging" "$out"

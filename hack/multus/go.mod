@@ -1,5 +1,6 @@
-// Test-only module: pins Multus thin (the `multus` binary of Multus v4) for braid's benchmark
-// comparison. Nothing here is shipped; hack/multus/build.sh builds it into .cache/multus/bin/.
+// Test-only module: pins Multus v4 (thin: `multus`; thick: `multus-daemon` and `multus-shim`)
+// for braid's benchmark and scale comparisons. Nothing here is shipped; hack/multus/build.sh
+// builds them into .cache/multus/bin/.
 module braid-cni.invalid/hack/multus
 
 go 1.25.0
@@ -7,10 +8,14 @@ go 1.25.0
 require gopkg.in/k8snetworkplumbingwg/multus-cni.v4 v4.3.0
 
 require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/blang/semver v3.5.1+incompatible // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containernetworking/cni v1.3.0 // indirect
 	github.com/containernetworking/plugins v1.9.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
+	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
@@ -27,6 +32,10 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/prometheus/client_golang v1.23.2 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect

@@ -1,8 +1,10 @@
 //go:build tools
 
-// Package tools pins the program this module builds; it is never compiled.
+// Package tools pins the programs this module builds; it is never compiled.
 package tools
 
 import (
 	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus"
+	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus-daemon"
+	_ "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus-shim"
 )
