@@ -8,15 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from braid.commands.doctor_primaries import primary_advice
 from braid.commands.doctor_view import Finding, NodeView, failed, good, nothing
 from braid.daemon.client import exchange, is_ready
-from braid.daemon.conflist import (
-    BRAID_CONFLIST,
-    FULL_SHIM_NAME,
-    SHIM_NAME,
-    default_network_file,
-)
+from braid.daemon.conflist import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME
+from braid.daemon.primaries import UNKNOWN_SHADOW, first_configuration, primary_advice
 from braid.daemon.protocol import PROTOCOL_VERSION
 from braid.daemon.settings import SOCKET_NAME
 from braid.daemon.shim_version import BraidVersion, mismatch, own_version, shim_version
@@ -69,15 +64,6 @@ def check_shim_version(view: NodeView, answer: dict[str, Any] | None) -> Finding
     return good("shim version", f"{shown} is braid {shim}, as {against}")
 
 
-def first_configuration(conf_dir: Path) -> Path | None:
-    """The configuration a runtime uses: the first ``.conf``/``.conflist`` in name order."""
-    found = default_network_file(conf_dir)
-    braid = conf_dir / BRAID_CONFLIST
-    if braid.is_file() and (found is None or braid.name < found.name):
-        return braid
-    return found
-
-
 def check_conflist(view: NodeView) -> Iterator[Finding]:
     check = "braid's CNI configuration"
     conf_dir = Path(view.local(view.conf_dir))
@@ -101,9 +87,7 @@ def check_conflist(view: NodeView) -> Iterator[Finding]:
         yield failed(
             check,
             detail,
-            f"{used} sorts before {BRAID_CONFLIST}: have the installer that writes it give it a "
-            "name that sorts after braid's (a file renamed by hand comes back when its "
-            "installer writes it again)",
+            f"{used} sorts before {BRAID_CONFLIST}: {UNKNOWN_SHADOW}",
         )
 
 
