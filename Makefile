@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver test-cluster test-node multus-bin test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver helm-bin test-cluster test-node multus-bin test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -110,13 +110,16 @@ test-runtime: native shim ## runtime tier: containerd and podman drive braid (ro
 kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reused while pinned)
 	hack/kube/build.sh
 
-test-cluster: native kube-bins ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
+test-cluster: native kube-bins helm-bin ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
+
+helm-bin: ## build Helm for the chart's tests in the cluster and node tiers (reused while pinned)
+	hack/helm/build.sh
 
 dra-driver: ## build the node tier's test DRA driver (reused while pinned)
 	hack/node/dra-driver.sh
 
-test-node: native image kube-bins dra-driver ## node tier: braid deployed as shipped on a real kubelet + containerd
+test-node: native image kube-bins dra-driver helm-bin ## node tier: braid deployed as shipped on a real kubelet + containerd
 	hack/node/tier.sh
 
 multus-bin: ## build Multus thin and thick for the comparisons (reused while pinned)
