@@ -14,6 +14,9 @@ network device (a GPU of the same claim, say) and is left out. A driver's
 API server when they miss or look stale (a claim not yet allocated, or not reserved for the
 pod); a claim still not allocated at the API server fails the ADD with code 11.
 
+The pod's extended-resource claim (``status.extendedResourceClaimStatus``) is read the same
+way, its devices checked against the pod's request mappings (``braid.k8s.dra_extended``).
+
 A device another pod holds is refused (code 11). Another pod holds a device when a claim of
 that pod is reserved for it and allocates the device: either the device's own claim is
 reserved for another pod too, or another claim allocates it. Such another claim is looked for
@@ -38,6 +41,7 @@ import msgspec
 
 from braid.errors import TRY_AGAIN_LATER, CniError
 from braid.k8s.client import KubeClient
+from braid.k8s.dra_extended import check_owner, extended_claim, mapped_devices
 from braid.k8s.dra_objects import (
     DeviceKey,
     allocated,
@@ -95,14 +99,21 @@ class ClaimReader:
     def devices(self, namespace: str, name: str, uid: str) -> list[ClaimedDevice]:
         what = f"pod {namespace}/{name}"
         pod, names = self._pod(namespace, name, uid, what)
-        if pod is None or not names:
+        extended = extended_claim(pod, what) if pod is not None else None
+        if pod is None or not (names or extended):
             return []
         node = field_at(pod, "spec", "nodeName")
         slices = _Slices(self, node if isinstance(node, str) else "")
         found: list[ClaimedDevice] = []
-        for claim_name in names:
+        for claim_name in names or []:
             claim = self._claim(namespace, claim_name, uid)
             found.extend(self._claim_devices(claim, f"{namespace}/{claim_name}", name, uid, slices))
+        if extended is not None:  # braid.k8s.dra_extended
+            ref = f"{namespace}/{extended.name}"
+            claim = self._claim(namespace, extended.name, uid)
+            check_owner(claim, name, uid, f"ResourceClaim {ref}")
+            mine = self._claim_devices(claim, ref, name, uid, slices)
+            found.extend(mapped_devices(mine, claim, extended, f"ResourceClaim {ref}"))
         held = _Holders(self, namespace, name, uid, node if isinstance(node, str) else "")
         return held.mark(found)
 

@@ -25,6 +25,7 @@ MAX_RESERVED = 256  # status.reservedFor
 MAX_SLICE_DEVICES = 128  # devices of a ResourceSlice
 MAX_IPS = 16  # networkData.ips
 MAX_TEXT = 256  # names, attribute values, hardware addresses
+MAX_OWNERS = 64  # metadata.ownerReferences read for the controller (the pod, of a claim)
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 
 
@@ -92,6 +93,13 @@ def trim_pod_claims(obj: dict[str, Any]) -> dict[str, Any]:
             kept["spec"]["resourceClaims"] = _cut(spec["resourceClaims"], MAX_CLAIMS)
     if named is not None:
         kept["status"] = {"resourceClaimStatuses": _cut(named, MAX_CLAIMS)}
+    extended = field_at(status, "extendedResourceClaimStatus")  # braid.k8s.dra_extended
+    if extended is not None:  # not an object: [], refused when read as the API's answer is
+        kept.setdefault("status", {})["extendedResourceClaimStatus"] = (
+            {"resourceClaimName": extended.get("resourceClaimName"),
+             "requestMappings": _cut(extended.get("requestMappings"), MAX_RESULTS)}
+            if isinstance(extended, dict) else []
+        )  # fmt: skip
     return kept
 
 
@@ -102,6 +110,12 @@ def _metadata(obj: dict[str, Any], keep: tuple[str, ...]) -> dict[str, Any]:
 
 def trim_claim(obj: dict[str, Any]) -> dict[str, Any]:
     keep = ("namespace", "name", "uid", "resourceVersion")
+    owners = field_at(obj, "metadata", "ownerReferences")
+    controller = [
+        {k: o.get(k) for k in ("kind", "name", "uid", "controller")}
+        for o in (owners if isinstance(owners, list) else [])[:MAX_OWNERS]
+        if isinstance(o, dict) and o.get("controller") is True
+    ][:1]
     status = obj.get("status")
     kept: dict[str, Any] = {}
     if isinstance(status, dict):
@@ -115,7 +129,8 @@ def trim_claim(obj: dict[str, Any]) -> dict[str, Any]:
         for key, bound in (("reservedFor", MAX_RESERVED), ("devices", MAX_RESULTS)):
             if status.get(key) is not None:
                 kept[key] = _cut(status[key], bound)
-    return {"metadata": _metadata(obj, keep), "status": kept}
+    meta = _metadata(obj, keep) | ({"ownerReferences": controller} if controller else {})
+    return {"metadata": meta, "status": kept}
 
 
 def trim_slice(obj: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +189,7 @@ def claim_names(pod: dict[str, Any], what: str) -> list[str] | None:
     return list(dict.fromkeys(names))
 
 
-def named_claims(pod: dict[str, Any]) -> list[str]:
+def _spec_claims(pod: dict[str, Any]) -> list[str]:
     """The names of the pod's ResourceClaim objects known now: those a template has not
     made yet, and a pod past the API's bounds, give none (for the pods braid does not ADD)."""
     try:
@@ -188,6 +203,13 @@ def named_claims(pod: dict[str, Any]) -> list[str]:
     found = [_text(e, "resourceClaimName") for e in entries if isinstance(e, dict)]
     found += [_text(s, "resourceClaimName") for s in statuses or () if isinstance(s, dict)]
     return list(dict.fromkeys(n for n in found if n))
+
+
+def named_claims(pod: dict[str, Any]) -> list[str]:
+    """``_spec_claims``, and the pod's extended-resource claim (braid.k8s.dra_extended)."""
+    extended = field_at(pod, "status", "extendedResourceClaimStatus")
+    name = _text(extended, "resourceClaimName") if isinstance(extended, dict) else ""
+    return list(dict.fromkeys([*_spec_claims(pod), *([name] if name else [])]))
 
 
 def allocated(claim: dict[str, Any], what: str) -> list[DeviceKey] | None:
