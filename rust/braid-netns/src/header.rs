@@ -12,6 +12,9 @@ pub const RTM_GETADDR: u16 = 22;
 pub const RTM_NEWROUTE: u16 = 24;
 pub const RTM_DELROUTE: u16 = 25;
 pub const RTM_GETROUTE: u16 = 26;
+pub const RTM_NEWRULE: u16 = 32;
+pub const RTM_DELRULE: u16 = 33;
+pub const RTM_GETRULE: u16 = 34;
 
 pub const AF_INET: u8 = 2;
 pub const AF_INET6: u8 = 10;
@@ -20,6 +23,7 @@ pub const RTA_DST: u16 = 1;
 pub const RTA_OIF: u16 = 4;
 pub const RTA_GATEWAY: u16 = 5;
 pub const RTA_PRIORITY: u16 = 6;
+pub const RTA_PREFSRC: u16 = 7;
 pub const RTA_TABLE: u16 = 15;
 pub const RTA_VIA: u16 = 18;
 
@@ -33,6 +37,7 @@ pub const IFA_LOCAL: u16 = 2;
 pub const RT_TABLE_MAIN: u32 = 254;
 pub const RTPROT_BOOT: u8 = 3;
 pub const RT_SCOPE_UNIVERSE: u8 = 0;
+pub const RT_SCOPE_LINK: u8 = 253;
 pub const RTN_UNICAST: u8 = 1;
 
 /// `struct rtmsg`.

@@ -8,8 +8,9 @@
 //! every later request act there).
 //!
 //! Netlink is spoken directly over a `NETLINK_ROUTE` socket: [`message`] and [`header`] encode
-//! and decode (pure, unit-tested), [`socket`] sends and receives, and [`link`], [`route`] and
-//! [`default_route`] are the operations braid needs in a pod's namespace.
+//! and decode (pure, unit-tested), [`socket`] sends and receives, and [`link`], [`route`],
+//! [`rule`], [`default_route`] and [`source_routing`] are the operations braid needs in a
+//! pod's namespace.
 
 pub mod address;
 pub mod default_route;
@@ -19,13 +20,17 @@ pub mod header;
 pub mod link;
 pub mod message;
 pub mod route;
+pub mod rule;
 pub mod socket;
+pub mod source_routing;
+mod source_routing_ops;
 
 pub use default_route::set_default_route;
 pub use enter::in_namespace;
 pub use error::NetnsError;
 pub use link::{link_info, list_links, Link};
 pub use route::{list_routes, routes_json, Route};
+pub use source_routing::SourceRouting;
 
 use std::ffi::CString;
 use std::io;

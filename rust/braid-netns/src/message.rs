@@ -14,6 +14,7 @@ pub const NLM_F_REQUEST: u16 = 0x1;
 pub const NLM_F_ACK: u16 = 0x4;
 pub const NLM_F_DUMP: u16 = 0x300;
 pub const NLM_F_REPLACE: u16 = 0x100;
+pub const NLM_F_EXCL: u16 = 0x200;
 pub const NLM_F_CREATE: u16 = 0x400;
 /// In an acknowledgement: the original request's payload was left out.
 const NLM_F_CAPPED: u16 = 0x100;

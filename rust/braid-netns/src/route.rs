@@ -93,6 +93,15 @@ pub(crate) fn dump_main_routes(
     sock: &mut NetlinkSocket,
     family: u8,
 ) -> Result<Vec<Route>, NetnsError> {
+    dump_table_routes(sock, family, RT_TABLE_MAIN)
+}
+
+/// The routes of one family in routing table `table`, interface names not yet filled in.
+pub(crate) fn dump_table_routes(
+    sock: &mut NetlinkSocket,
+    family: u8,
+    table: u32,
+) -> Result<Vec<Route>, NetnsError> {
     let request = || {
         let mut b = MessageBuilder::new(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP);
         b.push(
@@ -111,7 +120,7 @@ pub(crate) fn dump_main_routes(
         .filter(|r| r.kind == RTM_NEWROUTE)
     {
         if let Some(route) = decode_route(&reply.payload)? {
-            if route.family == family && route.table == RT_TABLE_MAIN {
+            if route.family == family && route.table == table {
                 routes.push(route);
             }
         }
