@@ -13,6 +13,7 @@ mod exec;
 mod helpers;
 mod netns;
 mod record;
+mod routing;
 mod teardown;
 mod trust;
 

@@ -14,7 +14,7 @@ const INVALID_ENVIRONMENT: u32 = 4;
 const INTERNAL: u32 = 999;
 
 /// Converts a namespace error of `what` (an operation, naming the interface when there is one).
-fn netns_err(py: Python<'_>, netns: &str, what: &str, err: &NetnsError) -> PyErr {
+pub(crate) fn netns_err(py: Python<'_>, netns: &str, what: &str, err: &NetnsError) -> PyErr {
     let code = if err.is_bad_namespace() {
         INVALID_ENVIRONMENT
     } else {
@@ -95,5 +95,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_default_route, m)?)?;
     m.add_function(wrap_pyfunction!(link_info, m)?)?;
     m.add_function(wrap_pyfunction!(list_links, m)?)?;
-    Ok(())
+    crate::routing::register(m)
 }
