@@ -22,6 +22,7 @@ _REGISTRARS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("demo",), "braid.commands.demo", "add_parser"),
     (("attach", "detach", "check", "explain", "status"), "braid.commands.pods", "add_parsers"),
     (("validate",), "braid.commands.validate", "add_parser"),
+    (("nad-webhook",), "braid.commands.nad_webhook", "add_parser"),
     (("daemon",), "braid.commands.daemon", "add_parser"),
     (("install",), "braid.commands.install", "add_parser"),
     (("doctor",), "braid.commands.doctor", "add_parser"),
