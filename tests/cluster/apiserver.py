@@ -262,6 +262,8 @@ def _apiserver_flags(server: ApiServer, etcd_url: str, port: int) -> dict[str, s
         "service-cluster-ip-range": "10.96.0.0/24", "endpoint-reconciler-type": "none",
         "disable-admission-plugins": "ServiceAccount", "profiling": "false",
         "allow-privileged": "true",  # as clusters that run CNI daemons do
+        # Alpha in 1.34 (KEP-5004): keeps pod.status.extendedResourceClaimStatus, which braid reads.
+        "feature-gates": "DRAExtendedResource=true",
     }  # fmt: skip
 
 

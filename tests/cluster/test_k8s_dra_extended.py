@@ -1,0 +1,225 @@
+"""Extended resources backed by DRA (Kubernetes 1.34 alpha `DRAExtendedResource`, enabled on
+the test API server) on the real API server, without a scheduler: the objects are written as
+kube-scheduler writes them (its dynamicresources plugin) -- the pod's ResourceClaim
+`<pod>-extended-resources-<suffix>` owned by the pod, with one request per container and
+extended resource (`container-<i>-request-<j>`), allocated and reserved through its status
+subresource, and the pod's `status.extendedResourceClaimStatus` through the pod's. braid
+gives each selection of the NAD whose resourceName is the extended resource one of the
+claim's devices, through live reads (braid-thin) and through the daemon's caches, and refuses
+a claim that is not the pod's and a device whose attribute names another resource (code 7,
+nothing attached). The node tier runs the real scheduler, kubelet and driver
+(tests/node/test_node_braid_d_dra_extended.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+from k8s_engine import STATUS_KEY, Node, create_nad, events, node, read_pod
+from kubernetes.client.exceptions import ApiException
+from test_k8s_devices import delegate_devices, device_conf
+from test_k8s_dra import DEVICE_ID_ATTRIBUTE, DRIVER, RESOURCE_ATTRIBUTE, caches
+from test_k8s_status import wait_until
+
+from braid.engine import Engine
+from braid.engine.session import store_sessions
+from braid.k8s.caches import ClusterCaches
+from braid.k8s.podresources import read_pod_devices
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
+
+from fake_kubelet import FakeKubelet
+
+__all__ = ["caches", "node"]  # the fixtures
+
+EXTENDED = "braid-test.example/extnet"
+CLASS = "braid-test-extnet"
+POD = "ext-pod"
+CLAIM = f"{POD}-extended-resources-q7x2m"  # the scheduler's generateName, and a suffix
+REQUEST = "container-0-request-0"
+
+
+class Extended:
+    """One namespace's objects: the DeviceClass, node-a's pool, the NAD and the pod."""
+
+    def __init__(self, admin: kubernetes.client.ApiClient, ns: str) -> None:
+        self.admin, self.ns, self.pool = admin, ns, f"{ns}-pool"
+        self.api = kubernetes.client.ResourceV1Api(admin)
+        self.core = kubernetes.client.CoreV1Api(admin)
+        try:
+            self.api.create_device_class({
+                "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": CLASS},
+                "spec": {"extendedResourceName": EXTENDED, "selectors": [
+                    {"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+            })  # fmt: skip
+        except ApiException as exc:
+            if exc.status != 409:  # the session's other tests made it
+                raise
+        devices = [self.device("nic-0", "ext0"), self.device("nic-1", "ext1"),
+                   self.device("odd-0", "odd0", "other.example/net"),
+                   {"name": "gpu-0", "attributes": {}}]  # fmt: skip
+        self.api.create_resource_slice({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{ns}-ext-slice"},
+            "spec": {"driver": DRIVER, "nodeName": "node-a", "devices": devices,
+                     "pool": {"name": self.pool, "generation": 1, "resourceSliceCount": 1}},
+        })  # fmt: skip
+        config = {"cniVersion": "1.0.0", "name": "extnet", "type": "fakesec",
+                  "capabilities": {"deviceID": True}}  # fmt: skip
+        create_nad(admin, ns, "extnet", json.dumps(config))
+        kubernetes.client.CustomObjectsApi(admin).patch_namespaced_custom_object(
+            "k8s.cni.cncf.io", "v1", ns, "network-attachment-definitions", "extnet",
+            {"metadata": {"annotations": {"k8s.v1.cni.cncf.io/resourceName": EXTENDED}}},
+        )  # fmt: skip
+
+    @staticmethod
+    def device(name: str, ident: str, resource: str = EXTENDED) -> dict[str, Any]:
+        attributes = {
+            RESOURCE_ATTRIBUTE: {"string": resource},
+            DEVICE_ID_ATTRIBUTE: {"string": ident},
+        }
+        return {"name": name, "attributes": attributes}
+
+    def pod(self, count: int = 2) -> str:
+        body = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": POD,
+                         "annotations": {"k8s.v1.cni.cncf.io/networks": "extnet, extnet"}},
+            "spec": {"nodeName": "node-a", "containers": [
+                {"name": "c", "image": "pause", "resources": {"limits": {EXTENDED: str(count)}}}]},
+        }  # fmt: skip
+        return str(self.core.create_namespaced_pod(self.ns, body).metadata.uid)
+
+    def claim(self, owner: str, uid: str, devices: tuple[str, ...] = ("nic-1", "nic-0")) -> None:
+        """The scheduler's claim for the pod (owned by pod `owner` of `uid`), allocated
+        `devices` for its one request and reserved for the pod."""
+        request = {
+            "name": REQUEST,
+            "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 2},
+        }
+        meta = {
+            "name": CLAIM,
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": owner,
+                    "uid": uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
+        self.api.create_namespaced_resource_claim(self.ns, {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+            "spec": {"devices": {"requests": [request]}},
+        })  # fmt: skip
+        results = [{"request": REQUEST, "driver": DRIVER, "pool": self.pool, "device": d}
+                   for d in (*devices, "gpu-0")]  # fmt: skip
+        status = {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": POD, "uid": self.uid()}],
+        }
+        self.api.patch_namespaced_resource_claim_status(CLAIM, self.ns, {"status": status})
+
+    def uid(self) -> str:
+        return str(read_pod(self.admin, self.ns, POD).metadata.uid)
+
+    def name_in_status(self) -> None:
+        """The scheduler's patch of the pod's status."""
+        mapping = {"containerName": "c", "resourceName": EXTENDED, "requestName": REQUEST}
+        status = {"extendedResourceClaimStatus": {
+            "resourceClaimName": CLAIM, "requestMappings": [mapping]}}  # fmt: skip
+        self.core.patch_namespaced_pod_status(POD, self.ns, {"status": status})
+
+
+@pytest.fixture
+def ext(kube_admin: kubernetes.client.ApiClient, kube_namespace: str) -> Extended:
+    return Extended(kube_admin, kube_namespace)
+
+
+def add(
+    node: Node, ext: Extended, uid: str, caches: ClusterCaches | None = None
+) -> tuple[dict[str, Any], int]:
+    """An ADD of the pod, braid-thin's way or the daemon's; kubelet's PodResources API
+    reports no device-plugin device."""
+    conf = device_conf(node)
+    with FakeKubelet(conf["podResourcesSocket"], {(ext.ns, POD): [[]]}):
+        if caches is None:
+            return node.run("ADD", namespace=ext.ns, pod=POD, uid=uid, **conf)
+        args = f"K8S_POD_NAMESPACE={ext.ns};K8S_POD_NAME={POD};K8S_POD_UID={uid}"
+        env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
+               "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": args}  # fmt: skip
+        out, code = Engine(session=store_sessions(caches.store, read_pod_devices)).run(
+            env, json.dumps(node.conf(**conf)).encode()
+        )
+        return (json.loads(out) if out.strip() else {}), code
+
+
+def test_the_api_server_keeps_the_status_and_the_class_name(ext: Extended) -> None:
+    """The feature gate is on: without it the API server drops both fields silently."""
+    ext.pod()
+    ext.name_in_status()
+    status = ext.core.read_namespaced_pod_status(POD, ext.ns).status
+    assert status.extended_resource_claim_status.resource_claim_name == CLAIM
+    assert ext.api.read_device_class(CLASS).spec.extended_resource_name == EXTENDED
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["live", "cached"])
+def test_the_extended_resource_claims_devices_reach_the_nads_selections(
+    node: Node, ext: Extended, caches: ClusterCaches, cached: bool
+) -> None:
+    uid = ext.pod()
+    ext.claim(POD, uid)
+    ext.name_in_status()
+    if cached:
+        assert wait_until(lambda: (caches.pods.get(ext.ns, POD) or {}).get("status"))
+        assert caches.claims is not None
+        claims = caches.claims
+        assert wait_until(lambda: claims.get(ext.ns, CLAIM) is not None)
+    result, code = add(node, ext, uid, caches if cached else None)
+    assert code == 0, result
+    # Sorted device IDs, one per selection; gpu-0 has no braid attributes and is left out.
+    assert delegate_devices(node) == [("net1", "ext0"), ("net2", "ext1")]
+
+
+def test_a_claim_of_another_pod_is_refused_nothing_attached(
+    node: Node, ext: Extended, kube_admin: kubernetes.client.ApiClient
+) -> None:
+    uid = ext.pod()
+    ext.claim("other-pod", "0d6f0a52-3b39-4bbf-9d5e-1b1b2f7d4c11")
+    ext.name_in_status()
+    error, code = add(node, ext, uid)
+    assert (code, error["code"]) == (1, 7), error
+    assert f"ResourceClaim {ext.ns}/{CLAIM}, which the pod's status.extended" in error["msg"]
+    assert "belongs to Pod other-pod, not to pod ext-pod" in error["msg"]
+    assert node.calls("ADD") == []
+    assert [e[0] for e in events(kube_admin, ext.ns)] == ["NoDeviceFound"]
+    assert STATUS_KEY not in (read_pod(kube_admin, ext.ns, POD).metadata.annotations or {})
+
+
+def test_a_device_attributed_to_another_resource_is_refused(node: Node, ext: Extended) -> None:
+    uid = ext.pod()
+    ext.claim(POD, uid, devices=("nic-0", "odd-0"))
+    ext.name_in_status()
+    error, code = add(node, ext, uid)
+    assert (code, error["code"]) == (1, 7), error
+    assert "k8s.cni.cncf.io/resourceName other.example/net, but the request" in error["msg"]
+    assert node.calls("ADD") == []
+
+
+def test_without_the_status_the_pod_has_no_device(node: Node, ext: Extended) -> None:
+    """The claim exists but the pod's status does not name it (no scheduler wrote it):
+    braid does not guess, and says how to give the pod the device."""
+    uid = ext.pod()
+    ext.claim(POD, uid)
+    error, code = add(node, ext, uid)
+    assert (code, error["code"]) == (1, 7), error
+    assert f"needs a device of resource {EXTENDED}" in error["msg"]
+    assert node.calls("ADD") == []
