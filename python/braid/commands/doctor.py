@@ -28,6 +28,7 @@ from braid.commands.doctor_networks import (
 from braid.commands.doctor_node import (
     ask_daemon,
     check_conflist,
+    check_conflist_kept,
     check_daemon,
     check_readiness_indicator,
     check_shim,
@@ -50,6 +51,7 @@ def run_checks(view: NodeView, cni_path: str) -> list[Finding]:
         *check_shim(view),
         check_shim_version(view, answer),
         *check_conflist(view),
+        check_conflist_kept(view, answer),
         *check_daemon(view, answer, where),
         check_readiness_indicator(view),
     ]

@@ -11,7 +11,14 @@ from typing import Any
 from braid.commands.doctor_view import Finding, NodeView, failed, good, nothing
 from braid.daemon.client import exchange, is_ready
 from braid.daemon.conflist import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME
-from braid.daemon.primaries import UNKNOWN_SHADOW, first_configuration, primary_advice
+from braid.daemon.conflist_watch import REWRITES_TO_WARN, WINDOW_SECONDS
+from braid.daemon.primaries import (
+    UNKNOWN_REMOVER,
+    UNKNOWN_SHADOW,
+    first_configuration,
+    primary_advice,
+    remover_of,
+)
 from braid.daemon.protocol import PROTOCOL_VERSION
 from braid.daemon.settings import SOCKET_NAME
 from braid.daemon.shim_version import BraidVersion, mismatch, own_version, shim_version
@@ -89,6 +96,35 @@ def check_conflist(view: NodeView) -> Iterator[Finding]:
             detail,
             f"{used} sorts before {BRAID_CONFLIST}: {UNKNOWN_SHADOW}",
         )
+
+
+def _count(seen: dict[str, Any], key: str) -> int:
+    value = seen.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def check_conflist_kept(view: NodeView, answer: dict[str, Any] | None) -> Finding:
+    """Whether braid's file keeps disappearing, as the daemon that keeps it counts it (the
+    ``cniConfig`` of its health answer), with the primary that removes it when it is known."""
+    check = "braid's CNI configuration kept"
+    seen = answer.get("cniConfig") if answer is not None else None
+    if not isinstance(seen, dict):
+        return nothing(check, "the daemon does not say (it keeps no conflist, or does not answer)")
+    where = f"{view.conf_dir}/{BRAID_CONFLIST}"
+    recent, total = _count(seen, "recentRewrites"), _count(seen, "rewrites")
+    if recent < REWRITES_TO_WARN:
+        return good(
+            check,
+            f"the daemon wrote {where} again after it disappeared {total} times since it "
+            f"started, {recent} in the last {WINDOW_SECONDS:.0f} s",
+        )
+    name, advice = remover_of(Path(view.local(view.conf_dir)))
+    return failed(
+        check,
+        f"{where} disappeared {recent} times in the last {WINDOW_SECONDS:.0f} s and the daemon "
+        f"wrote it again each time: {name or 'another agent'} removes it",
+        advice or UNKNOWN_REMOVER,
+    )
 
 
 def ask_daemon(view: NodeView) -> tuple[dict[str, Any] | None, str]:

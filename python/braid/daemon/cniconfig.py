@@ -8,15 +8,18 @@ the shim and the node's default network need and nothing else; the policy stays 
 daemon's configuration. With ``--shim-dir`` it keeps the node file beside the shim
 (``braid-node.json``, the paths the shim trusts) in line with the same keys. Stopping the daemon
 leaves both files: the shim still tears pods down without the daemon, and a successor takes
-over.
+over. At each look it also tells whether another configuration sorts before braid's or braid's
+file keeps disappearing (``braid.daemon.conflist_watch``).
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from braid.daemon.conflist import BRAID_CONFLIST, NODE_FILE, ConfListWriter
+from braid.daemon.conflist_watch import ConfListWatch
 from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.operator_config import OperatorConfig
 
@@ -52,11 +55,13 @@ class ConfListFollower:
 
     def __init__(self, writer: ConfListWriter) -> None:
         self.writer = writer
+        self.watch = ConfListWatch(writer.conf_dir, Path(writer.target).parent)
         self._last = ""
         self._node_last = ""
 
     def look(self) -> str:
         """One reconciliation; logs what changed."""
+        existed = self.watch.present()
         try:
             state = self.writer.reconcile()
         except OSError as exc:
@@ -67,6 +72,7 @@ class ConfListFollower:
             level = logging.WARNING if state in ("waiting", "removed") else logging.INFO
             log.log(level, "%s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, state)
         self._last = state
+        self.watch.seen(state, existed=existed)
         self._keep_node_file()
         return state
 

@@ -29,6 +29,11 @@ reach them as an observer (``observe_phase``, installed with ``braid.engine.phas
 - ``braid_daemon_metrics_auth_total{outcome}``: requests on the metrics endpoint checked by
   ``daemonMetricsAuth: kubernetes``: ``allowed``, ``unauthenticated``, ``forbidden``, ``busy``
   (past the review rate), ``unavailable`` (the API server did not answer the review).
+- ``braid_daemon_cni_config_shadowed{file}``: 1 while another configuration sorts before
+  braid's ``00-braid.conflist`` in the node's CNI configuration directory (``file`` names it),
+  else 0 with ``file=""``; ``braid_daemon_cni_config_rewrites_total``: times the daemon wrote
+  its file again after it disappeared (``braid.daemon.conflist_watch``). Only with
+  ``--cni-conf-dir``; read when scraped.
 - ``braid_build_info{version, python}``: 1, labelled with braid's version.
 - ``braid_shim_info{version, build}``: 1, labelled with the version and build of the shim in
   the node's CNI bin directory as it answered VERSION when the daemon started (``unreadable``
@@ -171,6 +176,11 @@ class DaemonMetrics:
         """Exposes the bounded caches' sizes and what they did not keep."""
         self.registry.register(_CacheCollector(stats))
 
+    def watch_conflist(self, state: Callable[[], tuple[str, int]]) -> None:
+        """Exposes what the daemon sees of its conflist: (the file sorting before it or "",
+        rewrites after a disappearance)."""
+        self.registry.register(_ConfListCollector(state))
+
     def observe_phase(self, name: str, seconds: float, plugin: str = "") -> None:
         """The engine's phase observer (``braid.engine.phases``); ``plugin`` for delegates."""
         self._child(self.phases, name, plugin).observe(seconds)
@@ -229,3 +239,25 @@ class _CacheCollector:
                 evicted.add_metric([cache], reasons.get(CACHE_EVICTED, 0))
                 live.add_metric([cache], reasons[CACHE_LIVE_READS])
         return [size, objects, refused, evicted, live]
+
+
+class _ConfListCollector:
+    """braid's conflist in the node's directory, read at each scrape."""
+
+    def __init__(self, state: Callable[[], tuple[str, int]]) -> None:
+        self.state = state
+
+    def collect(self) -> list[Metric]:
+        shadow, rewrites = self.state()
+        shadowed = GaugeMetricFamily(
+            "braid_daemon_cni_config_shadowed",
+            "1 while the configuration named by file sorts before braid's (the runtime uses it)",
+            labels=["file"],
+        )
+        shadowed.add_metric([shadow], 1 if shadow else 0)
+        written = CounterMetricFamily(
+            "braid_daemon_cni_config_rewrites",
+            "Times the daemon wrote its conflist again after it disappeared",
+        )
+        written.add_metric([], rewrites)
+        return [shadowed, written]

@@ -70,10 +70,14 @@ def _readiness(service: DaemonService) -> tuple[int, str, bytes]:
 
 def _details(service: DaemonService, query: str) -> bytes:
     """With ``?verbose``: what the daemon knows that does not decide its readiness (whether
-    its admission policy is in force, ``braid.daemon.policy_check``), a line each."""
-    if "verbose" not in query.split("&") or service.cluster is None:
+    its admission policy is in force, ``braid.daemon.policy_check``; whether its conflist is
+    the one the runtime uses, ``braid.daemon.conflist_watch``), a line each."""
+    if "verbose" not in query.split("&"):
         return b""
-    return "".join(f"{line}\n" for line in service.cluster.details()).encode()
+    lines = service.cluster.details() if service.cluster is not None else []
+    if service.follower is not None:
+        lines = [*lines, *service.follower.watch.details()]
+    return "".join(f"{line}\n" for line in lines).encode()
 
 
 _REASONS = {

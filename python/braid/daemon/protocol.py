@@ -70,14 +70,16 @@ class CniResponse(msgspec.Struct, frozen=True):
         return base64.b64decode(self.stdout, validate=True)
 
 
-class HealthResponse(msgspec.Struct, frozen=True):
+class HealthResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     """The answer to a ``health`` request, with the daemon's braid version and build (what
-    ``braidctl doctor`` compares with the shim's)."""
+    ``braidctl doctor`` compares with the shim's) and, with ``--cni-conf-dir``, what it sees of
+    its conflist (``braid.daemon.conflist_watch.ConfListState``, which doctor reports)."""
 
     protocol: int
     ready: bool
     braidVersion: str = ""
     braidBuild: str = ""
+    cniConfig: dict[str, Any] | None = None
 
 
 def cni_response(stdout: bytes, exit_code: int) -> CniResponse:
@@ -93,9 +95,15 @@ def error_response(error: CniError) -> CniResponse:
     return cni_response(error.to_json(), 1)
 
 
-def health_response(*, ready: bool, version: str, build: str) -> HealthResponse:
+def health_response(
+    *, ready: bool, version: str, build: str, cni_config: dict[str, Any] | None = None
+) -> HealthResponse:
     return HealthResponse(
-        protocol=PROTOCOL_VERSION, ready=ready, braidVersion=version, braidBuild=build
+        protocol=PROTOCOL_VERSION,
+        ready=ready,
+        braidVersion=version,
+        braidBuild=build,
+        cniConfig=cni_config,
     )
 
 

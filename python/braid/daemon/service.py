@@ -320,11 +320,24 @@ class DaemonService:
         if self.operator is not None:
             tasks.append(self.operator.refresh)
         if self.follower is not None:
+            self._watch_conflist(self.follower)
             tasks.append(self.follower.look)
         tasks.extend(self.more_chores)
         self.chores = Chores(tasks)
         self.chores.start()
         self._report_shim()  # once ready: a slow shim delays no ADD
+
+    def _watch_conflist(self, follower: ConfListFollower) -> None:
+        """What the follower sees of braid's file: in the metrics, and as events on this node
+        (with the Kubernetes store)."""
+        watch = follower.watch
+        self.metrics.watch_conflist(lambda: (watch.shadow, watch.rewrites))
+        cluster = self.cluster
+        if cluster is not None:
+            node, events = cluster.node_name, cluster.events
+            watch.notify = lambda reason, message: events.about_node(
+                node, "Warning", reason, message
+            )
 
     def _report_shim(self) -> None:
         """The shim's version, logged and in ``braid_shim_info`` (with a shim directory)."""
@@ -416,8 +429,12 @@ class DaemonService:
         once it is answered and its work over."""
         if request.kind == "health":
             own = own_version()
+            watch = self.follower.watch if self.follower is not None else None
+            seen = msgspec.structs.asdict(watch.state()) if watch is not None else None
             connection.reply(
-                health_response(ready=self.ready, version=own.version, build=own.build)
+                health_response(
+                    ready=self.ready, version=own.version, build=own.build, cni_config=seen
+                )
             )
             return True
         if request.kind == "hotplug":

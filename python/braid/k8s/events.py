@@ -26,7 +26,7 @@ from braid.errors import CniError
 from braid.k8s.background import RetryScheduler
 from braid.k8s.client import MERGE_PATCH, KubeClient
 from braid.k8s.errors import ApiError
-from braid.k8s.event_correlator import Decision, EventCorrelator
+from braid.k8s.event_correlator import Decision, EventCorrelator, Subject
 from braid.k8s.objects import segment
 from braid.nad.devices import ClaimedDevice, ClaimSource, DeviceRefused
 from braid.nad.manifests import NetworkAttachmentDefinition
@@ -35,6 +35,8 @@ from braid.nad.store import Store
 
 log = logging.getLogger("braid.k8s")
 EVENT_TIMEOUT = 2.0
+# Where events about a node go, as the kubelet records its own.
+NODE_EVENTS_NAMESPACE = "default"
 
 
 def _interfaces(network_status: bytes) -> list[tuple[str, list[str], str]]:
@@ -92,30 +94,59 @@ class EventRecorder:
         )
 
     def emit(self, pod: PodRef, kind: str, reason: str, message: str) -> None:
-        if not pod.name or self.level == "none":
+        if not pod.name:
             return
-        if self.level == "failures" and kind != "Warning":
-            return
-        decision = self.correlator.correlate(
-            (pod.namespace, pod.name, pod.uid), kind, reason, message
-        )
-        if decision.action == "skip":
-            log.debug("event %s for pod %s/%s filtered as spam", reason, pod.namespace, pod.name)
-            return
-        event = self._event(pod, kind, reason, decision)
-        if self.scheduler is None:
-            self._write(pod, decision, event)
-        elif not self.scheduler.submit(lambda: self._write(pod, decision, event)):
-            log.warning("event %s for pod %s/%s dropped", reason, pod.namespace, pod.name)
-
-    def _event(self, pod: PodRef, kind: str, reason: str, decision: Decision) -> Mapping[str, Any]:
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name}
         if pod.uid:
             involved["uid"] = pod.uid
+        subject = (pod.namespace, pod.name, pod.uid)
+        what = f"pod {pod.namespace}/{pod.name}"
+        self._record(subject, involved, what, kind=kind, reason=reason, message=message)
+
+    def about_node(self, node: str, kind: str, reason: str, message: str) -> None:
+        """An event about the node ``node``, as the kubelet records its own: in namespace
+        ``default``, the node's name as its uid (what ``kubectl describe node`` looks for)."""
+        if not node:
+            return
+        involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node}
+        subject = (NODE_EVENTS_NAMESPACE, node, node)
+        self._record(subject, involved, f"node {node}", kind=kind, reason=reason, message=message)
+
+    def _record(
+        self,
+        subject: Subject,
+        involved: dict[str, str],
+        what: str,
+        *,
+        kind: str,
+        reason: str,
+        message: str,
+    ) -> None:
+        """Correlates one event about ``subject`` (``what``, in logs) and writes it."""
+        if self.level == "none" or (self.level == "failures" and kind != "Warning"):
+            return
+        decision = self.correlator.correlate(subject, kind, reason, message)
+        if decision.action == "skip":
+            log.debug("event %s for %s filtered as spam", reason, what)
+            return
+        event = self._event(subject[0], involved, kind, reason, decision)
+        if self.scheduler is None:
+            self._write(what, decision, event)
+        elif not self.scheduler.submit(lambda: self._write(what, decision, event)):
+            log.warning("event %s for %s dropped", reason, what)
+
+    def _event(
+        self,
+        namespace: str,
+        involved: dict[str, str],
+        kind: str,
+        reason: str,
+        decision: Decision,
+    ) -> Mapping[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": decision.name, "namespace": pod.namespace},
+            "metadata": {"name": decision.name, "namespace": namespace},
             "involvedObject": involved,
             "reason": reason,
             "message": decision.message,
@@ -126,10 +157,11 @@ class EventRecorder:
             "count": decision.count,
         }
 
-    def _write(self, pod: PodRef, decision: Decision, event: Mapping[str, Any]) -> None:
+    def _write(self, what: str, decision: Decision, event: Mapping[str, Any]) -> None:
         """A new Event, or the count of the one made before raised (made anew when it is
         gone: expired, or its create failed)."""
-        events = f"/api/v1/namespaces/{segment(pod.namespace)}/events"
+        namespace = event["metadata"]["namespace"]
+        events = f"/api/v1/namespaces/{segment(namespace)}/events"
         reason = str(event["reason"])
         try:
             if decision.action == "patch" and self._patched(
@@ -141,9 +173,7 @@ class EventRecorder:
                 "POST", events, body=body, timeout=EVENT_TIMEOUT, what=f"POST event {reason}"
             ).release_conn()
         except CniError as exc:
-            log.warning(
-                "pod %s/%s: event %s not recorded: %s", pod.namespace, pod.name, reason, exc
-            )
+            log.warning("%s: event %s not recorded: %s", what, reason, exc)
 
     def _patched(self, path: str, event: Mapping[str, Any]) -> bool:
         """The Event at ``path`` given the new count; False when it does not exist."""

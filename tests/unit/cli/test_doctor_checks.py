@@ -13,9 +13,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from test_doctor import NAD, doctor, executable, node, shim_answering  # the node tree
 
+from braid.cni.hostroot import HostRoot
 from braid.cni.search import DEFAULT_CNI_PATH, search_dirs
 from braid.commands.braidctl import main
-from braid.commands.doctor_view import FINDING_KEYS
+from braid.commands.doctor_node import check_conflist_kept
+from braid.commands.doctor_view import FINDING_KEYS, NodeView
+from braid.daemon.operator_config import OperatorConfig
 from braid.daemon.shim_version import BraidVersion, own_version
 
 __all__ = ["node"]  # the fixture, used by name
@@ -24,6 +27,7 @@ CHECKS = [
     "shim braid-full",
     "shim version",
     "braid's CNI configuration",
+    "braid's CNI configuration kept",
     "daemon socket",
     "readiness indicator",
     "clusterNetwork",
@@ -188,3 +192,29 @@ def test_the_documented_json_keys_and_checks_are_the_findings() -> None:
     assert set(CHECKS) <= named
     example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     assert [tuple(finding) for finding in example] == [FINDING_KEYS]
+
+
+@pytest.mark.parametrize(
+    ("seen", "status"),
+    [
+        (None, "none"),
+        ({"rewrites": 2, "recentRewrites": 2}, "ok"),
+        ({"rewrites": "9", "recentRewrites": True}, "ok"),  # hostile: read as none
+        ({"rewrites": 7, "recentRewrites": 3}, "fail"),
+    ],
+)
+def test_a_file_the_daemon_keeps_writing_again_is_named_with_its_remover(
+    node: Path, seen: dict[str, object] | None, status: str
+) -> None:
+    (node / "etc/cni/net.d/00-braid.conflist.cilium_bak").write_text("{}")
+    operator = OperatorConfig(str(node.parent / "braid.conf"), HostRoot(str(node)))
+    view = NodeView(operator=operator, root=HostRoot(str(node)), conf_dir="/etc/cni/net.d")
+    answer = {"ready": True} if seen is None else {"ready": True, "cniConfig": seen}
+    found = check_conflist_kept(view, answer)
+    assert found.status == status, found
+    if status == "fail":
+        assert found.detail == (
+            "/etc/cni/net.d/00-braid.conflist disappeared 3 times in the last 600 s and the "
+            "daemon wrote it again each time: Cilium removes it"
+        )
+        assert "cni.exclusive=false" in found.fix
