@@ -20,6 +20,7 @@ _RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "Namespace"): ("/api/v1", "namespaces", False),
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
     ("v1", "ConfigMap"): ("/api/v1", "configmaps", True),
+    ("v1", "Service"): ("/api/v1", "services", True),
     ("apps/v1", "DaemonSet"): ("/apis/apps/v1", "daemonsets", True),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): (
         "/apis/rbac.authorization.k8s.io/v1",
