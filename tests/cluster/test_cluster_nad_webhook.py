@@ -1,0 +1,162 @@
+"""deploy/components/nad-webhook on the real API server: `kubectl apply` of a NAD that
+`braidctl validate` refuses is refused with validate's messages (by the webhook, or by the
+component's ValidatingAdmissionPolicy for an oversized spec.config), a good NAD is accepted; with no webhook
+answering, `failurePolicy: Ignore` accepts and `Fail` refuses; the webhook's account can do
+its job and nothing more."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apiserver
+import pytest
+from nad_webhook_setup import (
+    CONFIGURATION,
+    NAMESPACE,
+    SECRET,
+    Replica,
+    installed,
+    kubectl,
+)
+
+from braid.commands.validate_findings import Finding, Findings
+from braid.commands.validate_objects import check_object
+
+GOOD_CONFIG = '{"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0", "mode": "bridge"}'
+# Three problems validate reports, all of them: a version braid cannot answer, an `ipam` that is
+# no object, and (in its own check of the list) the same.
+BAD_CONFIG = '{"cniVersion": "9.9.9", "name": "n", "type": "macvlan", "ipam": "none"}'
+
+
+def nad(namespace: str, name: str, config: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"config": config},
+    }
+
+
+def validate_messages(doc: dict[str, Any]) -> list[str]:
+    """What `braidctl validate` says of `doc` (its checker of each object of a file), naming
+    the object as the API server's answer does where validate names the file."""
+    where = f"NetworkAttachmentDefinition {doc['metadata']['namespace']}/{doc['metadata']['name']}"
+    found: list[Finding] = []
+    check_object(doc, where, Findings(where, found), None)
+    return [f["message"] for f in found if f["severity"] == "error"]
+
+
+def apply_nad(admin_config: Path, doc: dict[str, Any], *extra: str) -> tuple[int, str]:
+    done = kubectl(admin_config, "apply", *extra, "-f", "-", stdin=json.dumps(doc))
+    return done.returncode, done.stderr
+
+
+@pytest.fixture
+def webhook(
+    kube_apiserver: apiserver.ApiServer, tmp_path: Path
+) -> Iterator[tuple[Path, Path, Replica]]:
+    """The component applied and one replica serving; (admin kubeconfig, webhook kubeconfig,
+    the replica)."""
+    with installed(kube_apiserver, tmp_path) as (config, port, _):
+        replica = Replica(config, port, tmp_path / "webhook.log", "--check-interval=1",
+                          "--propagation=2")  # fmt: skip
+        try:
+            replica.wait_serving()
+            yield tmp_path / "admin.kubeconfig", config, replica
+        finally:
+            replica.stop()
+
+
+def wait_checked(admin_config: Path, namespace: str) -> None:
+    """Until the API server trusts the webhook (its CA bundle written): a bad NAD refused."""
+    probe = nad(namespace, "probe", BAD_CONFIG)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        code, _ = apply_nad(admin_config, probe, "--dry-run=server")
+        if code != 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the API server never called the webhook")
+
+
+def test_bad_nad_refused_with_validates_messages(
+    webhook: tuple[Path, Path, Replica], kube_namespace: str, tmp_path: Path
+) -> None:
+    admin_config, _, _ = webhook
+    wait_checked(admin_config, kube_namespace)
+    bad = nad(kube_namespace, "bad-config", BAD_CONFIG)
+    expected = validate_messages(bad)
+    assert len(expected) >= 2
+    code, stderr = apply_nad(admin_config, bad)
+    assert code != 0
+    assert "denied the request" in stderr
+    for message in expected:
+        assert message in stderr
+    code, stderr = apply_nad(admin_config, nad(kube_namespace, "good", GOOD_CONFIG))
+    assert code == 0, stderr
+    # An update is checked too.
+    code, stderr = apply_nad(admin_config, nad(kube_namespace, "good", BAD_CONFIG))
+    assert code != 0
+    assert expected[0].replace("bad-config", "good") in stderr
+
+
+def test_oversized_config_refused_by_the_policy_with_validates_message(
+    webhook: tuple[Path, Path, Replica], kube_namespace: str, tmp_path: Path
+) -> None:
+    admin_config, _, replica = webhook
+    replica.stop()  # the policy needs no webhook (and failurePolicy Ignore lets all else in)
+    padding = "x" * (1 << 20)
+    config = json.dumps({"cniVersion": "1.0.0", "name": "big", "type": "macvlan", "p": padding})
+    bad = nad(kube_namespace, "big", config)
+    [expected] = validate_messages(bad)
+    assert "larger than" in expected
+    code, stderr = apply_nad(admin_config, bad, "--server-side")
+    assert code != 0
+    assert "ValidatingAdmissionPolicy 'braid-nad-checks'" in stderr
+    assert expected in stderr
+
+
+def test_failure_policy_with_no_webhook_answering(
+    kube_apiserver: apiserver.ApiServer, kube_namespace: str, tmp_path: Path
+) -> None:
+    admin_config = tmp_path / "admin.kubeconfig"
+    with installed(kube_apiserver, tmp_path):  # no replica runs
+        code, stderr = apply_nad(admin_config, nad(kube_namespace, "open", BAD_CONFIG))
+        assert code == 0, stderr  # Ignore: accepted unchecked
+        patch = '[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}]'
+        done = kubectl(admin_config, "patch", "validatingwebhookconfiguration", CONFIGURATION,
+                       "--type=json", f"--patch={patch}")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        for name, config in (("closed", BAD_CONFIG), ("closed-good", GOOD_CONFIG)):
+            code, stderr = apply_nad(admin_config, nad(kube_namespace, name, config))
+            assert code != 0
+            assert "failed calling webhook" in stderr
+
+
+def test_account_may_do_its_job_and_nothing_more(webhook: tuple[Path, Path, Replica]) -> None:
+    _, config, _ = webhook
+    allowed = [
+        ("get", "secret", SECRET, f"--namespace={NAMESPACE}"),
+        ("get", "validatingwebhookconfiguration", CONFIGURATION),
+    ]
+    for args in allowed:
+        done = kubectl(config, *args)
+        assert done.returncode == 0, (args, done.stderr)
+    refused = [
+        ("get", "secrets", f"--namespace={NAMESPACE}"),
+        ("get", "secret", "braid-other", f"--namespace={NAMESPACE}"),
+        ("delete", "secret", SECRET, f"--namespace={NAMESPACE}"),
+        ("create", "secret", "generic", "braid-other", f"--namespace={NAMESPACE}"),
+        ("get", "validatingwebhookconfigurations"),
+        ("delete", "validatingwebhookconfiguration", CONFIGURATION),
+        ("get", "network-attachment-definitions", "--all-namespaces"),
+        ("get", "pods", "--all-namespaces"),
+    ]
+    for args in refused:
+        done = kubectl(config, *args)
+        assert done.returncode != 0, args
+        assert "Forbidden" in done.stderr or "forbidden" in done.stderr, (args, done.stderr)
