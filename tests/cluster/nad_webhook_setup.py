@@ -84,8 +84,8 @@ class Replica:
                 f"--namespace={NAMESPACE}", "--address=127.0.0.1", f"--port={port}",
                 "--host=127.0.0.1", *flags]  # fmt: skip
         with log.open("ab") as out:
-            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def peer_certificate(self) -> bytes | None:
         """The DER certificate the replica serves now (None: it serves none yet)."""
@@ -93,9 +93,11 @@ class Replica:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as raw:
-                with context.wrap_socket(raw) as tls:
-                    return tls.getpeercert(binary_form=True)
+            with (
+                socket.create_connection(("127.0.0.1", self.port), timeout=2) as raw,
+                context.wrap_socket(raw) as tls,
+            ):
+                return tls.getpeercert(binary_form=True)
         except OSError:
             return None
 

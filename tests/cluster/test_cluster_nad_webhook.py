@@ -1,8 +1,8 @@
 """deploy/components/nad-webhook on the real API server: `kubectl apply` of a NAD that
 `braidctl validate` refuses is refused with validate's messages (by the webhook, or by the
-component's ValidatingAdmissionPolicy for an oversized spec.config), a good NAD is accepted; with no webhook
-answering, `failurePolicy: Ignore` accepts and `Fail` refuses; the webhook's account can do
-its job and nothing more."""
+component's ValidatingAdmissionPolicy for an oversized spec.config), a good NAD is accepted;
+with no webhook answering, `failurePolicy: Ignore` accepts and `Fail` refuses; the webhook's
+account can do its job and nothing more."""
 
 from __future__ import annotations
 
