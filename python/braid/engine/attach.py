@@ -45,6 +45,7 @@ from braid.engine.phases import delegate_observer, phase
 from braid.engine.readiness import wait_ready
 from braid.engine.record import AttachmentRecord
 from braid.engine.request import CniRequest
+from braid.engine.routing import apply_routing, clear_routing
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interfaces_free, requests_honoured
 from braid.errors import CniError
@@ -169,6 +170,7 @@ def _add_locked(
         )
         for attachment in plan.attachments:
             apply_default_routes(attachment, netns)
+        apply_routing(record, netns)
     except CniError as exc:
         if not gate.passed:  # no delegate ran: nothing to roll back
             gate.settle()  # the plan's write is over before its record goes
@@ -381,7 +383,8 @@ def _roll_back(
 ) -> None:
     """Deletes what this ADD attempted, in reverse; the record stays if anything is left."""
     attempted = [e for e in record.attachments if e.state != "planned"]
-    errors = tear_down(runtime, record, attempted, netns=request.netns)
+    errors = clear_routing(attempted, ctx.local(request.netns))
+    errors += tear_down(runtime, record, attempted, netns=request.netns)
     records = ctx.records()
     if errors:
         log.error(

@@ -21,6 +21,7 @@ from braid.engine.devices import remove_device_info
 from braid.engine.phases import delegate_observer
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
+from braid.engine.routing import check_routing
 from braid.engine.teardown import tear_down
 from braid.engine.verify import link_names
 from braid.errors import (
@@ -68,6 +69,7 @@ def _check_all(ctx: EngineContext, runtime: Runtime, record: AttachmentRecord, n
                 UNKNOWN_CONTAINER,
                 f"{entry.label or entry.name}: interface {entry.ifname} is missing in {netns}",
             )
+        check_routing(entry, ctx.local(netns))
         _check_entry(runtime, record, entry, ctx.lists)
 
 

@@ -27,6 +27,7 @@ from braid.engine.context import (
 )
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
+from braid.engine.routing import clear_routing
 from braid.errors import TRY_AGAIN_LATER, CniError, TeardownError
 from braid.nad.plan import AttachmentPlan
 from braid.nad.resolve import resolve_plan
@@ -210,7 +211,8 @@ def _delete_locked(
         elif record is None:
             record, _ = _fallback_record(ctx, request, capability_args)
         runtime = ctx.runtime(request)
-        errors = tear_down(runtime, record, record.attachments, netns=request.netns)
+        errors = clear_routing(record.attachments, ctx.local(request.netns))  # delegates' DEL
+        errors += tear_down(runtime, record, record.attachments, netns=request.netns)
         if corrupt is not None and unresolved is not None and _may_hide(corrupt):
             # What the record lost may still be attached: it stays as it is (a rewrite would
             # make it look whole) until the pod's networks can be resolved.

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from braid.errors import INVALID_CONFIG, CniError
+from braid.nad.routing import ROUTING_KEY, BadRouting, Routing, parse_routing
 from braid.nad.syntax import (
     is_dns1123_label,
     is_infiniband_guid,
@@ -43,6 +44,7 @@ class Selection(msgspec.Struct, frozen=True):
     port_mappings: list[Any] | None = None
     bandwidth: dict[str, Any] | None = None
     device_id: str | None = None
+    routing: Routing | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def label(self) -> str:
@@ -124,6 +126,13 @@ def _typed(value: Any, kind: type, what: str) -> Any:
     return value
 
 
+def _routing(value: Any) -> Routing:
+    try:
+        return parse_routing(value)
+    except BadRouting as exc:
+        raise _BadValue(str(exc)) from exc
+
+
 def _list_of_objects(value: Any) -> list[Any]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise _BadValue("expected a list of objects")
@@ -141,6 +150,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "portMappings": ("port_mappings", _list_of_objects),
     "bandwidth": ("bandwidth", lambda v: _typed(v, dict, "an object")),
     "deviceID": ("device_id", lambda v: _typed(v, str, "a string")),
+    ROUTING_KEY: ("routing", _routing),  # braid's key; a dot, as the spec asks of extensions
 }
 
 

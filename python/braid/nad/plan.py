@@ -15,6 +15,7 @@ from braid.cni.config import (
     network_list_from_bytes,
     network_list_from_conf,
 )
+from braid.nad.routing import Routing
 
 
 class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
@@ -24,7 +25,8 @@ class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaul
     delegate configuration's network name, the interface and position, whether the
     configuration is a conflist and the cluster default network, the keys merged into each
     delegate's ``args.cni``, the addresses, MAC and default-route gateways the pod asked for,
-    and whether it is braid's auxiliary chain."""
+    whether it is braid's auxiliary chain, and the routing it opted into
+    (``braid.nad.routing``)."""
 
     position: int = 0
     ifname: str
@@ -37,6 +39,7 @@ class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaul
     mac: str | None = None
     default_route: tuple[str, ...] | None = None
     auxiliary_chain: bool = False
+    routing: Routing | None = None
 
     def shared_fields(self) -> dict[str, Any]:
         """These fields by name: what a plan's attachment and a record entry hand each other."""

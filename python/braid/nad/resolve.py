@@ -26,6 +26,7 @@ from braid.nad.isolation import check_isolation
 from braid.nad.netconf import ConfDirLookups
 from braid.nad.pins import check_pins
 from braid.nad.plan import Attachment, AttachmentPlan
+from braid.nad.routing import Routing, merged_routing, nad_routing
 from braid.nad.store import FileStore, Store
 from braid.nad.syntax import ip_family
 
@@ -147,7 +148,19 @@ def _attachment(
         default_route=selection.default_route if selection is not None else None,
         nad_annotations=network.nad_annotations,
         auxiliary_chain=network.auxiliary_chain,
+        routing=_routing(position, network),
     )
+
+
+def _routing(position: int, network: Network) -> Routing | None:
+    """The routing a secondary attachment opted into (the cluster default network's is the
+    pod's main table: it gets none); the selection's keys win over the NAD's."""
+    if position == 0 or network.auxiliary_chain:
+        return None
+    source = f"NetworkAttachmentDefinition {network.status_name}"
+    nad = nad_routing(network.nad_annotations, source)
+    selection = network.selection.routing if network.selection is not None else None
+    return merged_routing(nad, selection)
 
 
 def _check_ifnames(attachments: list[Attachment]) -> None:
