@@ -1,10 +1,12 @@
 """braid's admission policy (deploy/components/admission-policy) on braid's events, on a real
 API server: braid's identity, through its token bound to a pod on node-a, may record events
-about pods that name node-a or no node as their source, and raise their count; not about other
-objects, not as another node, not by rewriting another's event, not by deleting one, and not
-without a node-bound token. Core and events.k8s.io alike (the API server stores one Event).
+about pods that name node-a or no node as their source, and about node-a itself in namespace
+default, and raise their count; not about other objects or nodes, not as another node, not by
+rewriting another's event, not by deleting one, and not without a node-bound token. Core and
+events.k8s.io alike (the API server stores one Event).
 
-Pods and events live in the test's own namespace (the tier leaves namespaces behind)."""
+Pods and events live in the test's own namespace (the tier leaves namespaces behind); an event
+about the node, in namespace default, is removed by its test."""
 
 from __future__ import annotations
 
@@ -27,6 +29,12 @@ NO_NODE = (
     "carry no authentication.kubernetes.io/node-name"
 )
 NODE = apiserver.BRAID_NODE
+ABOUT_ONLY = (
+    "braid's service account may record events only about pods of the event's namespace and "
+    "about its own node in namespace default, not about "
+)
+# Where a node's events go, as the kubelet records them.
+NODE_EVENTS = "default"
 
 
 def refusal(call: Callable[[], object]) -> str:
@@ -87,8 +95,7 @@ def test_braid_records_and_counts_events_about_pods(
     [
         (
             {"involvedObject": {"apiVersion": "v1", "kind": "Service", "name": "web"}},
-            "braid's service account may record events only about pods of the event's "
-            "namespace, not about Service NS/web",
+            f"{ABOUT_ONLY}Service NS/web",
         ),
         (
             {"source": {"component": "braid", "host": "node-b"}},
@@ -233,3 +240,44 @@ def test_the_admins_events_pass(
         ns, event(ns, service, source={"component": "x", "host": "node-b"})
     )
     admin.delete_namespaced_event(made.metadata.name, ns)
+
+
+def node_event(about: str, namespace: str = NODE_EVENTS, **fields: Any) -> dict[str, Any]:
+    """An event about the node ``about``, as braid's recorder writes one (``about_node``)."""
+    node = {"apiVersion": "v1", "kind": "Node", "name": about, "uid": about}
+    return event(namespace, node, reason="CNIConfigurationShadowed", type="Warning", **fields)
+
+
+def test_braid_records_and_counts_events_about_its_own_node(
+    braid: kubernetes.client.CoreV1Api, kube_admin: kubernetes.client.ApiClient
+) -> None:
+    admin = kubernetes.client.CoreV1Api(kube_admin)
+    made = braid.create_namespaced_event(NODE_EVENTS, node_event(NODE)).metadata.name
+    try:
+        braid.patch_namespaced_event(made, NODE_EVENTS, {"count": 2, "message": "again"})
+        stored = admin.read_namespaced_event(made, NODE_EVENTS)
+        assert (stored.involved_object.kind, stored.involved_object.name) == ("Node", NODE)
+        assert (stored.count, stored.message) == (2, "again")
+    finally:
+        admin.delete_namespaced_event(made, NODE_EVENTS)
+
+
+@pytest.mark.parametrize(
+    ("about", "where", "message"),
+    [
+        ("node-b", NODE_EVENTS, f"{ABOUT_ONLY}Node node-b in namespace default"),
+        # The API server keeps an event about a cluster-scoped object in default (422
+        # elsewhere); one that names a namespace for the node is the policy's to refuse.
+        (NODE, "NS", f"{ABOUT_ONLY}Node NS/{NODE} in namespace NS"),
+    ],
+    ids=["another-node", "own-node-in-a-namespace"],
+)
+def test_braid_records_no_event_about_another_node_or_elsewhere(
+    braid: kubernetes.client.CoreV1Api, kube_namespace: str, about: str, where: str, message: str
+) -> None:
+    ns = kube_namespace if where == "NS" else where
+    body = node_event(about, ns)
+    if where == "NS":
+        body["involvedObject"]["namespace"] = ns
+    said = refusal(lambda: braid.create_namespaced_event(ns, body))
+    assert said.endswith(DENIED + message.replace("NS", kube_namespace)), said
