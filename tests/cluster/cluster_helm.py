@@ -38,12 +38,13 @@ def helm_binary() -> Path:
 
 
 def helm(
-    *args: str | Path, check: bool = True, timeout: float = 120
+    *args: str | Path, check: bool = True, timeout: float = 120, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`helm ARGS...`; with `check`, a failure raises with Helm's own words."""
+    """`helm ARGS...` (with `env` added to the environment); with `check`, a failure raises
+    with Helm's own words."""
     done = subprocess.run(
         [helm_binary(), *map(str, args)], capture_output=True, text=True, check=False,
-        timeout=timeout,
+        timeout=timeout, env={**os.environ, **(env or {})},
     )  # fmt: skip
     if check and done.returncode != 0:
         raise ApiServerError(f"helm {' '.join(map(str, args))} failed: {done.stderr.strip()}")

@@ -219,3 +219,11 @@ def test_the_api_server_accepts_every_object_the_chart_renders(
         # The CRD comes from the chart's crds/, which Helm does not template.
         if doc["kind"] != "CustomResourceDefinition":
             assert labels["app.kubernetes.io/instance"] == "dry-run"
+
+
+def test_the_charts_app_version_is_braids_version() -> None:
+    chart = yaml.safe_load((cluster_helm.CHART / "Chart.yaml").read_text())
+    cargo = (cluster_manifests.REPO_ROOT / "Cargo.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', cargo, re.MULTILINE)
+    assert version, "Cargo.toml: no workspace version"
+    assert chart["appVersion"] == chart["version"] == version.group(1)
