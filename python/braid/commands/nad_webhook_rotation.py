@@ -80,7 +80,8 @@ def material_from_data(data: dict[str, str]) -> Material:
 
 
 def _due(info: CertInfo, now: float) -> bool:
-    return now >= info.not_before + (info.not_after - info.not_before) * RENEW_AFTER
+    made = info.not_before + BACKDATE  # certificates are valid from a little before
+    return now >= made + (info.not_after - made) * RENEW_AFTER
 
 
 def _usable(pair: KeyPair | None, now: float) -> CertInfo | None:
