@@ -19,6 +19,8 @@ from typing import Any
 
 import kubernetes.client
 import pytest
+import test_k8s_dra
+import yaml
 from k8s_engine import STATUS_KEY, Node, create_nad, events, node, read_pod
 from kubernetes.client.exceptions import ApiException
 from test_k8s_devices import delegate_devices, device_conf
@@ -39,7 +41,14 @@ __all__ = ["caches", "node"]  # the fixtures
 EXTENDED = "braid-test.example/extnet"
 CLASS = "braid-test-extnet"
 POD = "ext-pod"
-CLAIM = f"{POD}-extended-resources-q7x2m"  # the scheduler's generateName, and a suffix
+
+
+def claim_name(pod: str) -> str:
+    """The name the scheduler's claim gets: its generateName, and a suffix."""
+    return f"{pod}-extended-resources-q7x2m"
+
+
+CLAIM = claim_name(POD)
 REQUEST = "container-0-request-0"
 
 
@@ -96,47 +105,56 @@ class Extended:
         return str(self.core.create_namespaced_pod(self.ns, body).metadata.uid)
 
     def claim(self, owner: str, uid: str, devices: tuple[str, ...] = ("nic-1", "nic-0")) -> None:
-        """The scheduler's claim for the pod (owned by pod `owner` of `uid`), allocated
-        `devices` for its one request and reserved for the pod."""
-        request = {
-            "name": REQUEST,
-            "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 2},
-        }
-        meta = {
-            "name": CLAIM,
-            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": owner,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        }
-        self.api.create_namespaced_resource_claim(self.ns, {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
-            "spec": {"devices": {"requests": [request]}},
-        })  # fmt: skip
-        results = [{"request": REQUEST, "driver": DRIVER, "pool": self.pool, "device": d}
-                   for d in (*devices, "gpu-0")]  # fmt: skip
-        status = {
-            "allocation": {"devices": {"results": results}},
-            "reservedFor": [{"resource": "pods", "name": POD, "uid": self.uid()}],
-        }
-        self.api.patch_namespaced_resource_claim_status(CLAIM, self.ns, {"status": status})
-
-    def uid(self) -> str:
-        return str(read_pod(self.admin, self.ns, POD).metadata.uid)
+        """The scheduler's claim for the pod, owned by pod `owner` of `uid`, allocated
+        `devices` and gpu-0 for its one request."""
+        results = [{"driver": DRIVER, "pool": self.pool, "device": d} for d in (*devices, "gpu-0")]
+        scheduler_claim(
+            self.admin, self.ns, POD, owner=(owner, uid), device_class=CLASS, results=results
+        )
 
     def name_in_status(self) -> None:
-        """The scheduler's patch of the pod's status."""
-        mapping = {"containerName": "c", "resourceName": EXTENDED, "requestName": REQUEST}
-        status = {"extendedResourceClaimStatus": {
-            "resourceClaimName": CLAIM, "requestMappings": [mapping]}}  # fmt: skip
-        self.core.patch_namespaced_pod_status(POD, self.ns, {"status": status})
+        scheduler_status(self.admin, self.ns, POD, "c", EXTENDED)
+
+
+def scheduler_claim(
+    admin: kubernetes.client.ApiClient,
+    ns: str,
+    pod: str,
+    *,
+    owner: tuple[str, str],
+    device_class: str,
+    results: list[dict[str, str]],
+) -> None:
+    """What kube-scheduler writes for `pod`'s extended resources: the claim
+    `<pod>-extended-resources-q7x2m` with one request, its controller pod `owner` (name, UID),
+    then its allocation (`results` for that request) and its reservation for the pod."""
+    name = claim_name(pod)
+    exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 2}
+    reference = {"apiVersion": "v1", "kind": "Pod", "name": owner[0], "uid": owner[1],
+                 "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    meta = {"name": name, "ownerReferences": [reference],
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}}  # fmt: skip
+    api = kubernetes.client.ResourceV1Api(admin)
+    api.create_namespaced_resource_claim(ns, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+        "spec": {"devices": {"requests": [{"name": REQUEST, "exactly": exactly}]}},
+    })  # fmt: skip
+    uid = str(read_pod(admin, ns, pod).metadata.uid)
+    status = {
+        "allocation": {"devices": {"results": [{"request": REQUEST, **r} for r in results]}},
+        "reservedFor": [{"resource": "pods", "name": pod, "uid": uid}],
+    }
+    api.patch_namespaced_resource_claim_status(name, ns, {"status": status})
+
+
+def scheduler_status(
+    admin: kubernetes.client.ApiClient, ns: str, pod: str, container: str, resource: str
+) -> None:
+    """The scheduler's patch of the pod's status, naming the claim of `scheduler_claim`."""
+    mapping = {"containerName": container, "resourceName": resource, "requestName": REQUEST}
+    named = {"resourceClaimName": claim_name(pod), "requestMappings": [mapping]}
+    status = {"extendedResourceClaimStatus": named}
+    kubernetes.client.CoreV1Api(admin).patch_namespaced_pod_status(pod, ns, {"status": status})
 
 
 @pytest.fixture
@@ -223,3 +241,58 @@ def test_without_the_status_the_pod_has_no_device(node: Node, ext: Extended) -> 
     assert (code, error["code"]) == (1, 7), error
     assert f"needs a device of resource {EXTENDED}" in error["msg"]
     assert node.calls("ADD") == []
+
+
+DOC = Path(__file__).parents[2] / "docs" / "devices.md"
+
+
+def documented() -> dict[str, dict[str, Any]]:
+    """docs/devices.md's `yaml dra-extended` blocks (the DeviceClass and the Pod), by kind."""
+    blocks = [b.split("```", 1)[0] for b in DOC.read_text().split("```yaml dra-extended\n")[1:]]
+    return {o["kind"]: o for o in map(yaml.safe_load, blocks)}
+
+
+def test_the_documented_pod_gets_the_documented_devices(
+    node: Node, kube_admin: kubernetes.client.ApiClient, kube_namespace: str
+) -> None:
+    """The DeviceClass and the Pod of "A device as an extended resource", with the slice and
+    the NAD of the DRA section before it."""
+    ns, docs, before = kube_namespace, documented(), test_k8s_dra.documented()
+    assert sorted(docs) == ["DeviceClass", "Pod"]
+    api = kubernetes.client.ResourceV1Api(kube_admin)
+    try:
+        api.create_device_class(docs["DeviceClass"])
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    slice_, pool = before["ResourceSlice"], f"{ns}-node-a"
+    slice_["metadata"]["name"] = f"{ns}-vf-extended"
+    slice_["spec"]["pool"]["name"] = pool  # one pool per test: the node's slices are shared
+    api.create_resource_slice(slice_)
+    nad = before["NetworkAttachmentDefinition"]
+    nad["spec"]["config"] = json.dumps({**json.loads(nad["spec"]["config"]), "type": "fakesec"})
+    kubernetes.client.CustomObjectsApi(kube_admin).create_namespaced_custom_object(
+        "k8s.cni.cncf.io", "v1", ns, "network-attachment-definitions", nad
+    )
+    pod = docs["Pod"]
+    pod["spec"]["nodeName"] = "node-a"
+    uid = str(kubernetes.client.CoreV1Api(kube_admin).create_namespaced_pod(ns, pod).metadata.uid)
+    (container,) = pod["spec"]["containers"]
+    (resource,) = container["resources"]["limits"]
+    assert resource == docs["DeviceClass"]["spec"]["extendedResourceName"]
+    driver = slice_["spec"]["driver"]
+    results = [{"driver": driver, "pool": pool, "device": d} for d in ("vf-2", "vf-1")]
+    scheduler_claim(
+        kube_admin,
+        ns,
+        "vf-app",
+        owner=("vf-app", uid),
+        device_class="vf.example-net",
+        results=results,
+    )
+    scheduler_status(kube_admin, ns, "vf-app", container["name"], resource)
+    conf = device_conf(node)
+    with FakeKubelet(conf["podResourcesSocket"], {(ns, "vf-app"): [[]]}):
+        result, code = node.run("ADD", namespace=ns, pod="vf-app", uid=uid, **conf)
+    assert code == 0, result
+    assert delegate_devices(node) == [("net1", "0000:03:00.1"), ("net2", "0000:03:00.2")]

@@ -548,7 +548,7 @@ class Node:
             f"--cert-dir={self.root / 'kcm-certs'}", "--leader-elect=false",
             f"--service-account-private-key-file={pki.sa_signing_key}",
             f"--root-ca-file={pki.ca_cert}", "--use-service-account-credentials=true",
-            "--controllers=*", "--v=1",
+            "--controllers=*", f"--feature-gates={node_config.FEATURE_GATE_FLAG}", "--v=1",
         ]).start()  # fmt: skip
         scheduler = kubeconfigs["scheduler"]
         self._scheduler_port = node_host.free_port()
@@ -556,7 +556,8 @@ class Node:
             str(apiserver.BIN_DIR / "kube-scheduler"),
             f"--kubeconfig={scheduler}", "--bind-address=127.0.0.1",
             f"--secure-port={self._scheduler_port}",
-            f"--cert-dir={self.root / 'scheduler-certs'}", "--leader-elect=false", "--v=1",
+            f"--cert-dir={self.root / 'scheduler-certs'}", "--leader-elect=false",
+            f"--feature-gates={node_config.FEATURE_GATE_FLAG}", "--v=1",
         ]).start()  # fmt: skip
 
     def _add(self, name: str, argv: list[str]) -> Component:

@@ -25,6 +25,11 @@ PAUSE_IMAGE = "localhost/braid-pause:1.0"
 BUSYBOX_IMAGE = "localhost/braid-busybox:1.0"
 # "native" works on any filesystem.
 SNAPSHOTTER = "native"
+# Alpha gates the node tier turns on in kube-scheduler, kube-controller-manager and kubelet
+# (kube-apiserver: tests/cluster/apiserver.py): DRAExtendedResource, a DRA device asked for as
+# an extended resource (test_node_braid_7b_dra_extended.py).
+FEATURE_GATES = {"DRAExtendedResource": True}
+FEATURE_GATE_FLAG = ",".join(f"{k}={str(v).lower()}" for k, v in FEATURE_GATES.items())
 
 
 def cluster_conflist() -> dict[str, Any]:
@@ -135,6 +140,7 @@ def kubelet_config(
         "makeIPTablesUtilChains": False,
         "protectKernelDefaults": False,
         "serializeImagePulls": False,
+        "featureGates": FEATURE_GATES,
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "evictionHard": {

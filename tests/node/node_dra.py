@@ -28,6 +28,7 @@ PROGRAM = BIN_DIR / "braid-test-dra-driver"
 DRIVER = "dra.braid-test.example"
 RESOURCE = "braid-test.example/dranet"
 DEVICE_CLASS = "braid-test-dranet"
+EXTENDED_DEVICE_CLASS = "braid-test-dranet-extended"
 ACCOUNT = "braid-test-dra-driver"
 ACCOUNT_NAMESPACE = "kube-system"
 ATTR_DOMAIN = "k8s.cni.cncf.io"
@@ -72,6 +73,15 @@ def device_class() -> dict[str, Any]:
         "metadata": {"name": DEVICE_CLASS},
         "spec": {"selectors": [{"cel": {"expression": expression}}]},
     }
+
+
+def extended_device_class() -> dict[str, Any]:
+    """A DeviceClass of the same devices that serves them as extended resource RESOURCE
+    (`spec.extendedResourceName`; DRAExtendedResource, alpha in Kubernetes 1.34)."""
+    found = device_class()
+    found["metadata"]["name"] = EXTENDED_DEVICE_CLASS
+    found["spec"]["extendedResourceName"] = RESOURCE
+    return found
 
 
 def claim_template(namespace: str, name: str, count: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ under its own name; `clean` checks nothing else is left.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,17 +177,17 @@ def remove_veths() -> None:
                     ip.link("del", index=found)
 
 
-@pytest.fixture(scope="module")
-def dra(braid: Braid) -> Iterator[Dra]:
+@contextlib.contextmanager
+def running(braid: Braid, device_class: dict[str, Any]) -> Iterator[Dra]:
     """The veths, the delegate in /opt/cni/bin, braid pointed at the node's kubelet (it asks
-    its PodResources API too), the DeviceClass and the DRA driver running; all undone
+    its PodResources API too), `device_class` and the DRA driver running; all undone
     afterwards."""
     node = braid.node
     macs = make_veths()
     delegate = Path("/opt/cni/bin") / DELEGATE
     shutil.copy2(HERE / "plugins" / DELEGATE, delegate)
     braid.configure(podResourcesSocket=str(node.kubelet_root_dir / "pod-resources/kubelet.sock"))
-    node.apply(node_dra.device_class())
+    node.apply(device_class)
     driver = DraDriver(node, DEVICES)
     try:
         driver.start()
@@ -195,10 +196,17 @@ def dra(braid: Braid) -> Iterator[Dra]:
         try:
             driver.stop()
         finally:
-            node.kubectl("delete", "deviceclass", node_dra.DEVICE_CLASS, "--ignore-not-found")
+            name = device_class["metadata"]["name"]
+            node.kubectl("delete", "deviceclass", name, "--ignore-not-found")
             braid.configure(podResourcesSocket=DEFAULT_SOCKET)
             delegate.unlink()
             remove_veths()
+
+
+@pytest.fixture(scope="module")
+def dra(braid: Braid) -> Iterator[Dra]:
+    with running(braid, node_dra.device_class()) as found:
+        yield found
 
 
 def test_the_driver_publishes_its_devices_and_prepares_claims(
