@@ -81,7 +81,7 @@ class Replica:
         self.port = port
         self.log = log
         argv = [str(BRAIDCTL), "nad-webhook", f"--kubeconfig={kubeconfig}",
-                f"--namespace={NAMESPACE}", "--address=127.0.0.1", f"--port={port}",
+                f"--namespace={NAMESPACE}", f"--listen=127.0.0.1:{port}",
                 "--host=127.0.0.1", *flags]  # fmt: skip
         with log.open("ab") as out:
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}

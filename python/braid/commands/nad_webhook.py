@@ -40,6 +40,15 @@ def _hosts(args: argparse.Namespace, namespace: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names + list(args.host or [])))
 
 
+def _listen(value: str) -> tuple[str, int]:
+    """An argparse ``type``: ``ADDRESS:PORT`` (``[ADDRESS]:PORT`` for IPv6)."""
+    address, _, port = value.rpartition(":")
+    address = address.removeprefix("[").removesuffix("]")
+    if not address or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not ADDRESS:PORT")
+    return address, int(port)
+
+
 def _client(args: argparse.Namespace) -> Any:
     from braid.k8s.client import KubeClient  # noqa: PLC0415 - the HTTP client, only here
     from braid.k8s.credentials import CredentialReloader  # noqa: PLC0415
@@ -84,7 +93,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     )
     keeper = Keeper(_client(args), names, policy)
     server = WebhookServer(
-        (args.address, args.port),
+        args.listen,
         context=lambda: keeper.context,
         answer=_answerer(args),
         max_body=args.max_request_bytes,
@@ -95,7 +104,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     serving = threading.Thread(target=server.serve_forever, name="nad-webhook", daemon=True)
     serving.start()
     logging.getLogger("braid.nad_webhook").info(
-        "listening on %s:%d", args.address, server.server_address[1]
+        "listening on %s port %d", args.listen[0], server.server_address[1]
     )
     try:
         keeper.run(args.check_interval, stop)
@@ -110,8 +119,8 @@ def add_parser(subparsers: Any) -> None:
         "nad-webhook", help="serve the admission webhook that checks NADs as validate does"
     )
     add = parser.add_argument
-    add("--address", default="0.0.0.0", help="address to listen on (default: all IPv4)")  # noqa: S104
-    add("--port", type=int, default=8443, help="HTTPS port (default: 8443; 0 picks one)")
+    add("--listen", type=_listen, default="0.0.0.0:8443", metavar="ADDRESS:PORT",
+        help="where to serve HTTPS (default: 0.0.0.0:8443; [::]:8443 for IPv6)")  # fmt: skip
     add("--namespace", default="", help="namespace of the Secret (default: the pod's own)")
     add("--secret", default="braid-nad-webhook-certs", help="Secret holding the certificates")
     add("--webhook-configuration", default="braid-nad-webhook",

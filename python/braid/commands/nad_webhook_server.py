@@ -79,6 +79,11 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = REQUEST_TIMEOUT
     server_version = "braid-nad-webhook"
     sys_version = ""
+    # Errors the request parser answers (a malformed request line or header) are plain
+    # HTTP/1.1 answers too, never HTTP/0.9's bare body.
+    default_request_version = "HTTP/1.1"
+    error_content_type = "text/plain"
+    error_message_format = "%(code)d %(message)s\n"
 
     def setup(self) -> None:
         self.request.do_handshake()
