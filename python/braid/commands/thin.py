@@ -18,6 +18,7 @@ import gc
 import os
 import sys
 
+from braid.commands import thin_modules
 from braid.version import package_version, version_document
 
 
@@ -29,10 +30,16 @@ def main() -> int:
         return 0
     if os.environ.get("CNI_COMMAND", "") == "VERSION":
         out, code = version_document(), 0
-    else:
-        out, code = _engine_call()
+        sys.stdout.buffer.write(out)
+        sys.stdout.buffer.flush()
+        return code
+    # The call's modules from one file (``braid.commands.thin_modules``), written again after
+    # the answer when the call imported one it did not hold.
+    modules = thin_modules.install()
+    out, code = _engine_call()
     sys.stdout.buffer.write(out)
     sys.stdout.buffer.flush()
+    thin_modules.save(modules)
     return code
 
 

@@ -64,6 +64,11 @@ from braid.commands.thin import main
 main()
 with open(sys.argv[1], "w") as out:
     json.dump(sorted(sys.modules), out)
+specs = {n: getattr(m, "__spec__", None) for n, m in sys.modules.items()}
+loaders = {n: type(getattr(s, "loader", None)).__name__ for n, s in specs.items()}
+served = [n for n, loader in loaders.items() if loader == "_BundledLoader"]
+with open(sys.argv[1] + ".served", "w") as out:
+    json.dump(served, out)
 """
 
 
@@ -126,4 +131,16 @@ def test_verbs_import_the_engine_alone(dirs: Any, tmp_path: Path, command: str) 
     assert answer.get("msg", "").startswith(REACHED[command]), answer
     if command == "DEL":
         assert len(dirs.calls("DEL")) == 2
+    assert offending(modules, NEVER) == []
+
+
+def test_a_later_call_imports_its_modules_from_one_file(dirs: Any, tmp_path: Path) -> None:
+    """``braid.commands.thin_modules``: a call keeps the modules it imported in one file, and
+    the next call imports them from it (braid's, msgspec's and the standard library's)."""
+    env = {**dirs.env("ADD", CNI_NETNS="/nonexistent"), "FAKE_CNI_STATE": str(dirs.state)}
+    for _ in range(2):
+        modules, answer = imported_by_thin(tmp_path, env, dirs.stdin())
+        assert answer["msg"].startswith(REACHED["ADD"]), answer
+    served = set(json.loads((tmp_path / "modules.json.served").read_text()))
+    assert {"braid.engine.entry", "braid.engine.attach", "msgspec", "typing"} <= served
     assert offending(modules, NEVER) == []

@@ -1,0 +1,228 @@
+"""``braid-thin``'s modules, compiled, in one file read at once.
+
+A runtime starts ``braid-thin`` for every call, and a call imports about 170 modules (braid's,
+``msgspec``'s and the standard library's). Imported one by one, each is looked for along
+``sys.path``, its ``.pyc`` opened, read and checked: about 4 ms of every call. So the call's
+modules are kept together, compiled, in ``braid/__pycache__/thin-modules.<tag>.bin`` beside
+braid's own ``.pyc`` files, and the next call imports them from it.
+
+- **What is served.** Only a module the file holds whose source is still the file it was
+  compiled from: the same path, modification time (to the nanosecond) and size, as the
+  interpreter checks a ``.pyc``. Any other module, or one whose source changed, is imported
+  as usual. A served module is what the usual import gives: its ``__file__``, ``__cached__``,
+  loader (a ``SourceFileLoader``: source lines in tracebacks, resources) and code.
+- **What is trusted.** The file is read only when it is a regular file (never through a link)
+  owned by root or by this process's user and writable by no one else, in a ``__pycache__``
+  that is likewise, and at most 32 MiB; its header names this interpreter (version, cache
+  tag, optimisation level). Anything else counts as no file. Whoever may write there may
+  replace braid's ``.pyc`` files already: the file grants nothing more.
+- **When it is written.** After a call that imported a module the file did not serve, unless
+  the interpreter writes no bytecode (``-B``, ``PYTHONDONTWRITEBYTECODE``); a new file, then a
+  rename, without ``fsync`` (a lost file costs one call's usual imports, nothing else).
+
+Removing the file is always safe.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import stat
+import sys
+from importlib.machinery import ModuleSpec, SourceFileLoader
+from types import CodeType, ModuleType
+
+MAX_BYTES = 32 << 20
+MAX_MODULES = 1024
+# Never through a link, nor into a file that is not ours.
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+# (is a package, source path, its st_mtime_ns, its st_size, code)
+Entry = tuple[bool, str, int, int, CodeType]
+
+
+def header() -> bytes:
+    """What names the interpreter whose code the file holds."""
+    tag = sys.implementation.cache_tag
+    return f"braid-thin-modules 1 {sys.hexversion:x} {tag} O{sys.flags.optimize}\n".encode()
+
+
+def bundle_path() -> str:
+    """``braid/__pycache__/thin-modules.<cache tag>.bin`` of this installation."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
+    name = f"thin-modules.{sys.implementation.cache_tag}.bin"
+    return os.path.join(package, "__pycache__", name)  # noqa: PTH118
+
+
+class _BundledLoader(SourceFileLoader):
+    """The usual loader of a source file, whose code comes from the file already read."""
+
+    def __init__(self, fullname: str, path: str, code: CodeType) -> None:
+        super().__init__(fullname, path)
+        self._code = code
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self._code
+
+
+class ThinModules:
+    """A ``sys.meta_path`` finder serving the file's modules whose sources are unchanged."""
+
+    def __init__(self, path: str, entries: dict[str, Entry]) -> None:
+        self.path = path
+        self.entries = entries
+        self.before = frozenset(sys.modules)
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        entry = self.entries.get(fullname)
+        if entry is None or not _unchanged(entry):
+            return None
+        is_package, origin, _, _, code = entry
+        spec = ModuleSpec(
+            fullname, _BundledLoader(fullname, origin, code), origin=origin, is_package=is_package
+        )
+        if is_package:
+            spec.submodule_search_locations = [os.path.dirname(origin)]  # noqa: PTH120
+        spec.has_location = True
+        return spec
+
+
+def install(path: str | None = None) -> ThinModules:
+    """Puts the file's finder first on ``sys.meta_path`` (an empty one without a usable file)."""
+    path = path or bundle_path()
+    finder = ThinModules(path, read(path))
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def read(path: str) -> dict[str, Entry]:
+    """The file's entries; empty for a missing, untrusted, oversized or malformed file."""
+    data, mark = _trusted_bytes(path), header()
+    if data is None or not data.startswith(mark):
+        return {}
+    try:
+        # Trusted as braid's own .pyc files are: root's (or ours), writable by no one else.
+        found = marshal.loads(memoryview(data)[len(mark) :])  # noqa: S302
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return found if _well_formed(found) else {}
+
+
+def _trusted_bytes(path: str) -> bytes | None:
+    """The file's bytes, if it and its directory are trusted and it holds at most MAX_BYTES."""
+    try:
+        directory = os.lstat(os.path.dirname(path))  # noqa: PTH120
+        if not stat.S_ISDIR(directory.st_mode) or not _safely_owned(directory):
+            return None
+        fd = os.open(path, _READ)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not _safely_owned(info):
+            return None
+        return _read_at_most(fd, MAX_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def save(finder: ThinModules) -> None:
+    """Writes the file again when the call imported a module it did not serve; never raises."""
+    if sys.dont_write_bytecode:
+        return
+    added = _imported_usually(finder)
+    if not added:
+        return
+    entries = {name: e for name, e in finder.entries.items() if _unchanged(e)}
+    entries.update(added)
+    if len(entries) > MAX_MODULES:
+        return
+    data = header() + marshal.dumps(entries)
+    if len(data) > MAX_BYTES:
+        return
+    temporary = f"{finder.path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(temporary, _WRITE, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, finder.path)  # noqa: PTH105
+    except OSError:
+        # contextlib.suppress would import contextlib before the finder serves it.
+        try:  # noqa: SIM105
+            os.unlink(temporary)  # noqa: PTH108
+        except OSError:
+            pass
+
+
+def _imported_usually(finder: ThinModules) -> dict[str, Entry]:
+    """The source modules imported since ``install`` by the usual loader, with their code."""
+    found: dict[str, Entry] = {}
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        loader = getattr(spec, "loader", None)
+        if name in finder.before or type(loader) is not SourceFileLoader:
+            continue
+        origin = getattr(spec, "origin", None)
+        if not isinstance(origin, str) or not origin.endswith(".py"):
+            continue
+        try:
+            # The source's identity first: a source changed after it is not served later.
+            info = os.stat(origin)  # noqa: PTH116
+            code = loader.get_code(name)
+        except (OSError, ImportError, SyntaxError, ValueError):
+            continue
+        if isinstance(code, CodeType):
+            is_package = getattr(spec, "submodule_search_locations", None) is not None
+            found[name] = (is_package, origin, info.st_mtime_ns, info.st_size, code)
+    return found
+
+
+def _unchanged(entry: Entry) -> bool:
+    try:
+        info = os.stat(entry[1])  # noqa: PTH116
+    except OSError:
+        return False
+    return info.st_mtime_ns == entry[2] and info.st_size == entry[3]
+
+
+def _safely_owned(info: os.stat_result) -> bool:
+    """Root's or ours, and writable by no one else."""
+    return info.st_uid in (0, os.geteuid()) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+    return None
+
+
+def _well_formed(found: object) -> bool:
+    if not isinstance(found, dict) or len(found) > MAX_MODULES:
+        return False
+    return all(isinstance(name, str) and _entry(e) for name, e in found.items())
+
+
+def _entry(e: object) -> bool:
+    if not isinstance(e, tuple) or len(e) != 5:
+        return False
+    is_package, origin, mtime, size, code = e
+    return (
+        isinstance(is_package, bool)
+        and isinstance(origin, str)
+        and os.path.isabs(origin)  # noqa: PTH117
+        and origin.endswith(".py")
+        and isinstance(mtime, int)
+        and isinstance(size, int)
+        and isinstance(code, CodeType)
+    )
