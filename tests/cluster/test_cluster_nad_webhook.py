@@ -7,13 +7,18 @@ account can do its job and nothing more."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import apiserver
+import cluster_manifests
 import pytest
+import yaml
 from nad_webhook_setup import (
     CONFIGURATION,
     NAMESPACE,
@@ -160,3 +165,40 @@ def test_account_may_do_its_job_and_nothing_more(webhook: tuple[Path, Path, Repl
         done = kubectl(config, *args)
         assert done.returncode != 0, args
         assert "Forbidden" in done.stderr or "forbidden" in done.stderr, (args, done.stderr)
+
+
+def documented_overlays(tmp_path: Path) -> tuple[Path, Path]:
+    """docs/nad-webhook.md's overlay, as written and with its fail-closed patch added, in
+    directories of `tmp_path` (its `../../` made deploy/'s absolute path)."""
+    text = (cluster_manifests.DEPLOY_DIR.parent / "docs" / "nad-webhook.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
+    plain, closed = tmp_path / "plain", tmp_path / "closed"
+    deploy = os.path.relpath(cluster_manifests.DEPLOY_DIR, plain)  # kustomize takes no absolute
+    overlay, patch = (b.replace("../../", f"{deploy}/") for b in blocks)
+    for directory, content in ((plain, overlay), (closed, overlay + patch)):
+        directory.mkdir()
+        (directory / "kustomization.yaml").write_text(content)
+    return plain, closed
+
+
+def render(directory: Path) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(cluster_manifests.kubectl()), "kustomize", "--load-restrictor=LoadRestrictionsNone",
+         str(directory)], capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+
+
+def test_the_documented_overlays_render(tmp_path: Path) -> None:
+    plain, closed = documented_overlays(tmp_path)
+    for directory, policy in ((plain, "Ignore"), (closed, "Fail")):
+        docs = {(d["kind"], d["metadata"]["name"]): d for d in render(directory)}
+        webhook = docs[("ValidatingWebhookConfiguration", "braid-nad-webhook")]
+        assert [h["failurePolicy"] for h in webhook["webhooks"]] == [policy]
+        deployment = docs[("Deployment", "braid-nad-webhook")]
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "REGISTRY/braid:0.1.0"
+        assert deployment["spec"]["replicas"] == 2
+        assert ("PodDisruptionBudget", "braid-nad-webhook") in docs
+        assert ("DaemonSet", "braid") in docs
