@@ -32,6 +32,7 @@ from braid.nad.manifests import (
 )
 from braid.nad.netconf import delegate_from_bytes
 from braid.nad.opt_out import DEFAULT_NETWORKS_ANNOTATION, parse_opt_out
+from braid.nad.routing import ROUTING_KEY, nad_routing
 from braid.nad.syntax import is_dns1123_subdomain
 
 
@@ -96,6 +97,7 @@ def _check_nad(
     if config is None:
         return
     name = (obj.get("metadata") or {}).get("name") if "metadata" not in bad else None
+    _check_nad_routing(obj, where, findings, bad)
     check_delegate(
         config.encode("utf-8", "surrogatepass"),
         findings=findings,
@@ -104,6 +106,15 @@ def _check_nad(
         default_name=name if isinstance(name, str) and name else "unnamed",
         plugins=plugins,
     )
+
+
+def _check_nad_routing(obj: dict[str, Any], where: str, findings: Findings, bad: set[str]) -> None:
+    """The NAD's ``braid-cni.io/routing`` annotation, as a pod's ADD reads it."""
+    if bad & {"metadata", "metadata.annotations"}:
+        return
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    field = f"metadata.annotations[{ROUTING_KEY}]"
+    findings.run(lambda: nad_routing(annotations, where), where=where, field=field)
 
 
 _ANNOTATIONS: dict[str, Callable[[str, str], object]] = {
