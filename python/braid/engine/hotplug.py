@@ -42,6 +42,7 @@ from braid.engine.hotplug_diff import (
 )
 from braid.engine.record import AttachmentEntry, AttachmentRecord
 from braid.engine.request import CniRequest
+from braid.engine.routing import apply_entry_routing, clear_routing
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, link_names, requests_honoured
 from braid.errors import PLUGIN_TIMEOUT, CniError, TeardownError
@@ -243,6 +244,7 @@ def _apply(  # noqa: PLR0917 - one call site, each argument a distinct piece
             entry.state = "added"
             requests_honoured(plan, result, netns)
             apply_default_routes(plan, netns)
+            apply_entry_routing(entry, netns)
     except CniError as exc:
         runtime.invoker.timeout = timeout  # the rollback's DELs get their whole time
         if deadline is not None and time.monotonic() >= deadline:
@@ -282,7 +284,8 @@ def _detach(
     ones still marked for the next try) when a DEL failed."""
     if not entries:
         return
-    errors = tear_down(runtime, record, entries, netns=record.netns)
+    errors = clear_routing(entries, ctx.local(record.netns))  # before the delegates' DEL
+    errors += tear_down(runtime, record, entries, netns=record.netns)
     _drop(record, [e for e in entries if e.state == "deleted"])
     for entry in entries:
         if entry.state != "deleted":

@@ -78,19 +78,24 @@ def _named(entry: AttachmentEntry, exc: CniError, what: str) -> CniError:
 def apply_routing(record: AttachmentRecord, netns: str) -> None:
     """Installs the routing of every attachment of ``record`` that opted into it."""
     for entry in record.attachments:
-        if entry.routing is None or not netns:
-            continue
-        addresses, routes = _arguments(entry)
-        try:
-            native_netns.apply_source_routing(
-                netns=netns,
-                ifname=entry.ifname,
-                addresses=addresses,
-                routes=routes,
-                metric=entry.routing.metric,
-            )
-        except CniError as exc:
-            raise _named(entry, exc, f"cannot set up the routing of {entry.ifname}") from exc
+        apply_entry_routing(entry, netns)
+
+
+def apply_entry_routing(entry: AttachmentEntry, netns: str) -> None:
+    """Installs the routing of ``entry`` when it opted into it (after its ADD)."""
+    if entry.routing is None or not netns:
+        return
+    addresses, routes = _arguments(entry)
+    try:
+        native_netns.apply_source_routing(
+            netns=netns,
+            ifname=entry.ifname,
+            addresses=addresses,
+            routes=routes,
+            metric=entry.routing.metric,
+        )
+    except CniError as exc:
+        raise _named(entry, exc, f"cannot set up the routing of {entry.ifname}") from exc
 
 
 def clear_routing(entries: Iterable[AttachmentEntry], netns: str) -> list[CniError]:
