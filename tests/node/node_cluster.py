@@ -522,6 +522,9 @@ class Node:
             "kubelet-client-certificate": str(kubelet_client_cert),
             "kubelet-client-key": str(kubelet_client_key),
             "kubelet-preferred-address-types": "InternalIP",
+            # Webhooks behind a Service are called at its endpoints, not its ClusterIP: no
+            # kube-proxy runs (docs/nad-webhook.md).
+            "enable-aggregator-routing": "true",
         }
         (self.root / "apiserver").mkdir(exist_ok=True)
         try:
