@@ -19,6 +19,7 @@ from braid.nad import (
     resolve_plan,
 )
 from braid.nad.annotations import NETWORKS_ANNOTATION
+from braid.nad.routing import Routing, nad_routing
 
 ROOT = Path(__file__).parents[3]
 EXAMPLES = ROOT / "examples" / "nads"
@@ -76,7 +77,11 @@ def test_annotations_page_yaml_examples_parse() -> None:
 
     docs = [yaml.safe_load(b) for b in fenced_blocks("annotations.md", "yaml")]
     values = [d["k8s.v1.cni.cncf.io/networks"] for d in docs if "kind" not in d]
-    text, structured = (parse_selections(v, namespace="default") for v in values)
+    text, structured, routed = (parse_selections(v, namespace="default") for v in values)
+    assert routed[0].routing == Routing(source_routing=True, metric=200)
+    nads = [d for d in docs if d.get("kind") == "NetworkAttachmentDefinition"]
+    routing = [nad_routing(d["metadata"].get("annotations", {}), "example") for d in nads]
+    assert Routing(source_routing=True) in routing
     assert [(s.namespace, s.name, s.interface) for s in text] == [
         ("default", "net-a", None),
         ("other-ns", "net-c", "eth3"),
