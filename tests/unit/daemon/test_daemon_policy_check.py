@@ -79,7 +79,7 @@ def test_readyz_verbose_shows_the_detail_and_readiness_ignores_it() -> None:
     watch = check(registry)
     watch._record(PolicyVerdict(MISSING, "a dry-run label change was accepted"))
     cluster = SimpleNamespace(not_in_sync=lambda: "", details=watch.detail)
-    service = cast(DaemonService, SimpleNamespace(ready=True, cluster=cluster))
+    service = cast(DaemonService, SimpleNamespace(ready=True, cluster=cluster, follower=None))
     assert route(service, "/readyz") == (200, "text/plain", b"ready\n")
     assert route(service, "/readyz?verbose") == (
         200, "text/plain",
