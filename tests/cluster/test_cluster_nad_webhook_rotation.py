@@ -9,14 +9,21 @@ from __future__ import annotations
 import base64
 import ssl
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import apiserver
 import kubernetes.client
-from nad_webhook_setup import NAMESPACE, SECRET, Replica, installed
+from nad_webhook_setup import CONFIGURATION, NAMESPACE, SECRET, Replica, installed
 from test_cluster_nad_webhook import BAD_CONFIG, GOOD_CONFIG, nad
 from test_k8s_status import wait_until
+
+from braid.commands.nad_webhook_keeper import Keeper, Names
+from braid.commands.nad_webhook_rotation import Policy
+from braid.k8s.client import KubeClient
+from braid.k8s.credentials import CredentialReloader
+from braid.k8s.kubeconfig import kubeconfig_credentials
 
 FLAGS = ("--serving-lifetime=6", "--ca-lifetime=18", "--check-interval=0.5", "--propagation=1.5")
 RUN_FOR = 30.0
@@ -79,3 +86,28 @@ def test_certificates_rotate_with_no_request_refused(
         finally:
             first.stop()
             second.stop()
+
+
+def keeper(kubeconfig: Path, clock: Any = time.time) -> Keeper:
+    reloader = CredentialReloader(lambda: kubeconfig_credentials(str(kubeconfig)))
+    policy = Policy(ca_lifetime=600, serving_lifetime=60, propagation=5, hosts=("127.0.0.1",))
+    return Keeper(
+        KubeClient(reloader), Names(NAMESPACE, SECRET, CONFIGURATION), policy, clock=clock
+    )
+
+
+def test_a_replica_that_loses_the_race_takes_the_winners_certificates(
+    kube_apiserver: apiserver.ApiServer, tmp_path: Path
+) -> None:
+    with installed(kube_apiserver, tmp_path) as (config, _, _):
+        first, second = keeper(config), keeper(config, clock=lambda: time.time() + 50)
+        made = first.sync()
+        stale = first._read()  # what the first replica read before the second wrote
+        # The second replica's clock says the serving certificate is due: it renews it.
+        renewed = second.sync()
+        assert renewed.serving != made.serving
+        assert renewed.ca == made.ca
+        # The first replica's write from its stale read is refused (409), never applied.
+        assert first._write(stale, replace(made, hosts="overwritten")) is False
+        assert first.sync() == renewed  # and it takes the winner's certificates
+        assert first.context is not None

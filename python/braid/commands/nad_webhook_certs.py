@@ -62,14 +62,17 @@ def _openssl(*args: str, cwd: Path) -> str:
     openssl = shutil.which("openssl")
     if openssl is None:
         raise CniError(INVALID_CONFIG, "the NAD webhook needs the `openssl` command")
-    done = subprocess.run(
-        [openssl, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=_OPENSSL_TIMEOUT,
-    )
+    try:
+        done = subprocess.run(
+            [openssl, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=_OPENSSL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise CniError(INVALID_CONFIG, f"openssl {args[0]} did not finish in time") from None
     if done.returncode != 0:
         raise CniError(INVALID_CONFIG, f"openssl {args[0]} failed: {done.stderr.strip()[:500]}")
     return done.stdout

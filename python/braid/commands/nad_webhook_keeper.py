@@ -154,13 +154,13 @@ class Keeper:
                 patch.append({"op": "add", "path": at, "value": encoded})
         if len(patch) == 1:
             return
+        body = json.dumps(patch).encode()
         try:
-            self.client.json(
-                "PATCH", path, body=json.dumps(patch).encode(), content_type=JSON_PATCH
-            )
+            self.client.json("PATCH", path, body=body, content_type=JSON_PATCH)
         except ApiError as exc:
-            if exc.status not in (409, 422):  # changed meanwhile: the next round sees it
+            if exc.status not in (409, 422):
                 raise
+            return  # changed meanwhile: the next round reads it again
         log.info("wrote the CA bundle into %s", self.names.webhook_configuration)
 
     def run(self, interval: float, stop: threading.Event) -> None:
