@@ -9,6 +9,7 @@ never attached is harmless; silently skipping a delegate is not (Multus's IP lea
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from braid.engine.context import (
     pod_of,
     runtime_request,
 )
+from braid.engine.phases import phase
 from braid.engine.record import AttachmentEntry, AttachmentRecord, CorruptRecord
 from braid.engine.request import CniRequest
 from braid.engine.routing import clear_routing
@@ -201,9 +203,11 @@ def _delete_locked(
     records = ctx.records()
     corrupt: CorruptRecord | None = None
     unresolved: CniError | None = None
-    with ctx.locks().container(request.container_id):
+    # The record's file is held open until after the answer (``RecordStore.read``).
+    with contextlib.ExitStack() as held, ctx.locks().container(request.container_id):
         try:
-            record = records.read(request.container_id)
+            with phase("record_read"):
+                record = records.read(request.container_id, hold=held)
         except CorruptRecord as exc:
             corrupt, record = exc, None
         if corrupt is not None:
@@ -220,9 +224,11 @@ def _delete_locked(
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
-        records.remove(request.container_id)
+        with phase("record_remove"):
+            records.remove(request.container_id)
         if done is not None and corrupt is None:
-            done(record)
+            with phase("device_info_remove"):
+                done(record)
         if answer is not None and corrupt is None:
             answer(b"")
     if corrupt is not None:
