@@ -6,6 +6,7 @@ configuration on stdin asking for the pod's extra networks.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,11 @@ class BraidPod:
             bin_dir=self.world.bin_dir,
             pod=self.container_id,
         )
-        return run_ok(str(self.executable), env, conf)
+        start = time.monotonic()
+        try:
+            return run_ok(str(self.executable), env, conf)
+        finally:
+            self.world.calls.append((start, time.monotonic()))
 
     def add(self) -> dict[str, Any]:
         out = self._call("ADD", self.world.braid_conf(self.extra))

@@ -216,7 +216,7 @@ def run(plan: BenchPlan, progress: Progress) -> BenchOutcome:
         else:
             outcome.figures = stage.paired(pod_ns)
         if daemon is not None and plan.trace:
-            outcome.trace = phase_medians(trace_path(world))
+            outcome.trace = phase_medians(trace_path(world), world.calls)
         if plan.burst:
             stage.burst(spaces, daemon, outcome)
         if daemon is not None:

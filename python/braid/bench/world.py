@@ -57,6 +57,8 @@ class World:
     bin_dir: str
     cluster: NetworkList
     extras: list[tuple[str, NetworkList]] = field(default_factory=list)
+    # Each execution of braid's side (start, end; ``time.monotonic``), for ``--trace``.
+    calls: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def socket_dir(self) -> Path:

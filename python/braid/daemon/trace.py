@@ -4,14 +4,19 @@ millisecond of a call goes inside the daemon.
 One JSON line per CNI request, written after its work is over::
 
     {"verb": "ADD", "ms": {"read": 0.05, "decode": 0.02, "admit": 0.01, "store_lookup": ...,
-     "delegate bridge": 8.1, "record_write": 0.3, "to_answer": 9.6, "after_answer": 0.4}}
+     "delegate bridge": 8.1, "record_write": 0.3, "to_answer": 9.6, "after_answer": 0.4},
+     "at": {"accepted": 8812345.678, "answered": 8812355.456}}
 
 ``read`` is the connection's accept to its whole frame, ``decode`` the frame's decoding,
 ``admit`` the scheduler's admission, ``to_answer`` the admission to the answer written on the
 socket, ``after_answer`` the answer to the end of the request's work (an ADD's record rewrite,
 the log line, the metrics). The engine's phases (``braid.engine.phases``) come as they
 are reported; a plugin's executions are summed under ``delegate <type>``. What the client sees
-beyond ``read`` to the answer is the shim's start, its connect and its read of the answer.
+beyond ``read`` to the answer is the shim's start, its connect and its read of the answer:
+``at`` gives when the connection was accepted and when the answer was written, in
+milliseconds of the node's monotonic clock (``CLOCK_MONOTONIC``, the clock of
+``time.monotonic`` and ``time.perf_counter`` on Linux), so that a client timing its own calls
+on that clock (``braidctl bench --trace``) can place the shim's start and exit around them.
 
 Off by default: the trace costs a file write per request. Nothing here is ever read by the
 daemon, and the file is the operator's (opened for appending, 0600 when made).
@@ -66,7 +71,10 @@ class CallTrace:
 
     def line(self) -> bytes:
         ms = {name: round(value, 4) for name, value in self.ms.items()}
-        return json.dumps({"verb": self.verb, "ms": ms}).encode() + b"\n"
+        at = {"accepted": round(self.accepted * 1e3, 3)}
+        if self.answered:
+            at["answered"] = round(self.answered * 1e3, 3)
+        return json.dumps({"verb": self.verb, "ms": ms, "at": at}).encode() + b"\n"
 
 
 class Tracer:

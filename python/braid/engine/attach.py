@@ -258,8 +258,10 @@ class FirstStdinGate:
         if self.error is not None:
             raise self.error
         try:
-            interfaces_free(self.netns, self.plan.attachments)
-            self.write.wait()
+            with phase("ifnames_free"):
+                interfaces_free(self.netns, self.plan.attachments)
+            with phase("plan_durable_wait"):
+                self.write.wait()
         except CniError as exc:
             self.error = exc
             raise

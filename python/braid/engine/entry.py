@@ -15,6 +15,7 @@ from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, pod_of
 from braid.engine.detach import detach
 from braid.engine.memory import EngineMemory
+from braid.engine.phases import phase
 from braid.engine.request import CniRequest, read_request
 from braid.engine.session import OpenSession, file_session
 from braid.engine.spares import SparePools
@@ -134,11 +135,12 @@ class Engine:
         sends it to the shim at once. The return value is the same output."""
         cni_version = ""
         try:
-            request = read_request(env, stdin)
-            answered = _without_configuration(request)
-            if answered is not None:
-                return answered, 0
-            config = self._configure(request)
+            with phase("configure"):
+                request = read_request(env, stdin)
+                answered = _without_configuration(request)
+                if answered is not None:
+                    return answered, 0
+                config = self._configure(request)
             cni_version = config.cni_version
             return self._in_session(config, request, env, answer), 0
         except CniError as exc:
@@ -170,7 +172,8 @@ class Engine:
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
         pool = None if self.spares is None else self.spares.get(config.engine.dirs.cni_dir)
-        session = self.session(config, env)
+        with phase("session"):
+            session = self.session(config, env)
         try:
             ctx = EngineContext(
                 config=config,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from daemon_fakes import ENV, STDIN, in_background, running, sock
 
-from braid.bench.trace import IN_DAEMON, phase_medians, trace_lines
+from braid.bench.trace import CALL, IN_DAEMON, SHIM_EXIT, SHIM_START, phase_medians, trace_lines
 from braid.daemon import service as service_module
 from braid.daemon.client import call_cni
 from braid.daemon.protocol import Request, decode_request
@@ -69,6 +69,11 @@ def test_each_request_leaves_one_line_of_its_phases(tmp_path: Path) -> None:
     assert ms["to_answer"] >= ms["store_lookup"] + ms["delegate bridge"] - 15.0
     assert ms["after_answer"] >= 3.0
     assert all(value >= 0 for value in ms.values())
+    at = lines[0]["at"]  # the node's monotonic clock, as a client's time.monotonic reads it
+    assert at["accepted"] < at["answered"] <= time.monotonic() * 1e3
+    assert at["answered"] - at["accepted"] == pytest.approx(
+        sum(ms[k] for k in ("read", "decode", "admit", "to_answer")), abs=0.5
+    )
 
     medians = phase_medians(path)
     assert medians["ADD"]["n"] == 1
@@ -99,6 +104,31 @@ def test_a_trace_summary_skips_lines_cut_short(tmp_path: Path) -> None:
     assert medians["read"] == 2.0
     assert medians["to_answer beside delegates"] == 2.0
     assert phase_medians(tmp_path / "missing") == {}
+
+
+def test_the_shims_segments_come_from_the_call_around_each_request(tmp_path: Path) -> None:
+    """``braidctl bench --trace`` places each request inside the shim's execution that made
+    it: the start to the accept, the answer to the exit; a request no call was running for
+    (another client's) gets none."""
+    path = tmp_path / "trace.jsonl"
+    path.write_text(
+        '{"verb": "ADD", "ms": {"read": 0.1, "to_answer": 3.0}, '
+        '"at": {"accepted": 1000.5, "answered": 1003.6}}\n'
+        '{"verb": "ADD", "ms": {"read": 0.1, "to_answer": 3.0}, '
+        '"at": {"accepted": 2000.25, "answered": 2003.35}}\n'
+        '{"verb": "DEL", "ms": {"read": 0.1, "to_answer": 3.0}, '
+        '"at": {"accepted": 5000.0, "answered": 5003.1}}\n'
+    )
+    calls = [(1.000, 1.004), (2.000, 2.0045), (3.0, 3.01)]
+    medians = phase_medians(path, calls)
+    assert medians["ADD"]["n"] == 2
+    assert medians["ADD"][SHIM_START] == pytest.approx(0.375)  # 0.5 and 0.25
+    assert medians["ADD"][SHIM_EXIT] == pytest.approx(0.775)  # 0.4 and 1.15
+    assert medians["ADD"][CALL] == pytest.approx(4.25)
+    assert SHIM_START not in medians["DEL"], "accepted while no call ran"
+    table = trace_lines(medians)
+    rows = [line.split()[0] for line in table[3:]]
+    assert rows[:2] == ["shim", "read"], "the shim's start comes first"
 
 
 def test_a_request_that_waits_is_decoded_once(
