@@ -69,6 +69,7 @@ def _requests(attachment: Attachment) -> str:
             ("mac", attachment.mac),
             ("infiniband-guid", attachment.infiniband_guid),
             ("default-route", attachment.default_route),
+            ("braid-cni.io/routing", attachment.routing),
         )
         if value
     ]
