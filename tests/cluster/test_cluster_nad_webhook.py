@@ -76,16 +76,22 @@ def webhook(
             replica.stop()
 
 
-def wait_checked(admin_config: Path, namespace: str) -> None:
-    """Until the API server trusts the webhook (its CA bundle written): a bad NAD refused."""
-    probe = nad(namespace, "probe", BAD_CONFIG)
+def wait_answer(admin_config: Path, doc: dict[str, Any], wanted: str, *, refused: bool) -> None:
+    """Until a server-side dry run of `doc` is refused with `wanted` in the answer (or, with
+    `refused` False, accepted): the API server sees admission configuration a moment after it
+    is written."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        code, _ = apply_nad(admin_config, probe, "--dry-run=server")
-        if code != 0:
+        code, stderr = apply_nad(admin_config, doc, "--dry-run=server", "--server-side")
+        if (code != 0 and wanted in stderr) if refused else code == 0:
             return
         time.sleep(0.2)
-    raise AssertionError("the API server never called the webhook")
+    raise AssertionError(f"the API server never answered {doc['metadata']['name']} as expected")
+
+
+def wait_checked(admin_config: Path, namespace: str) -> None:
+    """Until the API server trusts the webhook (its CA bundle written): a bad NAD refused."""
+    wait_answer(admin_config, nad(namespace, "probe", BAD_CONFIG), "denied", refused=True)
 
 
 def test_bad_nad_refused_with_validates_messages(
@@ -119,6 +125,7 @@ def test_oversized_config_refused_by_the_policy_with_validates_message(
     bad = nad(kube_namespace, "big", config)
     [expected] = validate_messages(bad)
     assert "larger than" in expected
+    wait_answer(admin_config, bad, "braid-nad-checks", refused=True)
     code, stderr = apply_nad(admin_config, bad, "--server-side")
     assert code != 0
     assert "ValidatingAdmissionPolicy 'braid-nad-checks'" in stderr
@@ -129,17 +136,20 @@ def test_failure_policy_with_no_webhook_answering(
     kube_apiserver: apiserver.ApiServer, kube_namespace: str, tmp_path: Path
 ) -> None:
     admin_config = tmp_path / "admin.kubeconfig"
-    with installed(kube_apiserver, tmp_path):  # no replica runs
-        code, stderr = apply_nad(admin_config, nad(kube_namespace, "open", BAD_CONFIG))
-        assert code == 0, stderr  # Ignore: accepted unchecked
-        patch = '[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}]'
+    bad, good = nad(kube_namespace, "bad", BAD_CONFIG), nad(kube_namespace, "good", GOOD_CONFIG)
+    with installed(kube_apiserver, tmp_path, failure_policy="Fail"):  # no replica runs
+        wait_answer(admin_config, bad, "failed calling webhook", refused=True)
+        for doc in (bad, good):  # Fail: nothing is accepted unchecked
+            code, stderr = apply_nad(admin_config, doc)
+            assert code != 0
+            assert "failed calling webhook" in stderr
+        patch = '[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}]'
         done = kubectl(admin_config, "patch", "validatingwebhookconfiguration", CONFIGURATION,
                        "--type=json", f"--patch={patch}")  # fmt: skip
         assert done.returncode == 0, done.stderr
-        for name, config in (("closed", BAD_CONFIG), ("closed-good", GOOD_CONFIG)):
-            code, stderr = apply_nad(admin_config, nad(kube_namespace, name, config))
-            assert code != 0
-            assert "failed calling webhook" in stderr
+        wait_answer(admin_config, bad, "", refused=False)
+        code, stderr = apply_nad(admin_config, bad)
+        assert code == 0, stderr  # Ignore: accepted unchecked
 
 
 def test_account_may_do_its_job_and_nothing_more(webhook: tuple[Path, Path, Replica]) -> None:
