@@ -173,3 +173,46 @@ def test_a_result_with_thousands_of_addresses_is_refused(engine: EngineSetup) ->
         r for r in oracle.rules(engine.pod.name) if r["table"] <= oracle.TABLE_BASE
     ]
     engine.assert_nothing_left()
+
+
+_FAILING_DEL = "kfaildel"
+# A chained plugin: passes its prevResult on at ADD and CHECK, fails every DEL (until told not
+# to by the file next to it).
+_FAILING_DEL_SCRIPT = """#!/usr/bin/env python3
+import json, os, sys
+conf = json.load(sys.stdin)
+command = os.environ.get("CNI_COMMAND")
+if command == "VERSION":
+    print(json.dumps({"cniVersion": "1.0.0", "supportedVersions": ["1.0.0"]}))
+elif command == "ADD":
+    print(json.dumps(conf["prevResult"]))
+elif command == "DEL" and not os.path.exists(__file__ + ".ok"):
+    print(json.dumps({"cniVersion": "1.0.0", "code": 100, "msg": "DEL refused"}))
+    sys.exit(1)
+"""
+
+
+def test_del_removes_the_rules_when_the_delegates_del_fails(engine: EngineSetup) -> None:
+    script = engine.plugin_dir / _FAILING_DEL
+    script.write_text(_FAILING_DEL_SCRIPT)
+    script.chmod(0o755)
+    chain = {
+        "cniVersion": "1.0.0",
+        "plugins": [bridge_nad(engine, "krtc", "10.231.53.0/24"), {"type": _FAILING_DEL}],
+    }
+    chain["plugins"][0].pop("cniVersion")
+    _nad(engine, "net-c", chain, '{"sourceRouting": true}')
+    selection = [{"name": "net-c"}]
+    engine.add(selection)
+    pod = engine.pod.name
+    assert oracle.braid_tables(pod) != set()
+
+    error, code = engine.run("DEL", {NETWORKS: json.dumps(selection)})
+    assert code == 1
+    assert "DEL refused" in json.dumps(error)
+    assert [r for r in oracle.rules(pod) if r["table"] > oracle.TABLE_BASE] == []
+    assert oracle.braid_tables(pod) == set()
+
+    (engine.plugin_dir / f"{_FAILING_DEL}.ok").write_text("")
+    engine.delete(selection)
+    engine.assert_nothing_left()
