@@ -344,6 +344,44 @@ DRA_OBJECTS = [
         },
     },
     {"metadata": [], "status": {"allocation": {}}},
+    {  # a pod asking for the device as an extended resource: the scheduler's claim and status
+        "metadata": {"name": "web-1", "namespace": "default", "uid": "u-2"},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "app"}]},
+        "status": {
+            "extendedResourceClaimStatus": {
+                "resourceClaimName": "web-1-extended-resources-x2k9q",
+                "requestMappings": [
+                    {
+                        "containerName": "app",
+                        "resourceName": "example.com/nic",
+                        "requestName": "container-0-request-0",
+                    }
+                ],
+            }
+        },
+    },
+    {  # that claim: owned by the pod, allocated and reserved
+        "metadata": {
+            "name": "web-1-extended-resources-x2k9q",
+            "namespace": "default",
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": "web-1",
+                    "uid": "u-2",
+                    "controller": True,
+                }
+            ],
+        },
+        "status": {
+            "allocation": {
+                "devices": {"results": [{**DRA_DEVICE, "request": "container-0-request-0"}]}
+            },
+            "reservedFor": [{"resource": "pods", "name": "web-1", "uid": "u-2"}],
+        },
+    },
 ]
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fuzz target: Dynamic Resource Allocation objects as the API server answers them, a pod's
-claims, a ResourceClaim's allocation, reservations and device status (``networkData``), a
+claims and extended-resource claim (``braid.k8s.dra_extended``), a ResourceClaim's owner,
+allocation, requests, reservations and device status (``networkData``), a
 ResourceSlice's devices, read by braid (``braid.k8s.dra_objects``) from a live answer and from
 what its caches keep of one.
 
@@ -26,6 +27,7 @@ from fuzz_harness import main
 
 with atheris.instrument_imports():
     from braid.errors import INVALID_CONFIG, CniError
+    from braid.k8s.dra_extended import ExtendedClaim, check_owner, extended_claim, request_of
     from braid.k8s.dra_objects import (
         MAX_IPS,
         MAX_RESERVED,
@@ -41,6 +43,7 @@ with atheris.instrument_imports():
         trim_pod_claims,
         trim_slice,
     )
+    from braid.nad.devices import DeviceRefused
 
 logging.disable(logging.WARNING)  # networkData entries that are no address are logged
 
@@ -66,6 +69,20 @@ def check_pod(obj: dict[str, Any]) -> None:
         assert all(is_text(n) and n for n in names), names
     kept = named_claims(obj)
     assert all(isinstance(n, str) and n for n in kept), kept
+    extended = read(extended_claim, obj, "x")
+    assert extended == read(extended_claim, trim_pod_claims(obj), "x"), "the pod cache differs"
+    if isinstance(extended, ExtendedClaim):
+        assert extended.name in kept, (extended, kept)
+
+
+def owner_of(claim: dict[str, Any]) -> str | None:
+    """Why ``check_owner`` refuses the claim for pod p (UID u), or None."""
+    try:
+        check_owner(claim, "p", "u", "x")
+    except DeviceRefused as exc:
+        assert exc.code == INVALID_CONFIG, exc
+        return exc.msg
+    return None
 
 
 def check_network_data(data: dict[str, Any]) -> None:
@@ -81,6 +98,9 @@ def check_claim(obj: dict[str, Any]) -> None:
     kept = trim_claim(obj)
     devices = read(allocated, obj, "x")
     assert devices == read(allocated, kept, "x"), "the claim cache reads otherwise"
+    assert owner_of(obj) == owner_of(kept), "the claim cache reads the owner otherwise"
+    if isinstance(devices, list):
+        assert request_of(obj) == request_of(kept), "the claim cache reads requests otherwise"
     reserved = read(reserved_for, obj, "x")
     assert reserved == read(reserved_for, kept, "x"), "the claim cache reads otherwise"
     if isinstance(reserved, list):

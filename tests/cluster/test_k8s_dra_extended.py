@@ -243,6 +243,27 @@ def test_without_the_status_the_pod_has_no_device(node: Node, ext: Extended) -> 
     assert node.calls("ADD") == []
 
 
+def test_another_pods_extended_claim_holds_its_device(node: Node, ext: Extended) -> None:
+    """Another pod of the node got nic-0 through its own extended-resource claim: braid-thin
+    finds it among the claims the node's pods name and refuses (11, naming that pod)."""
+    uid = ext.pod()
+    ext.claim(POD, uid)
+    ext.name_in_status()
+    container = {"name": "t", "image": "pause", "resources": {"limits": {EXTENDED: "1"}}}
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "thief"},
+            "spec": {"nodeName": "node-a", "containers": [container]}}  # fmt: skip
+    thief = str(ext.core.create_namespaced_pod(ext.ns, body).metadata.uid)
+    results = [{"driver": DRIVER, "pool": ext.pool, "device": "nic-0"}]
+    scheduler_claim(
+        ext.admin, ext.ns, "thief", owner=("thief", thief), device_class=CLASS, results=results
+    )
+    scheduler_status(ext.admin, ext.ns, "thief", "t", EXTENDED)
+    error, code = add(node, ext, uid)
+    assert (code, error["code"]) == (1, 11), error
+    assert f"{ext.ns}/thief" in error["msg"]
+    assert node.calls("ADD") == []
+
+
 DOC = Path(__file__).parents[2] / "docs" / "devices.md"
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 import msgspec
 
 from braid.errors import INVALID_CONFIG, CniError
-from braid.k8s.dra_objects import MAX_RESULTS, DeviceKey, field_at
+from braid.k8s.dra_objects import MAX_OWNERS, MAX_RESULTS, DeviceKey, field_at
 from braid.nad.devices import MAX_RESOURCE_NAME, ClaimedDevice, DeviceRefused
 
 log = logging.getLogger("braid.k8s")
@@ -88,7 +88,7 @@ def extended_claim(pod: dict[str, Any], what: str) -> ExtendedClaim | None:
 def check_owner(claim: dict[str, Any], pod: str, uid: str, what: str) -> None:
     """Refuses (code 7) a claim whose controller is not pod ``pod`` (of ``uid``, if known)."""
     owners = field_at(claim, "metadata", "ownerReferences")
-    for owner in owners if isinstance(owners, list) else []:
+    for owner in owners[:MAX_OWNERS] if isinstance(owners, list) else []:
         if isinstance(owner, dict) and owner.get("controller") is True:
             mine = owner.get("kind") == "Pod" and owner.get("name") == pod
             if mine and (not uid or owner.get("uid") == uid):
