@@ -123,7 +123,7 @@ def uninstall(node: Node, helm: Helm, namespace: str) -> None:
     CRD, and a new pod gets the default network alone."""
     objects = helm.release_objects()
     assert len(objects) > 7
-    helm("uninstall", RELEASE, "--namespace", RELEASE_NAMESPACE, "--wait")
+    helm("uninstall", RELEASE, "--namespace", RELEASE_NAMESPACE, "--wait", "--timeout=3m")
     node.wait_deleted("namespace", nb.NAMESPACE, timeout=120)
     for obj in objects:
         meta = obj["metadata"]
