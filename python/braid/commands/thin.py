@@ -9,7 +9,9 @@ is answered without the engine, and the other verbs import the engine and the ch
 session (``braid.k8s.select``: the file store, or Kubernetes) alone (no daemon, no metrics, no
 command line parser; the Kubernetes client only when the call uses the Kubernetes store,
 kubelet's client only when it asks for devices, PyYAML only for YAML manifests);
-``tests/unit/engine/test_engine_thin_imports.py`` holds it to that.
+``tests/unit/engine/test_engine_thin_imports.py`` holds it to that. Those modules come
+compiled from one file kept beside braid's own ``.pyc`` files (``braid.commands.thin_modules``,
+ADR 0014).
 """
 
 from __future__ import annotations
