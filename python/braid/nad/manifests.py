@@ -5,7 +5,6 @@ Every problem is a CNI error 7 naming the file, the document and the field; neve
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,8 +93,8 @@ def read_bounded(path: Path, bound: FileBound) -> str:
 def _load_documents(path: Path, bound: FileBound) -> list[Any]:
     text = read_bounded(path, bound)
     if path.suffix == ".json":
-        try:
-            return [json.loads(text)]
+        try:  # JSON as braid reads it everywhere (RFC 8259: no NaN, no lone surrogate)
+            return [msgspec.json.decode(text)]
         except (ValueError, RecursionError) as exc:
             raise _fail(str(path), f"not valid JSON: {exc}") from None
     loader = yaml_loader()  # a safe loader, C or Python
@@ -208,6 +207,8 @@ def _spec_problems(obj: dict[str, Any], problems: Problems) -> None:
 
 
 def _mapping_json(config: dict[str, Any]) -> str:
+    import json  # noqa: PLC0415 - a YAML mapping's config only; not on a JSON file's path
+
     return json.dumps(config, allow_nan=False)
 
 

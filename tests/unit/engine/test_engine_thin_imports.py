@@ -36,6 +36,9 @@ NEVER = (
     "secrets",
     "socket",
     "subprocess",
+    # JSON files are read with msgspec, which the engine imports anyway.
+    "json",
+    "copy",
     # msgspec's optional helper: with `inspect`, `ast`, `dis` and `tokenize`, 10-15 ms a call
     # (`braid.commands.thin` imports msgspec without it).
     "typing_extensions",
@@ -59,14 +62,16 @@ NOT_FOR_VERSION = (
 )
 
 PROBE = """
-import json, sys
+import sys
 from braid.commands.thin import main
 main()
-with open(sys.argv[1], "w") as out:
-    json.dump(sorted(sys.modules), out)
+modules = sorted(sys.modules)
 specs = {n: getattr(m, "__spec__", None) for n, m in sys.modules.items()}
 loaders = {n: type(getattr(s, "loader", None)).__name__ for n, s in specs.items()}
 served = [n for n, loader in loaders.items() if loader == "_BundledLoader"]
+import json  # after the listing: the call itself does not import it
+with open(sys.argv[1], "w") as out:
+    json.dump(modules, out)
 with open(sys.argv[1] + ".served", "w") as out:
     json.dump(served, out)
 """
