@@ -10,9 +10,9 @@ stderr to ours (never to stdout) and turns a failed exit, garbage or silence int
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import os
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 
 from braid._native import cni as native_cni
@@ -42,7 +42,7 @@ class EnvironSnapshot:
 
     def __init__(self) -> None:
         self._held: tuple[dict[bytes, bytes], dict[str, str]] | None = None
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def now(self) -> dict[str, str]:
         """A private copy of the environment as it is now."""

@@ -7,8 +7,8 @@ picks the highest version that the list and every plugin support.
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import os
-import threading
 from collections.abc import Callable, Sequence
 
 from braid._native import cni as native_cni
@@ -44,7 +44,7 @@ class VersionCache:
     """Thread-safe cache of each plugin binary's ``supportedVersions``."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._known: dict[_BinaryKey, list[str]] = {}
 
     def supported(

@@ -24,9 +24,9 @@ taken over; anything else there (a torn write, which no delegate ever followed) 
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import contextlib
 import os
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -40,6 +40,7 @@ from braid.quietlog import QuietLogger
 
 if TYPE_CHECKING:
     import logging
+    import threading
 
     Log = logging.Logger | QuietLogger
 
@@ -89,6 +90,8 @@ class SpareFiles:
         self.keep = keep
         self.low_water = max(1, keep // 2)
         self._ready: list[str] = []
+        import threading  # noqa: PLC0415 - the daemon's; braid-thin makes no spares
+
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -185,6 +188,8 @@ class SpareFiles:
 
     def _start(self) -> None:
         if self._thread is None:
+            import threading  # noqa: PLC0415 - imported by __init__ already
+
             self._thread = threading.Thread(
                 target=self._refill_loop, name="braid-spares", daemon=True
             )
@@ -249,7 +254,7 @@ class SparePools:
         self.keep = keep
         self.logger = logger
         self._pools: dict[str, SpareFiles] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def get(self, cni_dir: str) -> SpareFiles:
         """The pool of ``cni_dir``, told that a request starts (``SpareFiles.touch``)."""

@@ -6,9 +6,9 @@ Multus: ``braid.nad.syntax.is_meta_plugin``), and finding configurations on disk
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import os
 import stat
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ class ConfDirLookups:
     def __init__(self) -> None:
         self._kept: dict[tuple[str, str], tuple[tuple[_FileStamp, ...], DelegateConfig | None]]
         self._kept = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def find(self, conf_dir: str | Path, name: str) -> DelegateConfig | None:
         """``find_in_confdir(conf_dir, name)``, from what is kept when nothing changed."""

@@ -10,7 +10,7 @@ the least recently used going first; a file beyond the byte bound alone is not k
 
 from __future__ import annotations
 
-import threading
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,7 +36,7 @@ class ParsedFiles(Generic[_Item]):
         self.max_bytes = max_bytes
         self.held_bytes = 0
         self._kept: OrderedDict[_Key, tuple[list[_Item] | CniError, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def __len__(self) -> int:
         return len(self._kept)

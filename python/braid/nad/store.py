@@ -6,9 +6,9 @@ Kubernetes store implements the same ``Store`` protocol.
 
 from __future__ import annotations
 
+import _thread  # threading's Lock, without importing threading (braid-thin)
 import os
 import stat
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -295,7 +295,7 @@ class FileStores:
 
     def __init__(self) -> None:
         self._stores: dict[tuple[str, str | None], FileStore] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def get(self, nad_dir: str, pod_dir: str | None) -> FileStore:
         with self._lock:

@@ -39,6 +39,7 @@ NEVER = (
     # JSON files are read with msgspec, which the engine imports anyway.
     "json",
     "copy",
+    "threading",
     # msgspec's optional helper: with `inspect`, `ast`, `dis` and `tokenize`, 10-15 ms a call
     # (`braid.commands.thin` imports msgspec without it).
     "typing_extensions",
