@@ -185,8 +185,14 @@ def test_bench_measures_and_leaves_nothing(
             assert phases["n"] >= 3, verb
             assert 0 < phases["delegate bridge"] < phases["to_answer"], verb
             assert phases["read"] > 0, verb
+            # The shim's start and exit, placed around the daemon's part of each call.
+            assert 0 < phases["shim start to accept"] < phases["call (shim start to exit)"], verb
+            assert phases["answer to shim exit"] > 0, verb
+            assert phases["in the daemon"] < phases["call (shim start to exit)"], verb
         assert doc["trace"]["ADD"]["store_lookup"] > 0
-        assert "the daemon's trace, median per phase" in proc.stdout
+        assert doc["trace"]["ADD"]["plan_durable_wait"] >= 0
+        assert doc["trace"]["DEL"]["record_remove"] > 0
+        assert "the shim's and the daemon's trace, median per phase" in proc.stdout
     burst = doc["burst"]
     assert (burst["pods"], burst["parallel"]) == (4, 2)
     assert burst["add_pods_per_second"] > 0

@@ -106,7 +106,7 @@ def trace_lines(trace: dict[str, dict[str, float]] | None) -> list[str]:
     verbs = [verb for verb in VERBS if verb in trace]
     names = _ordered({name for verb in verbs for name in trace[verb]} - {"n"})
     counts = " ".join(f"{verb} {int(trace[verb]['n'])}" for verb in verbs)
-    lines = ["", f"the daemon's trace, median per phase (ms; requests: {counts})"]
+    lines = ["", f"the shim's and the daemon's trace, median per phase (ms; requests: {counts})"]
     lines.append(f"{'phase':<28}" + "".join(f"{verb:>9}" for verb in verbs))
     for name in names:
         cells = "".join(

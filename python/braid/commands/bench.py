@@ -176,8 +176,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--trace",
         action="store_true",
-        help="thick mode: print the daemon's per-phase medians of the paired rounds "
-        "(braidctl daemon --trace)",
+        help="thick mode: print the per-phase medians of the paired rounds: the shim's "
+        "start and exit, the daemon's segments and the engine's phases (braidctl daemon "
+        "--trace)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     add_output_option(parser)
