@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver helm-bin test-cluster test-node multus-bin test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver helm-bin test-cluster test-node multus-bin scale-bins test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -110,7 +110,7 @@ test-runtime: native shim ## runtime tier: containerd and podman drive braid (ro
 kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reused while pinned)
 	hack/kube/build.sh
 
-test-cluster: native kube-bins helm-bin ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
+test-cluster: native shim kube-bins helm-bin scale-bins multus-bin ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
 
 helm-bin: ## build Helm for the chart's tests in the cluster and node tiers (reused while pinned)
@@ -129,8 +129,12 @@ test-bench-smoke: native shim multus-bin ## run every benchmark once, untimed, s
 	$(PY) -m pytest benches -q --benchmark-disable
 	cargo test --locked -p braid-cni --benches
 
-bench-scale: native kube-bins ## one daemon as the cluster grows to 150,000 pods (root; docs/scale.md; ~25 min)
+scale-bins: ## build the scale tier's delegate, noopcni (reused while unchanged)
+	benches/scale/build.sh
+
+bench-scale: native shim kube-bins scale-bins multus-bin ## one daemon as the cluster grows, then N nodes beside Multus thick (root; docs/scale.md; ~35 min)
 	$(PY) benches/scale/scale_run.py --steps full --restart --out .cache/scale
+	$(PY) benches/scale/scale_fleet.py --nodes 4 --rate 2 --seconds 120 --out .cache/scale
 
 bench: install multus-bin ## benchmarks (see docs/performance.md)
 	$(PY) -m pytest benches -q --benchmark-only

@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "scale"))
 
+import scale_fleet
 import scale_run
 
 GROWTH_MIB = 5.0  # the bound docs/scale.md states from an empty cluster to the largest
@@ -42,3 +43,27 @@ def test_the_daemon_does_not_grow_with_the_cluster_and_a_warm_add_reads_nothing(
     assert restart["daemon_peak_rss_mib"] - empty["daemon_rss_mib"] < GROWTH_MIB, restart
     lists = {r: n for r, n in restart["requests"].items() if r.startswith("LIST")}
     assert all(n <= 3 for n in lists.values()), restart
+
+
+@pytest.mark.timeout(600)
+def test_two_nodes_beside_multus_thick_churn_and_an_api_server_restart(tmp_path: Path) -> None:
+    """`make bench-scale`'s multi-node run (benches/scale/scale_fleet.py) at its smallest: two
+    simulated nodes driven through the compiled shim, braid's daemons then Multus thick's."""
+    plan = scale_fleet.Plan(nodes=2, lifecycles=2, rate=2.0, seconds=8.0, restart_seconds=25.0)
+    report = scale_fleet.run(tmp_path, plan)
+    braid, multus = report["braid"], report["multus"]
+    for kind in (braid, multus):  # both sides measured, not merely started
+        assert kind["lifecycle"]["tally"]["failures"] == {}, kind["lifecycle"]
+        assert kind["churn"]["failures"] == {}, kind["churn"]
+        assert kind["churn"]["lifecycles"] >= 20, kind["churn"]
+        assert kind["churn"]["lost_status"] == 0, kind["churn"]
+        assert kind["churn"]["leaked_links"] == 0, kind["churn"]
+        assert kind["leftover_files"] == 0, kind
+        assert kind["restart"]["daemons_running"], kind["restart"]
+        assert kind["restart"]["in_sync_seconds"] < 60, kind["restart"]
+    requests = braid["lifecycle"]["requests"]
+    # Warm caches: one status write a pod, its events, no read.
+    assert requests["PATCH pods/status"] == 1, requests
+    assert [r for r in requests if r.split()[0] in READS] == [], requests
+    assert braid["restart"]["churn"]["failures"].get("ADD", 0) == 0, braid["restart"]
+    assert all(d["connections"] >= 1 for d in braid["rest"]["daemons"]), braid["rest"]

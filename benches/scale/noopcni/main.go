@@ -1,8 +1,8 @@
 // Command noopcni is a CNI plugin that attaches nothing: it answers every verb of the CNI
 // specification (https://www.cni.dev/docs/spec/) as a plugin that succeeded would, without
 // touching the kernel, so that a scale run measures the meta-plugin and the API server rather
-// than the kernel. ADD answers one interface in the sandbox and one address derived from the
-// container ID, in the result format of the cniVersion asked for (0.3.0 to 1.1.0); CHECK, DEL,
+// than the kernel. ADD answers, as a plugin that made them would, the interface CNI_IFNAME in the
+// sandbox and one address derived from the container ID, in the result format of the cniVersion asked for (0.3.0 to 1.1.0); CHECK, DEL,
 // GC and STATUS answer nothing; VERSION lists the versions it speaks. Bad input is answered with
 // a CNI error on stdout and exit status 1. Test-only: built by build.sh into .cache/scale/bin.
 package main
@@ -113,7 +113,7 @@ func need(env func(string) string, names ...string) *cniError {
 	return nil
 }
 
-// result is the ADD result: one interface in the sandbox, one address of 198.18.0.0/15 (RFC
+// result is the ADD result: the interface in the sandbox and one address of 198.18.0.0/15 (RFC
 // 2544's benchmarking range, never routed here) chosen by the container ID.
 func result(version string, env func(string) string) map[string]any {
 	hash := fnv.New32a()

@@ -1,0 +1,185 @@
+"""Pod lifecycles on the simulated nodes: one (create through the API, seen by the watch, ADD,
+CHECK, DEL, delete), and churn: lifecycles started at a steady rate on every node for a while,
+each pod living ``hold`` seconds. What each run counts: failures by verb, the latency from an
+ADD's answer to the pod's network-status in the API, statuses never seen, links left behind in
+the network namespaces of the pods on reference plugins."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from scale_kubelet import (
+    Api,
+    Kubelet,
+    Pod,
+    PodWatch,
+    add_netns,
+    made_links,
+    netns_links,
+    remove_netns,
+)
+
+REAL_EVERY = 10  # one pod in ten on its own network namespace, with reference plugins
+NOOP_NETWORKS = "scale-net"
+REAL_NETWORKS = "scale-net, real-net"
+_serial = itertools.count()
+
+
+@dataclass
+class Tally:
+    """What lifecycles found, shared by the threads that run them."""
+
+    lifecycles: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    lost_status: int = 0
+    leaked_links: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fail(self, verb: str, detail: str) -> None:
+        with self.lock:
+            self.failures[verb] += 1
+            if len(self.errors) < 5:
+                self.errors.append(f"{verb}: {detail[-600:]}")
+
+    def summary(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies)
+
+        def pct(q: float) -> float | None:
+            if not ordered:
+                return None
+            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
+
+        return {
+            "lifecycles": self.lifecycles,
+            "failures": dict(self.failures),
+            "errors": self.errors,
+            "status_p50_ms": pct(0.5),
+            "status_p99_ms": pct(0.99),
+            "lost_status": self.lost_status,
+            "leaked_links": self.leaked_links,
+        }
+
+
+def lifecycle(
+    api: Api,
+    watch: PodWatch,
+    kubelet: Kubelet,
+    tally: Tally,
+    *,
+    hold: float,
+    prefix: str,
+    checks: bool = True,
+    real: bool | None = None,
+) -> None:
+    """One pod's life on ``kubelet``'s node (on reference plugins one time in ``REAL_EVERY``,
+    or as ``real`` says); what it finds goes to ``tally``."""
+    serial = next(_serial)
+    real = serial % REAL_EVERY == 0 if real is None else real
+    pod = Pod(f"{prefix}-{serial}", kubelet.node.name, real=real)
+    seen = watch.expect(pod.name)
+    netns_name = f"bsc-{pod.container[:12]}"
+    try:
+        api.create_pod(pod, REAL_NETWORKS if pod.real else NOOP_NETWORKS)
+    except Exception as exc:
+        watch.forget(pod.name)
+        tally.fail("create", str(exc))
+        return
+    try:
+        own = pod.real or checks  # a CHECK needs the default network's eth0, made per pod
+        if own:
+            pod.netns = add_netns(netns_name)
+        if not seen.wait(60):
+            tally.fail("watch", f"{pod.name} never seen")
+        _attach(kubelet, watch, pod, tally, hold=hold, checks=checks)
+        watch_status = watch.status_at.get(pod.name)
+        if pod.result and watch_status is None:
+            with tally.lock:
+                tally.lost_status += 1
+        if own:  # left: what a real plugin made (macvlan); the driver's veth ends are not
+            leaked = netns_links(netns_name, made=frozenset(pod.made))
+            with tally.lock:
+                tally.leaked_links += len(leaked)
+    finally:
+        if pod.netns:
+            remove_netns(netns_name)
+        try:
+            api.delete_pod(pod)
+        except Exception as exc:
+            tally.fail("delete", str(exc))
+        watch.forget(pod.name)
+        with tally.lock:
+            tally.lifecycles += 1
+
+
+def _attach(
+    kubelet: Kubelet, watch: PodWatch, pod: Pod, tally: Tally, *, hold: float, checks: bool
+) -> None:
+    """ADD, (CHECK), DEL; the status latency into ``tally``."""
+    code, doc = kubelet.call("ADD", pod)
+    answered = time.monotonic()
+    if code != 0:
+        tally.fail("ADD", str(doc))
+    else:
+        if checks:  # what noopcni said it made, made, so that the CHECK can pass
+            pod.made = made_links(
+                pod.netns.rsplit("/", 1)[1], pod.result, f"bsv{pod.container[:10]}"
+            )
+            code, doc = kubelet.call("CHECK", pod)
+            if code != 0:
+                tally.fail("CHECK", str(doc))
+        deadline = answered + max(hold, 10.0)
+        while time.monotonic() < deadline:
+            status_at = watch.status_at.get(pod.name)
+            if status_at is not None:
+                with tally.lock:
+                    tally.latencies.append(max(0.0, status_at - answered))
+                break
+            time.sleep(0.02)
+        rest = answered + hold - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+    code, doc = kubelet.call("DEL", pod)
+    if code != 0:
+        tally.fail("DEL", str(doc))
+
+
+def churn(
+    api: Api,
+    watch: PodWatch,
+    kubelets: list[Kubelet],
+    *,
+    rate: float,
+    seconds: float,
+    hold: float,
+    prefix: str,
+) -> Tally:
+    """Lifecycles started at ``rate`` a second on each node for ``seconds``."""
+    tally = Tally()
+    period = 1.0 / (rate * len(kubelets))
+    workers = max(8, int(rate * len(kubelets) * (hold + 2) * 2))
+    with ThreadPoolExecutor(workers, thread_name_prefix="churn") as pool:
+        started = time.monotonic()
+        for n in itertools.count():
+            at = started + n * period
+            if at - started >= seconds:
+                break
+            time.sleep(max(0.0, at - time.monotonic()))
+            pool.submit(
+                lifecycle,
+                api,
+                watch,
+                kubelets[n % len(kubelets)],
+                tally,
+                hold=hold,
+                prefix=prefix,
+                checks=False,
+            )
+    return tally

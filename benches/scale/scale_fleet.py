@@ -1,0 +1,361 @@
+"""N simulated nodes against one API server, braid's daemons then Multus thick's, in one run
+(docs/scale.md, "Many nodes, side by side with Multus thick").
+
+One etcd and kube-apiserver (the cluster tier's, with deploy/base and its admission policy),
+two NADs (``scale-net``: noopcni; ``real-net``: macvlan on a veth of the host, static IPAM) and, for
+each kind in turn, N nodes (``scale_nodes``) whose daemons start at once, then: their memory,
+threads and connections at rest; the API requests of pod lifecycles (ADD, CHECK, DEL) by verb
+and resource (``apiserver_request_total``; the driver's own are its POSTs and DELETEs of pods
+and its one watch, left out); churn on every node (``scale_churn``) with the daemons' peaks;
+the API server restarted under them during churn; what is left once every pod is gone.
+
+    .venv/bin/python benches/scale/scale_fleet.py --nodes 4 --rate 2 --seconds 60 --out /tmp/f
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scale_nodes import BraidNode, MultusNode, SimNode, apiserver  # noqa: I001 - sets the path
+import cluster_manifests
+import kubernetes.client
+from braid.daemon.client import is_ready
+from scale_churn import Tally, churn, lifecycle
+from scale_fleet_report import print_fleet
+from scale_kubelet import NAMESPACE, Api, Kubelet, PodWatch, add_netns, remove_netns
+from scale_nodes import bound_token, free_port, multus_rbac
+from scale_probe import (
+    PeakSampler,
+    braid_requests,
+    connections,
+    open_watches,
+    request_counts,
+    rss_threads,
+    settled_rss,
+)
+
+MIB = 1 << 20
+KINDS: dict[str, type[SimNode]] = {"braid": BraidNode, "multus": MultusNode}
+ACCOUNTS = {"braid": ("braid", "braid-system"), "multus": ("multus", "kube-system")}
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: int = 2
+    lifecycles: int = 3  # per node, for the requests of one
+    rate: float = 2.0  # lifecycles started a second on each node during churn
+    seconds: float = 20.0  # of churn
+    hold: float = 2.0  # a churned pod's life
+    restart: bool = True
+    restart_seconds: float = 75.0  # of churn around the API server's restart, 5 s before it
+    kinds: tuple[str, ...] = ("braid", "multus")
+
+
+class Fleet:
+    """The API server, the NADs, the driver's API client and watch; ``close`` removes all."""
+
+    def __init__(self, workdir: Path, plan: Plan) -> None:
+        self.workdir, self.plan = workdir, plan
+        self.master = f"bscm{os.getpid() % 100000}"
+        self.shared = f"bscs{os.getpid() % 100000}"
+        self.server = apiserver.start(workdir / "kube")
+        self.api: Api | None = None
+        try:
+            # macvlan's parent: one end of a veth pair (no dummy driver in every kernel).
+            subprocess.run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    self.master,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    f"{self.master}p",
+                ],
+                check=True,
+            )
+            subprocess.run(["ip", "link", "set", self.master, "up"], check=True)
+            add_netns(self.shared)
+            with self.server.api_client() as admin:
+                cluster_manifests.apply_base(admin)
+                multus_rbac(admin)
+                self._objects(admin)
+            self.api = Api(self.server.url, self.server.token("admin"), str(self.server.ca_file))
+            self.watch = PodWatch(self.api)
+            self.watch.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _objects(self, admin: kubernetes.client.ApiClient) -> None:
+        kubernetes.client.CoreV1Api(admin).create_namespace({"metadata": {"name": NAMESPACE}})
+        real = {
+            "cniVersion": "1.0.0",
+            "name": "real-net",
+            "type": "macvlan",
+            "master": self.master,
+            "mode": "bridge",
+            "ipam": {"type": "static", "addresses": [{"address": "198.18.0.2/24"}]},
+        }
+        noop = {"cniVersion": "1.0.0", "name": "scale-net", "type": "noopcni"}
+        objects = kubernetes.client.CustomObjectsApi(admin)
+        for config in (noop, real):
+            nad = {
+                "apiVersion": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "metadata": {"name": config["name"]},
+                "spec": {"config": json.dumps(config)},
+            }
+            objects.create_namespaced_custom_object(
+                "k8s.cni.cncf.io", "v1", NAMESPACE, "network-attachment-definitions", nad
+            )
+
+    def counts(self) -> Any:
+        return request_counts(self.server.url, self.server.token("admin"), str(self.server.ca_file))
+
+    def watches(self) -> dict[str, int]:
+        return open_watches(self.server.url, self.server.token("admin"), str(self.server.ca_file))
+
+    @property
+    def apiserver_pid(self) -> int:
+        return self.server.processes[-1].pid
+
+    def close(self) -> None:
+        if self.api is not None:
+            self.watch.stop()
+            self.api.close()
+        self.server.stop()
+        remove_netns(self.shared)
+        subprocess.run(["ip", "link", "del", self.master], check=False, capture_output=True)
+
+
+def start_nodes(fleet: Fleet, kind: str) -> tuple[list[SimNode], dict[str, Any]]:
+    """N daemons of ``kind`` started at once; the API server's load until all are in sync."""
+    n = fleet.plan.nodes
+    nodes = [KINDS[kind](fleet.workdir / kind / f"sim-{i}", f"sim-{i}") for i in range(n)]
+    account, namespace = ACCOUNTS[kind]
+    with fleet.server.api_client() as admin:
+        tokens = [bound_token(admin, account, namespace, node.name) for node in nodes]
+    before, sampler = fleet.counts(), PeakSampler({"apiserver": fleet.apiserver_pid}).start()
+    started = time.monotonic()
+    for node, token in zip(nodes, tokens, strict=True):
+        node.start(fleet.server, token, free_port())
+    wait_in_sync(fleet, nodes, started)
+    took = time.monotonic() - started
+    sampler.stop()
+    requests = braid_requests(before, fleet.counts())
+    return nodes, {
+        "in_sync_seconds": round(took, 1),
+        "apiserver_peak_rss_mib": round(sampler.peak_rss["apiserver"] / MIB),
+        "requests": requests,
+        "requests_per_second": round(sum(requests.values()) / took, 1),
+    }
+
+
+def wait_in_sync(fleet: Fleet, nodes: list[SimNode], started: float, limit: float = 300) -> None:
+    """Until every daemon wrote its configuration, answers, and watches pods and NADs."""
+    while True:
+        dead = [node.name for node in nodes if not node.running()]
+        if dead:
+            raise RuntimeError(f"{dead} exited: {nodes[0].log_tail()}")
+        watches = fleet.watches()
+        ready = all(node.network_conf() is not None for node in nodes) and all(
+            is_ready(node.root / "run" / "braid.sock") for node in nodes if node.kind == "braid"
+        )
+        if (
+            ready
+            and watches.get("pods", 0) > len(nodes)
+            and watches.get("network-attachment-definitions", 0) >= len(nodes)
+        ):
+            return
+        if time.monotonic() - started > limit:
+            raise RuntimeError(f"not in sync after {limit:.0f} s: {watches}")
+        time.sleep(0.25)
+
+
+def at_rest(fleet: Fleet, nodes: list[SimNode]) -> dict[str, Any]:
+    rows = []
+    for node in nodes:
+        rss, threads = settled_rss(node.pid, tries=5)
+        rows.append(
+            {
+                "rss_mib": round(rss / MIB, 1),
+                "threads": threads,
+                "connections": connections(node.pid, fleet.server.port),
+            }
+        )
+    return {"daemons": rows, "apiserver_rss_mib": round(rss_threads(fleet.apiserver_pid)[0] / MIB)}
+
+
+def per_lifecycle(fleet: Fleet, kubelets: list[Kubelet], kind: str) -> dict[str, Any]:
+    """The requests of ``lifecycles`` pods on each node, one at a time, divided by their count,
+    caches warm (a pod of each NAD went first)."""
+    assert fleet.api is not None
+    warm = Tally()
+    for kubelet in kubelets:
+        for real in (False, True):
+            lifecycle(
+                fleet.api, fleet.watch, kubelet, warm, hold=0.5, prefix=f"{kind}-warm", real=real
+            )
+    time.sleep(2)
+    tally, before = Tally(), fleet.counts()
+    for kubelet in kubelets:
+        for n in range(fleet.plan.lifecycles):
+            lifecycle(
+                fleet.api, fleet.watch, kubelet, tally, hold=0.5, prefix=f"{kind}-one", real=n == 0
+            )
+    time.sleep(3)  # a status write and events go in the background
+    total = fleet.plan.lifecycles * len(kubelets)
+    requests = braid_requests(before, fleet.counts())
+    each = {k: round(v / total, 2) for k, v in requests.items() if not k.startswith("WATCH")}
+    return {"requests": each, "tally": tally.summary(), "warm_up": warm.summary()}
+
+
+def restart_under(
+    fleet: Fleet, nodes: list[SimNode], kubelets: list[Kubelet], kind: str
+) -> dict[str, Any]:
+    """The API server restarted while churn goes on: re-sync time, peaks, failures."""
+    assert fleet.api is not None
+    result: dict[str, Tally] = {}
+    plan = fleet.plan
+    seconds = plan.restart_seconds
+    driver = threading.Thread(
+        target=lambda: result.setdefault(
+            "t",
+            churn(
+                fleet.api,
+                fleet.watch,
+                kubelets,
+                rate=min(plan.rate, 1.0),
+                seconds=seconds,  # type: ignore[arg-type]
+                hold=plan.hold,
+                prefix=f"{kind}-restart",
+            ),
+        )
+    )
+    daemons = PeakSampler({n.name: n.pid for n in nodes}).start()
+    driver.start()
+    time.sleep(5)
+    steady = rss_threads(fleet.apiserver_pid)[0]
+    started = time.monotonic()
+    fleet.server.stop_apiserver()
+    fleet.server.start_apiserver()
+    back = time.monotonic() - started
+    server = PeakSampler({"apiserver": fleet.apiserver_pid}).start()
+    wait_in_sync(fleet, nodes, started, limit=120)
+    resync = time.monotonic() - started
+    driver.join()
+    server.stop()
+    daemons.stop()
+    return {
+        "apiserver_back_seconds": round(back, 1),
+        "in_sync_seconds": round(resync, 1),
+        "apiserver_steady_rss_mib": round(steady / MIB),
+        "apiserver_peak_rss_mib": round(server.peak_rss["apiserver"] / MIB),
+        "daemon_peak_rss_mib": round(max(daemons.peak_rss.values()) / MIB, 1),
+        "daemons_running": all(node.running() for node in nodes),
+        "churn": result["t"].summary(),
+    }
+
+
+def leftovers(nodes: list[SimNode]) -> int:
+    """Attachment records left in the nodes' state directories once all pods are gone."""
+    return sum(len(node.records()) for node in nodes)
+
+
+def run_kind(fleet: Fleet, kind: str) -> dict[str, Any]:
+    nodes, start = start_nodes(fleet, kind)
+    try:
+        kubelets = [Kubelet(node, fleet.shared) for node in nodes]
+        report: dict[str, Any] = {"start": start, "rest": at_rest(fleet, nodes)}
+        report["lifecycle"] = per_lifecycle(fleet, kubelets, kind)
+        peaks = PeakSampler({n.name: n.pid for n in nodes}).start()
+        assert fleet.api is not None
+        tally = churn(
+            fleet.api,
+            fleet.watch,
+            kubelets,
+            rate=fleet.plan.rate,
+            seconds=fleet.plan.seconds,
+            hold=fleet.plan.hold,
+            prefix=f"{kind}-churn",
+        )
+        peaks.stop()
+        report["churn"] = {
+            **tally.summary(),
+            "daemon_peak_rss_mib": round(max(peaks.peak_rss.values()) / MIB, 1),
+            "daemon_peak_threads": max(peaks.peak_threads.values()),
+        }
+        if fleet.plan.restart:
+            report["restart"] = restart_under(fleet, nodes, kubelets, kind)
+        time.sleep(3)
+        report["leftover_files"] = leftovers(nodes)
+        if report["leftover_files"]:
+            report["leftover_sample"] = [str(p) for p in nodes[0].records()[:5]]
+        report["log_tail"] = nodes[0].log_tail(8).splitlines()
+        return report
+    finally:
+        codes = [node.stop() for node in nodes]
+        if any(code not in (0, None) for code in codes):
+            print(f"{kind}: exit statuses {codes}: {nodes[0].log_tail()}", file=sys.stderr)
+
+
+def run(workdir: Path, plan: Plan) -> dict[str, Any]:
+    fleet = Fleet(workdir, plan)
+    try:
+        report: dict[str, Any] = {"plan": plan.__dict__ | {"kinds": list(plan.kinds)}}
+        for kind in plan.kinds:
+            report[kind] = run_kind(fleet, kind)
+            print(f"{kind}: {json.dumps(report[kind])}", flush=True)
+        return report
+    finally:
+        fleet.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=Plan.nodes)
+    parser.add_argument("--rate", type=float, default=Plan.rate, help="pods a second per node")
+    parser.add_argument("--seconds", type=float, default=Plan.seconds, help="of churn")
+    parser.add_argument("--kinds", default="braid,multus")
+    parser.add_argument("--no-restart", action="store_true")
+    parser.add_argument("--out", type=Path, help="where fleet.json goes")
+    args = parser.parse_args(argv)
+    plan = Plan(
+        nodes=args.nodes,
+        rate=args.rate,
+        seconds=args.seconds,
+        restart=not args.no_restart,
+        kinds=tuple(args.kinds.split(",")),
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="braid-fleet-"))
+    try:
+        report = run(workdir, plan)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print_fleet(report)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "fleet.json").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
