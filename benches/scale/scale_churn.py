@@ -28,6 +28,8 @@ from scale_kubelet import (
 REAL_EVERY = 10  # one pod in ten on its own network namespace, with reference plugins
 NOOP_NETWORKS = "scale-net"
 REAL_NETWORKS = "scale-net, real-net"
+# The interfaces of noopcni's networks: the default network's, then scale-net's (NPWG: net1).
+NOOP_INTERFACES = ("eth0", "net1")
 _serial = itertools.count()
 
 
@@ -129,9 +131,8 @@ def _attach(
         tally.fail("ADD", str(doc))
     else:
         if checks:  # what noopcni said it made, made, so that the CHECK can pass
-            pod.made = made_links(
-                pod.netns.rsplit("/", 1)[1], pod.result, f"bsv{pod.container[:10]}"
-            )
+            netns = pod.netns.rsplit("/", 1)[1]
+            pod.made = made_links(netns, NOOP_INTERFACES, f"bsv{pod.container[:10]}")
             code, doc = kubelet.call("CHECK", pod)
             if code != 0:
                 tally.fail("CHECK", str(doc))

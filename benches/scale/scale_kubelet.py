@@ -49,7 +49,7 @@ class Api:
             total=30, backoff_factor=0.2, status_forcelist=(429, 500, 503), allowed_methods=None
         )
         self.http = urllib3.PoolManager(
-            maxsize=16,
+            maxsize=64,
             ca_certs=ca_file,
             retries=retry,
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
@@ -209,31 +209,15 @@ def add_netns(name: str) -> str:
     return f"/run/netns/{name}"
 
 
-def made_links(netns: str, result: dict[str, Any], prefix: str) -> list[str]:
-    """The sandbox interfaces an ADD's result names that noopcni did not make, made as veth ends
-    in the namespace (removed with it), so that a CHECK finds what the result says; their names."""
+def made_links(netns: str, names: tuple[str, ...], prefix: str) -> list[str]:
+    """The interfaces noopcni said it made and did not (``names``), made as veth ends in the
+    namespace (removed with it), so that a CHECK finds them; those made."""
     present, made = {"lo", *netns_links(netns)}, []
-    for n, iface in enumerate(result.get("interfaces") or []):
-        name = iface.get("name")
-        if iface.get("sandbox") and isinstance(name, str) and name not in present:
+    for n, name in enumerate(names):
+        if name not in present:
             host_end = f"{prefix}{n}"
-            subprocess.run(
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    host_end,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    name,
-                    "netns",
-                    netns,
-                ],
-                check=True,
-            )
-            present.add(name)
+            command = ["ip", "link", "add", host_end, "type", "veth", "peer", "name", name]
+            subprocess.run([*command, "netns", netns], check=True)
             made.append(name)
     return made
 
