@@ -16,33 +16,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scale_nodes import BraidNode, MultusNode, SimNode, apiserver  # noqa: I001 - sets the path
-import cluster_manifests
-import kubernetes.client
+from scale_nodes import BraidNode, MultusNode, SimNode  # noqa: I001 - sets the path
 from braid.daemon.client import is_ready
 from scale_churn import Tally, churn, lifecycle
 from scale_fleet_report import print_fleet
-from scale_kubelet import NAMESPACE, Api, Kubelet, PodWatch, add_netns, remove_netns
-from scale_nodes import bound_token, free_port, multus_rbac
+from scale_cluster import Fleet, Plan
+from scale_kubelet import Kubelet
+from scale_nodes import bound_token, free_port
 from scale_probe import (
     PeakSampler,
     braid_requests,
     connections,
-    open_watches,
-    request_counts,
     rss_threads,
     settled_rss,
 )
@@ -50,98 +44,6 @@ from scale_probe import (
 MIB = 1 << 20
 KINDS: dict[str, type[SimNode]] = {"braid": BraidNode, "multus": MultusNode}
 ACCOUNTS = {"braid": ("braid", "braid-system"), "multus": ("multus", "kube-system")}
-
-
-@dataclass(frozen=True)
-class Plan:
-    nodes: int = 2
-    lifecycles: int = 3  # per node, for the requests of one
-    rate: float = 2.0  # lifecycles started a second on each node during churn
-    seconds: float = 20.0  # of churn
-    hold: float = 2.0  # a churned pod's life
-    restart: bool = True
-    restart_seconds: float = 75.0  # of churn around the API server's restart, 5 s before it
-    kinds: tuple[str, ...] = ("braid", "multus")
-
-
-class Fleet:
-    """The API server, the NADs, the driver's API client and watch; ``close`` removes all."""
-
-    def __init__(self, workdir: Path, plan: Plan) -> None:
-        self.workdir, self.plan = workdir, plan
-        self.master = f"bscm{os.getpid() % 100000}"
-        self.shared = f"bscs{os.getpid() % 100000}"
-        self.server = apiserver.start(workdir / "kube")
-        self.api: Api | None = None
-        try:
-            # macvlan's parent: one end of a veth pair (no dummy driver in every kernel).
-            subprocess.run(
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    self.master,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    f"{self.master}p",
-                ],
-                check=True,
-            )
-            subprocess.run(["ip", "link", "set", self.master, "up"], check=True)
-            add_netns(self.shared)
-            with self.server.api_client() as admin:
-                cluster_manifests.apply_base(admin)
-                multus_rbac(admin)
-                self._objects(admin)
-            self.api = Api(self.server.url, self.server.token("admin"), str(self.server.ca_file))
-            self.watch = PodWatch(self.api)
-            self.watch.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def _objects(self, admin: kubernetes.client.ApiClient) -> None:
-        kubernetes.client.CoreV1Api(admin).create_namespace({"metadata": {"name": NAMESPACE}})
-        real = {
-            "cniVersion": "1.0.0",
-            "name": "real-net",
-            "type": "macvlan",
-            "master": self.master,
-            "mode": "bridge",
-            "ipam": {"type": "static", "addresses": [{"address": "198.18.0.2/24"}]},
-        }
-        noop = {"cniVersion": "1.0.0", "name": "scale-net", "type": "noopcni"}
-        objects = kubernetes.client.CustomObjectsApi(admin)
-        for config in (noop, real):
-            nad = {
-                "apiVersion": "k8s.cni.cncf.io/v1",
-                "kind": "NetworkAttachmentDefinition",
-                "metadata": {"name": config["name"]},
-                "spec": {"config": json.dumps(config)},
-            }
-            objects.create_namespaced_custom_object(
-                "k8s.cni.cncf.io", "v1", NAMESPACE, "network-attachment-definitions", nad
-            )
-
-    def counts(self) -> Any:
-        return request_counts(self.server.url, self.server.token("admin"), str(self.server.ca_file))
-
-    def watches(self) -> dict[str, int]:
-        return open_watches(self.server.url, self.server.token("admin"), str(self.server.ca_file))
-
-    @property
-    def apiserver_pid(self) -> int:
-        return self.server.processes[-1].pid
-
-    def close(self) -> None:
-        if self.api is not None:
-            self.watch.stop()
-            self.api.close()
-        self.server.stop()
-        remove_netns(self.shared)
-        subprocess.run(["ip", "link", "del", self.master], check=False, capture_output=True)
 
 
 def start_nodes(fleet: Fleet, kind: str) -> tuple[list[SimNode], dict[str, Any]]:
@@ -230,24 +132,16 @@ def restart_under(
     fleet: Fleet, nodes: list[SimNode], kubelets: list[Kubelet], kind: str
 ) -> dict[str, Any]:
     """The API server restarted while churn goes on: re-sync time, peaks, failures."""
-    assert fleet.api is not None
-    result: dict[str, Tally] = {}
-    plan = fleet.plan
-    seconds = plan.restart_seconds
-    driver = threading.Thread(
-        target=lambda: result.setdefault(
-            "t",
-            churn(
-                fleet.api,
-                fleet.watch,
-                kubelets,
-                rate=min(plan.rate, 1.0),
-                seconds=seconds,  # type: ignore[arg-type]
-                hold=plan.hold,
-                prefix=f"{kind}-restart",
-            ),
-        )
-    )
+    api, plan, result = fleet.api, fleet.plan, []
+    assert api is not None
+
+    def drive() -> None:  # at most one pod a second a node: the API server is away a while
+        rate = min(plan.rate, 1.0)
+        prefix = f"{kind}-restart"
+        result.append(churn(api, fleet.watch, kubelets, rate=rate, seconds=plan.restart_seconds,
+                            hold=plan.hold, prefix=prefix))  # fmt: skip
+
+    driver = threading.Thread(target=drive, name="restart-churn")
     daemons = PeakSampler({n.name: n.pid for n in nodes}).start()
     driver.start()
     time.sleep(5)
@@ -269,7 +163,7 @@ def restart_under(
         "apiserver_peak_rss_mib": round(server.peak_rss["apiserver"] / MIB),
         "daemon_peak_rss_mib": round(max(daemons.peak_rss.values()) / MIB, 1),
         "daemons_running": all(node.running() for node in nodes),
-        "churn": result["t"].summary(),
+        "churn": result[0].summary(),
     }
 
 
