@@ -14,8 +14,8 @@ braid's own ``.pyc`` files, and the next call imports them from it.
 - **What is trusted.** The file is read only when it is a regular file (never through a link)
   owned by root or by this process's user and writable by no one else, in a ``__pycache__``
   that is likewise, and at most 32 MiB; its header names this interpreter (version, cache
-  tag, optimisation level). Anything else counts as no file. Whoever may write there may
-  replace braid's ``.pyc`` files already: the file grants nothing more.
+  tag, optimisation level) and its ``sys.path``. Anything else counts as no file. Whoever
+  may write there may replace braid's ``.pyc`` files already: the file grants nothing more.
 - **When it is written.** After a call that imported a module the file did not serve, unless
   the interpreter writes no bytecode (``-B``, ``PYTHONDONTWRITEBYTECODE``); a new file, then a
   rename, without ``fsync`` (a lost file costs one call's usual imports, nothing else).
@@ -43,9 +43,12 @@ Entry = tuple[bool, str, int, int, CodeType]
 
 
 def header() -> bytes:
-    """What names the interpreter whose code the file holds."""
+    """What names the interpreter whose code the file holds, and where it looks for modules:
+    another environment sharing braid's package directory finds other modules there."""
     tag = sys.implementation.cache_tag
-    return f"braid-thin-modules 1 {sys.hexversion:x} {tag} O{sys.flags.optimize}\n".encode()
+    where = "\0".join(sys.path)
+    line = f"braid-thin-modules 1 {sys.hexversion:x} {tag} O{sys.flags.optimize} {where}\n"
+    return line.encode("utf-8", "surrogateescape")
 
 
 def bundle_path() -> str:
@@ -122,7 +125,7 @@ def _trusted_bytes(path: str) -> bytes | None:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or not _safely_owned(info):
+        if not stat.S_ISREG(info.st_mode) or not _safely_owned(info) or info.st_size > MAX_BYTES:
             return None
         return _read_at_most(fd, MAX_BYTES)
     except OSError:

@@ -22,6 +22,7 @@ from braid.commands import thin_modules
 PROCESS = """
 import json, sys
 sys.path.insert(0, sys.argv[2])
+sys.path.extend(sys.argv[3:])
 from braid.commands import thin_modules
 finder = thin_modules.install(sys.argv[1])
 import pkg.alpha, pkg.sub.beta
@@ -41,10 +42,19 @@ json.dump(report, sys.stdout)
 """
 
 
-def run(bundle: Path, root: Path, *, no_bytecode: bool = False) -> dict[str, object]:
+def run(
+    bundle: Path, root: Path, *, no_bytecode: bool = False, more_path: str = ""
+) -> dict[str, object]:
     env = {"PATH": "/usr/bin:/bin", **({"PYTHONDONTWRITEBYTECODE": "1"} if no_bytecode else {})}
     done = subprocess.run(
-        [sys.executable, "-c", PROCESS, str(bundle), str(root)],
+        [
+            sys.executable,
+            "-c",
+            PROCESS,
+            str(bundle),
+            str(root),
+            *([more_path] if more_path else []),
+        ],
         env=env,
         capture_output=True,
         check=True,
@@ -115,8 +125,11 @@ def test_no_file_is_written_without_bytecode(tmp_path: Path, package: Path) -> N
 
 
 def good_file(tmp_path: Path, package: Path) -> Path:
+    """A file written by a process, with this process's header (its ``sys.path`` differs)."""
     bundle = tmp_path / "cache" / "thin-modules.bin"
     run(bundle, package)
+    _, _, rest = bundle.read_bytes().partition(b"\n")
+    bundle.write_bytes(thin_modules.header() + rest)
     assert {"pkg", "pkg.alpha", "pkg.sub", "pkg.sub.beta"} <= set(thin_modules.read(str(bundle)))
     return bundle
 
@@ -181,3 +194,11 @@ def test_the_file_is_beside_braids_compiled_modules() -> None:
     path = Path(thin_modules.bundle_path())
     assert path.parent == Path(braid.__file__).parent / "__pycache__"
     assert path.name == f"thin-modules.{sys.implementation.cache_tag}.bin"
+
+
+def test_another_module_path_does_not_use_the_file(tmp_path: Path, package: Path) -> None:
+    """Another environment sharing braid's package directory has other modules to find."""
+    bundle = tmp_path / "cache" / "thin-modules.bin"
+    run(bundle, package)
+    other = run(bundle, package, more_path=str(tmp_path / "elsewhere"))
+    assert set(loaders(other).values()) == {"SourceFileLoader"}
