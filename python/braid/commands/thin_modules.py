@@ -3,7 +3,7 @@
 A runtime starts ``braid-thin`` for every call, and a call imports about 170 modules (braid's,
 ``msgspec``'s and the standard library's). Imported one by one, each is looked for along
 ``sys.path``, its ``.pyc`` opened, read and checked: about 4 ms of every call. So the call's
-modules are kept together, compiled, in ``braid/__pycache__/thin-modules.<tag>.bin`` beside
+modules are kept together, compiled, in ``braid/__pycache__/thin-modules.*.bin`` beside
 braid's own ``.pyc`` files, and the next call imports them from it.
 
 - **What is served.** Only a module the file holds whose source is still the file it was
@@ -25,6 +25,7 @@ Removing the file is always safe.
 
 from __future__ import annotations
 
+import _imp
 import marshal
 import os
 import stat
@@ -52,9 +53,14 @@ def header() -> bytes:
 
 
 def bundle_path() -> str:
-    """``braid/__pycache__/thin-modules.<cache tag>.bin`` of this installation."""
+    """``braid/__pycache__/thin-modules.<cache tag>.<header's hash>.bin`` of this
+    installation: one file for each interpreter and ``sys.path`` that runs braid-thin from it,
+    so two environments sharing the package never take turns rewriting one file."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
-    name = f"thin-modules.{sys.implementation.cache_tag}.bin"
+    # The interpreter's own hash of hash-checked .pyc files (importlib.util.source_hash's),
+    # without importing importlib.util or hashlib on every call.
+    digest = _imp.source_hash(0, header()).hex()
+    name = f"thin-modules.{sys.implementation.cache_tag}.{digest}.bin"
     return os.path.join(package, "__pycache__", name)  # noqa: PTH118
 
 

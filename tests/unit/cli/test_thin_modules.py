@@ -193,7 +193,8 @@ def test_a_truncated_file_counts_as_none(tmp_path: Path, package: Path) -> None:
 def test_the_file_is_beside_braids_compiled_modules() -> None:
     path = Path(thin_modules.bundle_path())
     assert path.parent == Path(braid.__file__).parent / "__pycache__"
-    assert path.name == f"thin-modules.{sys.implementation.cache_tag}.bin"
+    assert path.name.startswith(f"thin-modules.{sys.implementation.cache_tag}.")
+    assert path.suffix == ".bin"
 
 
 def test_another_module_path_does_not_use_the_file(tmp_path: Path, package: Path) -> None:
