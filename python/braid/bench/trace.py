@@ -55,8 +55,11 @@ def phase_medians(
             verb = str(entry["verb"])
         except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a line cut short by the daemon's stop
-        ms[IN_DAEMON] = sum(ms.get(name, 0.0) for name in FIRST)
-        ms.update(_around(entry.get("at"), calls, starts))
+        shim = _around(entry.get("at"), calls, starts)
+        if shim or not calls:
+            # Summed over the same requests as the shim's call, so their medians compare.
+            ms[IN_DAEMON] = sum(ms.get(name, 0.0) for name in FIRST)
+        ms.update(shim)
         delegates = sum(value for name, value in ms.items() if name.startswith("delegate "))
         if TO_ANSWER in ms:
             ms[BESIDE_DELEGATES] = ms[TO_ANSWER] - delegates

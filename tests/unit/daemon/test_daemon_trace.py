@@ -126,6 +126,9 @@ def test_the_shims_segments_come_from_the_call_around_each_request(tmp_path: Pat
     assert medians["ADD"][SHIM_EXIT] == pytest.approx(0.775)  # 0.4 and 1.15
     assert medians["ADD"][CALL] == pytest.approx(4.25)
     assert SHIM_START not in medians["DEL"], "accepted while no call ran"
+    # "in the daemon" is summed over the same requests as the call, so their medians compare.
+    assert IN_DAEMON not in medians["DEL"]
+    assert medians["ADD"][IN_DAEMON] < medians["ADD"][CALL]
     table = trace_lines(medians)
     rows = [line.split()[0] for line in table[3:]]
     assert rows[:2] == ["shim", "read"], "the shim's start comes first"
