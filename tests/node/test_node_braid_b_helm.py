@@ -105,11 +105,20 @@ def upgrade_a_configuration_key(braid: Braid, helm: Helm) -> None:
     assert json.loads(conf["data"]["braid.conf"])["maxSelections"] == 8
 
 
+def replaced(node: Node, first: str) -> bool:
+    """Whether braid's one pod is another than `first` (none while the old one goes)."""
+    pods = node.kubectl_json(
+        "get", "pods", "-n", nb.NAMESPACE, "-l", "app.kubernetes.io/name=braid"
+    )["items"]
+    names = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
+    return len(names) == 1 and names[0] != first
+
+
 def upgrade_the_pods(braid: Braid, helm: Helm) -> None:
     """What the pods hold: the DaemonSet rolls to the new template."""
     node, first = braid.node, braid.daemon_pod()
     helm(*UPGRADE, "--reuse-values", "--set", "daemon.resources.requests.memory=100Mi")
-    node.wait_for("braid's pod replaced", lambda: braid.daemon_pod() != first, timeout=180)
+    node.wait_for("braid's pod replaced", lambda: replaced(node, first), timeout=180)
     braid.wait_ready()
     found = node.get("daemonset", "braid", nb.NAMESPACE)
     assert found is not None
