@@ -87,10 +87,10 @@ def test_a_ca_is_staged_then_signs_after_propagation() -> None:
 
 def test_an_expired_previous_ca_leaves_the_bundle() -> None:
     m, now = fresh()
-    old = make_ca(lifetime=1)
+    old = make_ca(lifetime=5)  # validity is to the second: 4 s at least, 6 s at most
     with_old = replace(m, previous_ca=old.cert)
-    assert renewed(with_old, POLICY, now + 0.5) is None
-    dropped = renewed(with_old, POLICY, now + 2)
+    assert renewed(with_old, POLICY, now + 1) is None
+    dropped = renewed(with_old, POLICY, now + 7)
     assert dropped is not None
     assert dropped.previous_ca is None
 
