@@ -134,7 +134,7 @@ scale-bins: ## build the scale tier's delegate, noopcni (reused while unchanged)
 
 bench-scale: native shim kube-bins scale-bins multus-bin ## one daemon as the cluster grows, then N nodes beside Multus thick (root; docs/scale.md; ~35 min)
 	$(PY) benches/scale/scale_run.py --steps full --restart --out .cache/scale
-	$(PY) benches/scale/scale_fleet.py --nodes 4 --rate 2 --seconds 120 --out .cache/scale
+	$(PY) benches/scale/scale_fleet.py --nodes 4 --rate 2 --seconds 120 --grow 20000,10000,10000 --out .cache/scale
 
 bench: install multus-bin ## benchmarks (see docs/performance.md)
 	$(PY) -m pytest benches -q --benchmark-only

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale_nodes import apiserver, multus_rbac  # noqa: I001 - sets the cluster tier's path
 import cluster_manifests
 import kubernetes.client
+from scale_grow import Size
 from scale_kubelet import NAMESPACE, Api, PodWatch, add_netns, remove_netns
 from scale_probe import open_watches, request_counts
 
@@ -33,6 +34,7 @@ class Plan:
     restart: bool = True
     restart_seconds: float = 75.0  # of churn around the API server's restart, 5 s before it
     kinds: tuple[str, ...] = ("braid", "multus")
+    grow: Size | None = None  # then both kinds at rest as the cluster grows to this size
 
 
 class Fleet:

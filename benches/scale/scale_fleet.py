@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from braid.daemon.client import is_ready
 from scale_churn import Tally, churn, lifecycle
 from scale_fleet_report import print_fleet
 from scale_cluster import Fleet, Plan
+from scale_grow import Grower, Size
 from scale_kubelet import Kubelet
 from scale_nodes import bound_token, free_port
 from scale_probe import (
@@ -46,13 +48,13 @@ KINDS: dict[str, type[SimNode]] = {"braid": BraidNode, "multus": MultusNode}
 ACCOUNTS = {"braid": ("braid", "braid-system"), "multus": ("multus", "kube-system")}
 
 
-def start_nodes(fleet: Fleet, kind: str) -> tuple[list[SimNode], dict[str, Any]]:
+def start_nodes(fleet: Fleet, kind: str, phase: str = "") -> tuple[list[SimNode], dict[str, Any]]:
     """N daemons of ``kind`` started at once; the API server's load until all are in sync."""
-    n = fleet.plan.nodes
-    nodes = [KINDS[kind](fleet.workdir / kind / f"sim-{i}", f"sim-{i}") for i in range(n)]
+    n, root = fleet.plan.nodes, fleet.workdir / f"{kind}{phase}"
+    nodes = [KINDS[kind](root / f"sim-{i}", f"sim-{i}") for i in range(n)]
     account, namespace = ACCOUNTS[kind]
     with fleet.server.api_client() as admin:
-        tokens = [bound_token(admin, account, namespace, node.name) for node in nodes]
+        tokens = [bound_token(admin, account, namespace, node.name, phase) for node in nodes]
     before, sampler = fleet.counts(), PeakSampler({"apiserver": fleet.apiserver_pid}).start()
     started = time.monotonic()
     for node, token in zip(nodes, tokens, strict=True):
@@ -209,13 +211,39 @@ def run_kind(fleet: Fleet, kind: str) -> dict[str, Any]:
             print(f"{kind}: exit statuses {codes}: {nodes[0].log_tail()}", file=sys.stderr)
 
 
+def growth(fleet: Fleet, size: Size) -> list[dict[str, Any]]:
+    """Both kinds' daemons at rest on the same nodes at once, in an empty cluster, then once the
+    cluster grew to ``size`` through the API (pods of other nodes, NADs, ResourceClaims)."""
+    nodes = [node for kind in fleet.plan.kinds for node in start_nodes(fleet, kind, "-grow")[0]]
+    grower = Grower(fleet.server.url, fleet.server.token("admin"), str(fleet.server.ca_file))
+    rows = []
+    try:
+        grower.namespaces()
+        for step in (Size(0, 0, 0), size):
+            took = grower.grow(Size(0, 0, 0), step)
+            row: dict[str, Any] = {"size": step.label(), "grow_seconds": round(took, 1)}
+            for kind in fleet.plan.kinds:
+                rss = [settled_rss(n.pid, tries=10)[0] for n in nodes if n.kind == kind]
+                row[f"{kind}_rss_mib"] = round(max(rss) / MIB, 1)
+            row["apiserver_rss_mib"] = round(rss_threads(fleet.apiserver_pid)[0] / MIB)
+            rows.append(row)
+    finally:
+        grower.close()
+        for node in nodes:
+            node.stop()
+    return rows
+
+
 def run(workdir: Path, plan: Plan) -> dict[str, Any]:
     fleet = Fleet(workdir, plan)
     try:
-        report: dict[str, Any] = {"plan": plan.__dict__ | {"kinds": list(plan.kinds)}}
+        report: dict[str, Any] = {"plan": asdict(plan)}
         for kind in plan.kinds:
             report[kind] = run_kind(fleet, kind)
             print(f"{kind}: {json.dumps(report[kind])}", flush=True)
+        if plan.grow is not None:
+            report["growth"] = growth(fleet, plan.grow)
+            print(f"growth: {json.dumps(report['growth'])}", flush=True)
         return report
     finally:
         fleet.close()
@@ -228,13 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=Plan.seconds, help="of churn")
     parser.add_argument("--kinds", default="braid,multus")
     parser.add_argument("--no-restart", action="store_true")
+    parser.add_argument("--grow", help="PODS,NADS,CLAIMS: memory of both kinds at that size")
     parser.add_argument("--out", type=Path, help="where fleet.json goes")
     args = parser.parse_args(argv)
+    grow = Size(*(int(n) for n in args.grow.split(","))) if args.grow else None
     plan = Plan(
         nodes=args.nodes,
         rate=args.rate,
         seconds=args.seconds,
         restart=not args.no_restart,
+        grow=grow,
         kinds=tuple(args.kinds.split(",")),
     )
     workdir = Path(tempfile.mkdtemp(prefix="braid-fleet-"))

@@ -67,3 +67,5 @@ def print_fleet(report: dict[str, Any]) -> None:
         print(f"| {title} | " + " | ".join(str(c) for c in cells) + ratio + " |")
     for kind in kinds:
         print(f"{kind} requests per pod lifecycle: {report[kind]['lifecycle']['requests']}")
+    for row in report.get("growth", []):
+        print(f"growth: {row}")

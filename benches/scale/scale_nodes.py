@@ -57,12 +57,15 @@ def shipped_conf() -> dict[str, Any]:
     return conf
 
 
-def bound_token(admin: kubernetes.client.ApiClient, account: str, namespace: str, node: str) -> str:
+def bound_token(
+    admin: kubernetes.client.ApiClient, account: str, namespace: str, node: str, phase: str = ""
+) -> str:
     """A token of ``namespace/account`` bound to a pod of that account on ``node``, as kubelet
     projects it (TokenRequest then names the node in the token)."""
     core = kubernetes.client.CoreV1Api(admin)
+    name = f"{account}-{node}{phase}"
     pod = {
-        "metadata": {"name": f"{account}-{node}"},
+        "metadata": {"name": name},
         "spec": {
             "nodeName": node,
             "serviceAccountName": account,
@@ -70,7 +73,7 @@ def bound_token(admin: kubernetes.client.ApiClient, account: str, namespace: str
         },
     }
     uid = core.create_namespaced_pod(namespace, pod).metadata.uid
-    ref = {"kind": "Pod", "apiVersion": "v1", "name": f"{account}-{node}", "uid": uid}
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": name, "uid": uid}
     body = {"spec": {"audiences": [], "expirationSeconds": 86400, "boundObjectRef": ref}}
     answer = core.create_namespaced_service_account_token(account, namespace, body)
     return str(answer.status.token)
