@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scale_nodes import apiserver, multus_rbac  # noqa: I001 - sets the cluster tier's path
+from scale_nodes import apiserver, multus_rbac, remove_sa_dirs  # noqa: I001 - sets the path
 import cluster_manifests
 import kubernetes.client
 from scale_grow import Size
@@ -113,5 +113,6 @@ class Fleet:
             self.watch.stop()
             self.api.close()
         self.server.stop()
+        remove_sa_dirs()
         remove_netns(self.shared)
         subprocess.run(["ip", "link", "del", self.master], check=False, capture_output=True)

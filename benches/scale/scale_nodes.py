@@ -20,6 +20,7 @@ alone)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +44,18 @@ BRAID_SHIM = REPO / "target" / "release" / "braid"
 MULTUS_BIN = Path(os.environ.get("BRAID_MULTUS_BIN_DIR", REPO / ".cache" / "multus" / "bin"))
 LOG_LEVEL = os.environ.get("BRAID_MULTUS_LOG_LEVEL", "error")
 SA_DIR = Path("/run/secrets/kubernetes.io/serviceaccount")  # rest.InClusterConfig's
+
+
+# The mount point's directories this run made on the host, removed by ``remove_sa_dirs``.
+made_sa_dirs: list[Path] = []
+
+
+def remove_sa_dirs() -> None:
+    """Removes the directories ``MultusNode`` made for its mount point, deepest first."""
+    for path in sorted(set(made_sa_dirs), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):  # in use by another run, or not empty: left
+            path.rmdir()
+    made_sa_dirs.clear()
 
 
 def free_port() -> int:
@@ -225,6 +238,7 @@ class MultusNode(SimNode):
             "cniDir": str(self.root / "cni"),
         }
         (self.root / "daemon-config.json").write_text(json.dumps(conf))
+        made_sa_dirs.extend(d for d in (SA_DIR, *SA_DIR.parents) if not d.exists())
         SA_DIR.mkdir(parents=True, exist_ok=True)
         script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
         argv = [
