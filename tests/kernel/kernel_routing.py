@@ -55,7 +55,8 @@ def clients(router: kernel_netns.Netns, subnets: list[str]) -> Iterator[list[Cli
     made: list[kernel_netns.Netns] = []
     try:
         found = []
-        _ip("netns", "exec", router.name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        forward = "echo 1 > /proc/sys/net/ipv4/ip_forward"  # the router's own: per namespace
+        _ip("netns", "exec", router.name, "sh", "-c", forward)
         for i, subnet in enumerate(subnets):
             ns = kernel_netns.create("c", loopback_up=True)
             made.append(ns)
