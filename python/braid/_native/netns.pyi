@@ -12,7 +12,6 @@ __all__ = [
     "list_routes",
     "namespace_id",
     "set_default_route",
-    "source_routing_table",
 ]
 
 def namespace_id(*, path: str) -> tuple[int, int]: ...
@@ -39,6 +38,5 @@ def check_source_routing(
     routes: list[tuple[str, str | None]],
     metric: int | None = None,
 ) -> list[str]: ...
-def source_routing_table(*, ifindex: int) -> int: ...
 
 SOURCE_ROUTING_RULE_PRIORITY: int

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::config::conf_to_list;
 use crate::error::{codes, CniError, Result};
-use fields::{object_json, pairs, state, strings, Decoded, Fields};
+use fields::{object_json, pairs, source_routing, state, strings, Decoded, Fields};
 
 /// The `kind` of a record.
 pub const RECORD_KIND: &str = "braidAttachmentRecord";
@@ -63,6 +63,8 @@ pub struct Record {
 }
 
 /// One attachment: a delegate network run for one interface of the pod.
+// Each bool is one independent boolean member of the record's JSON, read as it is written.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The network-status name (`<namespace>/<NAD>` or the cluster network's name).
@@ -96,6 +98,9 @@ pub struct Entry {
     pub default_route: Option<Vec<String>>,
     /// Whether this is braid's auxiliary chain.
     pub auxiliary_chain: bool,
+    /// Whether the attachment opted into source routing (`routing.sourceRouting`): its rules
+    /// and table routes are removed before its delegates' DEL.
+    pub source_routing: bool,
     /// One of [`STATES`].
     pub state: String,
     /// The final result, JSON (`None` when absent or null).
@@ -365,6 +370,7 @@ fn decode_entry(item: &Value, runtime: &Map<String, Value>) -> Decoded<Entry> {
         auxiliary_chain: fields
             .optional("auxiliaryChain", Value::as_bool, "a boolean")?
             .unwrap_or(false),
+        source_routing: source_routing(&fields)?,
         state: fields
             .optional("state", state, "one of planned, added, failed, deleted")?
             .unwrap_or(STATES[0])

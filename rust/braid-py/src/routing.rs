@@ -102,20 +102,11 @@ fn check_source_routing(
         })
 }
 
-/// The table braid gives the interface with index `ifindex`.
-#[pyfunction]
-#[pyo3(signature = (*, ifindex))]
-fn source_routing_table(py: Python<'_>, ifindex: u32) -> PyResult<u32> {
-    source_routing::table_for(ifindex)
-        .map_err(|e| routing_err(py, "", "choosing a routing table", &e))
-}
-
 /// Adds this module's names to `braid._native.netns`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(apply_source_routing, m)?)?;
     m.add_function(wrap_pyfunction!(clear_source_routing, m)?)?;
     m.add_function(wrap_pyfunction!(check_source_routing, m)?)?;
-    m.add_function(wrap_pyfunction!(source_routing_table, m)?)?;
     m.add(
         "SOURCE_ROUTING_RULE_PRIORITY",
         source_routing::RULE_PRIORITY,

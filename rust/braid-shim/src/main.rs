@@ -23,6 +23,7 @@ mod daemon;
 mod readiness;
 mod replay;
 mod settings;
+mod unroute;
 
 #[cfg(not(test))]
 use std::ffi::{c_char, c_int};

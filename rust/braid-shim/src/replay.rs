@@ -1,5 +1,6 @@
 //! DEL without the daemon: the container's attachment record (`docs/attachment-record.md`)
-//! replayed as the runtime `braid.cni` would run it. Every attachment in reverse plan order
+//! replayed as the runtime `braid.cni` would run it. The source routing of routed attachments
+//! is removed first ([`unroute`]); then every attachment in reverse plan order
 //! (`braid_delegate::teardown::order`, the engine's rule too); within one, its plugins in
 //! reverse (stopping at the first failure, as libcni does), then on to the next attachment. Success removes the result cache entries, the record and the
 //! device-information files braid wrote for the container (`docs/devices.md`); any failure
@@ -25,6 +26,7 @@ use braid_delegate::teardown::{self, Teardown};
 use braid_wire::answer::answer_wait;
 
 use crate::settings::Settings;
+use crate::unroute;
 
 /// Tears down what the record of `env.container_id` describes.
 pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
@@ -59,11 +61,15 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         delegates: Delegates::new(dirs, settings.plugin_timeout).refusing(own_files()),
     };
     let order = teardown::in_order(&entries);
-    let failures: Vec<CniError> = teardown
+    // The routing goes first, as the daemon does it: rules never outlive a failed DEL.
+    let mut failures = unroute::clear(&order, &env.netns);
+    let failed: Vec<CniError> = teardown
         .attachments(&order)
         .into_iter()
         .filter_map(Result::err)
         .collect();
+    let torn_down = entries.len() - failed.len();
+    failures.extend(failed);
     let shown = spare
         .as_ref()
         .map_or(path.as_path(), |(spare, _)| spare.as_path());
@@ -72,7 +78,12 @@ pub fn delete(env: &CniEnv, settings: &Settings) -> Result<(), CniError> {
         .as_ref()
         .filter(|d| !d.complete || entries.is_empty())
     {
-        return Err(kept(&damaged.error, entries.len(), &failures, shown));
+        return Err(kept(
+            &damaged.error,
+            (torn_down, entries.len()),
+            &failures,
+            shown,
+        ));
     }
     if !failures.is_empty() {
         return Err(summary(&failures, shown));
@@ -225,9 +236,15 @@ fn torn_down_anyway(error: CniError, count: usize) -> CniError {
 
 /// Code 11 for a damaged record that may not describe every attachment (cut short, an entry
 /// that does not decode, a format this shim does not read) or from which nothing could be torn
-/// down (it lists no attachment): what was torn down, and why the record stays. Only the
+/// down (it lists no attachment): what was torn down (`torn_down` of `count`), and why the
+/// record stays. Only the
 /// daemon, which resolves the pod's networks, can complete the DEL.
-fn kept(error: &CniError, count: usize, failures: &[CniError], record: &Path) -> CniError {
+fn kept(
+    error: &CniError,
+    (torn_down, count): (usize, usize),
+    failures: &[CniError],
+    record: &Path,
+) -> CniError {
     let details: Vec<String> = std::iter::once(error.details.clone())
         .chain(failures.iter().map(ToString::to_string))
         .collect();
@@ -239,7 +256,7 @@ fn kept(error: &CniError, count: usize, failures: &[CniError], record: &Path) ->
              the daemon, which can resolve the pod's networks, completes this DEL (try again \
              once it serves)",
             error.msg,
-            count - failures.len(),
+            torn_down,
             record.display()
         ),
     )

@@ -93,3 +93,15 @@ pub(super) fn pairs(value: &Value) -> Option<Vec<(String, String)>> {
         })
         .collect()
 }
+
+/// `routing.sourceRouting` of an entry (`false` when it has no `routing`).
+pub(super) fn source_routing(fields: &Fields<'_>) -> Decoded<bool> {
+    let routing = match fields.0.get("routing") {
+        None | Some(Value::Null) => return Ok(false),
+        Some(Value::Object(routing)) => routing,
+        Some(_) => return Err("`routing` must be an object or null".to_owned()),
+    };
+    Ok(Fields(routing)
+        .optional("sourceRouting", Value::as_bool, "a boolean")?
+        .unwrap_or(false))
+}

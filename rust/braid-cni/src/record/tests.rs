@@ -125,3 +125,36 @@ fn canonical_json_decodes_to_the_same_record_and_keeps_what_only_the_engine_read
         "a member the engine alone reads is given back untouched"
     );
 }
+
+#[test]
+fn an_entry_opted_into_source_routing_says_so() {
+    let data = fs::read(fixtures().join("v2-whole.json")).expect("fixture");
+    let mut record: Value = serde_json::from_slice(&data).expect("JSON");
+    let entries = record["attachments"].as_array_mut().expect("attachments");
+    assert!(entries.len() >= 2);
+    entries[0]["routing"] = serde_json::json!({"metric": 200});
+    entries[1]["routing"] = serde_json::json!({"sourceRouting": true, "metric": 5});
+    let decoded = decode(record.to_string().as_bytes(), "ctr1").expect("decodes");
+    let routed: Vec<bool> = decoded
+        .attachments
+        .iter()
+        .map(|e| e.source_routing)
+        .collect();
+    assert_eq!(routed[..2], [false, true]);
+    assert!(routed[2..].iter().all(|routed| !routed));
+
+    for (bad, why) in [
+        (
+            serde_json::json!(true),
+            "`routing` must be an object or null",
+        ),
+        (
+            serde_json::json!({"sourceRouting": "yes"}),
+            "`sourceRouting` must be a boolean",
+        ),
+    ] {
+        record["attachments"][1]["routing"] = bad;
+        let damaged = decode(record.to_string().as_bytes(), "ctr1").expect_err("damaged");
+        assert!(damaged.error.details.contains(why), "{}", damaged.error);
+    }
+}
