@@ -143,7 +143,9 @@ def uninstall(node: Node, helm: Helm, namespace: str) -> None:
     assert not nb.BRAID_CONFLIST.exists()
     assert not Path("/opt/cni/bin/braid").exists()
     assert not Path("/var/lib/cni/braid").exists()
-    assert nb.host_links() == []
+    # The bridge plugin's host ends of the pods' default network (the tier shares the
+    # machine's network namespace, where other programs' links may come and go).
+    assert [link for link in nb.host_links() if link.startswith("veth")] == []
     nb.run_pod(node, namespace, "plain")
     pod = node.get("pod", "plain", namespace)
     assert pod is not None
