@@ -1,13 +1,13 @@
 """N simulated nodes against one API server, braid's daemons then Multus thick's, in one run
 (docs/scale.md, "Many nodes, side by side with Multus thick").
 
-One etcd and kube-apiserver (the cluster tier's, with deploy/base and its admission policy),
-two NADs (``scale-net``: noopcni; ``real-net``: macvlan on a veth of the host, static IPAM) and, for
-each kind in turn, N nodes (``scale_nodes``) whose daemons start at once, then: their memory,
-threads and connections at rest; the API requests of pod lifecycles (ADD, CHECK, DEL) by verb
-and resource (``apiserver_request_total``; the driver's own are its POSTs and DELETEs of pods
-and its one watch, left out); churn on every node (``scale_churn``) with the daemons' peaks;
-the API server restarted under them during churn; what is left once every pod is gone.
+The cluster is ``scale_cluster``'s. For each kind in turn, N nodes (``scale_nodes``) whose
+daemons start at once, then: their memory, threads and connections at rest; the API requests
+of pod lifecycles (ADD, CHECK, DEL) by verb and resource (``apiserver_request_total``; the
+driver's own, its POSTs and DELETEs of pods and its one watch, left out); churn on every node
+(``scale_churn``) with the daemons' peaks; the API server restarted under them during churn;
+what is left once every pod is gone. With ``--grow``, both kinds' memory at rest as the cluster
+grows.
 
     .venv/bin/python benches/scale/scale_fleet.py --nodes 4 --rate 2 --seconds 60 --out /tmp/f
 """

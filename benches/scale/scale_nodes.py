@@ -11,8 +11,8 @@ ServiceAccount token bound to a pod on its node, as kubelet projects it.
 - ``MultusNode``: ``multus-daemon`` of Multus v4.3.0 (``make multus-bin``) with the daemon
   configuration of Multus's thick DaemonSet (``multusConfigFile: auto``: it writes
   ``00-multus.conf`` around the node's default network) and ``MULTUS_NODE_NAME``; it reads the
-  in-cluster token at its fixed path, so it runs in a mount namespace of its own where the
-  node's token directory is bound there.
+  in-cluster token at its fixed path, so it runs in a mount namespace of its own, with the
+  node's token directory bound over that path.
 
 Every node's default network is ``noopcni`` (benches/scale/build.sh), found in the node's bin
 directory with the shim and the reference plugins (Multus thick looks for delegates there
