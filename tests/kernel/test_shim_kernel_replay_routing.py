@@ -73,7 +73,10 @@ def _shim_del(engine: EngineSetup, shim: Path, socket_dir: Path, netns: str) -> 
 def test_a_replayed_del_removes_the_rules_and_table_routes(
     engine: EngineSetup, shim: Path, no_daemon_dir: Path, gone: str | None
 ) -> None:
-    selection = [{"name": "net-a", ROUTING: {"sourceRouting": True}}, {"name": "net-b"}]
+    selection: list[dict[str, Any]] = [
+        {"name": "net-a", ROUTING: {"sourceRouting": True}},
+        {"name": "net-b"},
+    ]
     _add_without_daemon(engine, selection)
     pod = engine.pod.name
     routing = [entry.get("routing") for entry in engine.record()["attachments"]]
