@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-RUST_TARGETS=(cni_config cni_result record wire cni_args devinfo)
+RUST_TARGETS=(cni_config cni_result record wire cni_args devinfo netlink)
 PY_TARGETS=(annotations daemon_protocol cni_args_py nad_manifest k8s_objects network_status kubeconfig device_info podresources dra)
 SECONDS_EACH=${FUZZ_SECONDS:-30}
 PY=${PY:-.venv/bin/python}

@@ -394,6 +394,44 @@ def devinfo_seeds() -> list[bytes]:
     return [*seeds, f"abc123\0{base}/".encode(), b"..\0/cni/../x", b"\0{}"]
 
 
+def _attr(kind: int, value: bytes) -> bytes:
+    body = struct.pack("=HH", 4 + len(value), kind) + value
+    return body + b"\0" * (-len(body) % 4)
+
+
+def _message(kind: int, payload: bytes) -> bytes:
+    """A netlink message (``struct nlmsghdr``, host byte order, as the kernel replies)."""
+    return struct.pack("=IHHII", 16 + len(payload), kind, 2, 1, 0) + payload
+
+
+def netlink_seeds() -> list[bytes]:
+    """Dump replies the kernel sends for ``ip rule`` and ``ip route``: a rule and a route of
+    each family as braid's source routing makes them, a route through ``RTA_VIA``, then
+    ``NLMSG_DONE``; each value after it is read by the round trips."""
+    new_rule, new_route, done = 32, 24, struct.pack("=IHHII", 20, 3, 2, 1, 0) + bytes(4)
+    v4, v6 = bytes([10, 231, 51, 5]), bytes.fromhex("fd000231005100000000000000000005")
+    rule4 = struct.pack("=BBBBBBBBI", 2, 0, 32, 0, 0, 0, 0, 1, 0)
+    rule4 += _attr(2, v4) + _attr(15, struct.pack("=I", 10003)) + _attr(6, struct.pack("=I", 1000))
+    rule6 = struct.pack("=BBBBBBBBI", 10, 0, 128, 0, 0, 0, 0, 1, 0) + _attr(2, v6)
+    route4 = struct.pack("=BBBBBBBBI", 2, 24, 0, 0, 0, 3, 0, 1, 0) + _attr(
+        15, struct.pack("=I", 10003)
+    )
+    route4 += _attr(1, bytes([10, 231, 51, 0])) + _attr(4, struct.pack("=I", 3))
+    route4 += _attr(5, bytes([10, 231, 51, 1])) + _attr(6, struct.pack("=I", 300))
+    route6 = struct.pack("=BBBBBBBBI", 10, 0, 0, 0, 254, 3, 0, 1, 0) + _attr(5, v6)
+    via = struct.pack("=BBBBBBBBI", 2, 0, 0, 0, 254, 3, 0, 1, 0) + _attr(
+        18, struct.pack("=H", 10) + v6
+    )
+    replies = [
+        _message(new_rule, rule4) + _message(new_rule, rule6) + done,
+        _message(new_route, route4) + _message(new_route, route6) + done,
+        _message(new_route, via),
+        _message(new_rule, rule4[:8]),
+        done,
+    ]
+    return [*replies, b"", bytes(64), b"\xff" * 64]
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "fuzz" / "seeds"
     cni_args = [a.encode() for a in CNI_ARGS]
@@ -414,6 +452,7 @@ def main() -> None:
         "podresources": podresources_seeds(),
         "dra": [dumps(obj) for obj in DRA_OBJECTS],
         "devinfo": devinfo_seeds(),
+        "netlink": netlink_seeds(),
     }
     for target, seeds in targets.items():
         folder = out / target

@@ -8,6 +8,7 @@
 pub mod args;
 pub mod config;
 pub mod devinfo;
+pub mod netlink;
 pub mod record;
 pub mod result;
 pub mod wire;
