@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "scale"))
 
 import scale_fleet
+import scale_reboot
 import scale_run
 
 GROWTH_MIB = 5.0  # the bound docs/scale.md states from an empty cluster to the largest
@@ -67,3 +68,17 @@ def test_two_nodes_beside_multus_thick_churn_and_an_api_server_restart(tmp_path:
     assert [r for r in requests if r.split()[0] in READS] == [], requests
     assert braid["restart"]["churn"]["failures"].get("ADD", 0) == 0, braid["restart"]
     assert all(d["connections"] >= 1 for d in braid["rest"]["daemons"]), braid["rest"]
+
+
+@pytest.mark.timeout(300)
+def test_a_node_reboot_attaches_every_pod_at_once_and_leaves_nothing(tmp_path: Path) -> None:
+    """`make bench-scale`'s node reboot (benches/scale/scale_reboot.py) with 20 pods: every ADD
+    at once through the shim, each pod on a namespace of its own with bridge + host-local and
+    macvlan, the daemon at its default concurrency; then every DEL at once."""
+    report = scale_reboot.run(tmp_path, 20)
+    assert report["add_failures"] == 0, report["add_errors"]
+    assert report["attached"] == 20, report["unattached"]
+    assert report["first_add_to_last_status_seconds"] is not None, report
+    assert report["daemon_vm_hwm_mib"] <= 80, report
+    assert report["del_failures"] == 0, report["del_errors"]
+    assert set(report["left"].values()) == {0}, report["left"]
