@@ -79,6 +79,6 @@ def test_a_node_reboot_attaches_every_pod_at_once_and_leaves_nothing(tmp_path: P
     assert report["add_failures"] == 0, report["add_errors"]
     assert report["attached"] == 20, report["unattached"]
     assert report["first_add_to_last_status_seconds"] is not None, report
-    assert report["daemon_vm_hwm_mib"] <= 80, report
+    assert report["daemon_vm_hwm_mib"] <= 80e6 / (1 << 20), report  # 80 MB, the target
     assert report["del_failures"] == 0, report["del_errors"]
     assert set(report["left"].values()) == {0}, report["left"]
