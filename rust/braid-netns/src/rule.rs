@@ -6,7 +6,8 @@ use std::net::IpAddr;
 
 use crate::error::NetnsError;
 use crate::header::{
-    family_of, ip_bytes, ip_from_bytes, AF_INET, AF_INET6, RTM_DELRULE, RTM_GETRULE, RTM_NEWRULE,
+    family_of, ip_bytes, ip_from_bytes, RouteHeader, AF_INET, AF_INET6, RTM_DELRULE, RTM_GETRULE,
+    RTM_NEWRULE,
 };
 use crate::message::{
     attr_u32, find_attr, parse_attributes, MessageBuilder, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP,
@@ -38,36 +39,38 @@ pub struct RuleHeader {
 impl RuleHeader {
     pub const LEN: usize = 12;
 
+    /// `fib_rule_hdr` has the layout of `rtmsg`, its reserved bytes where `rtmsg` has the
+    /// protocol and scope and its action where `rtmsg` has the type: one codec serves both.
     pub fn encode(&self) -> [u8; Self::LEN] {
-        let f = self.flags.to_ne_bytes();
-        [
-            self.family,
-            self.dst_len,
-            self.src_len,
-            self.tos,
-            self.table,
-            0,
-            0,
-            self.action,
-            f[0],
-            f[1],
-            f[2],
-            f[3],
-        ]
+        RouteHeader {
+            family: self.family,
+            dst_len: self.dst_len,
+            src_len: self.src_len,
+            tos: self.tos,
+            table: self.table,
+            kind: self.action,
+            flags: self.flags,
+            ..RouteHeader::default()
+        }
+        .encode()
     }
 
     pub fn decode(p: &[u8]) -> Result<Self, NetnsError> {
-        let b = p
-            .get(..Self::LEN)
-            .ok_or_else(|| NetnsError::Malformed(format!("fib_rule_hdr of {} bytes", p.len())))?;
+        if p.len() < Self::LEN {
+            return Err(NetnsError::Malformed(format!(
+                "fib_rule_hdr of {} bytes",
+                p.len()
+            )));
+        }
+        let h = RouteHeader::decode(p)?;
         Ok(Self {
-            family: b[0],
-            dst_len: b[1],
-            src_len: b[2],
-            tos: b[3],
-            table: b[4],
-            action: b[7],
-            flags: u32::from_ne_bytes([b[8], b[9], b[10], b[11]]),
+            family: h.family,
+            dst_len: h.dst_len,
+            src_len: h.src_len,
+            tos: h.tos,
+            table: h.table,
+            action: h.kind,
+            flags: h.flags,
         })
     }
 }

@@ -175,6 +175,26 @@ pub fn plan(
     Ok(out)
 }
 
+/// The start of an `RTM_NEWROUTE` replace request: `header`, `table`, the destination (when
+/// the header's prefix is not the default route) and the gateway.
+fn replace_request(
+    header: &RouteHeader,
+    table: u32,
+    dst: IpAddr,
+    gateway: Option<IpAddr>,
+) -> MessageBuilder {
+    let flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    let mut b = MessageBuilder::new(RTM_NEWROUTE, flags);
+    b.push(&header.encode()).attr_u32(RTA_TABLE, table);
+    if header.dst_len > 0 {
+        b.attr(RTA_DST, &ip_bytes(dst));
+    }
+    if let Some(gw) = gateway {
+        b.attr(RTA_GATEWAY, &ip_bytes(gw));
+    }
+    b
+}
+
 /// The request adding (or replacing) `route` in `table` through `oif`.
 pub fn route_request(table: u32, oif: u32, route: &TableRoute) -> MessageBuilder {
     let family = family_of(route.dst);
@@ -191,15 +211,7 @@ pub fn route_request(table: u32, oif: u32, route: &TableRoute) -> MessageBuilder
         kind: RTN_UNICAST,
         ..RouteHeader::default()
     };
-    let flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
-    let mut b = MessageBuilder::new(RTM_NEWROUTE, flags);
-    b.push(&header.encode()).attr_u32(RTA_TABLE, table);
-    if route.dst_len > 0 {
-        b.attr(RTA_DST, &ip_bytes(route.dst));
-    }
-    if let Some(gw) = route.gateway {
-        b.attr(RTA_GATEWAY, &ip_bytes(gw));
-    }
+    let mut b = replace_request(&header, table, route.dst, route.gateway);
     if let Some(src) = route.prefsrc {
         b.attr(RTA_PREFSRC, &ip_bytes(src));
     }
@@ -218,15 +230,7 @@ pub fn metric_request(route: &Route, metric: u32) -> MessageBuilder {
         kind: route.kind,
         ..RouteHeader::default()
     };
-    let flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
-    let mut b = MessageBuilder::new(RTM_NEWROUTE, flags);
-    b.push(&header.encode()).attr_u32(RTA_TABLE, RT_TABLE_MAIN);
-    if route.dst_len > 0 {
-        b.attr(RTA_DST, &ip_bytes(route.dst));
-    }
-    if let Some(gw) = route.gateway {
-        b.attr(RTA_GATEWAY, &ip_bytes(gw));
-    }
+    let mut b = replace_request(&header, RT_TABLE_MAIN, route.dst, route.gateway);
     if let Some(oif) = route.oif {
         b.attr_u32(RTA_OIF, oif);
     }

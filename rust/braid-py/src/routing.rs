@@ -21,6 +21,17 @@ fn routing_err(py: Python<'_>, netns: &str, what: &str, err: &NetnsError) -> PyE
     netns_err(py, netns, what, err)
 }
 
+/// Runs `work` (a kernel call) with the GIL released; its error converts as `routing_err`.
+fn detached<T: Send>(
+    py: Python<'_>,
+    netns: &str,
+    what: &str,
+    work: impl FnOnce() -> Result<T, NetnsError> + Send,
+) -> PyResult<T> {
+    py.detach(work)
+        .map_err(|e| routing_err(py, netns, what, &e))
+}
+
 fn planned(
     py: Python<'_>,
     netns: &str,
@@ -52,15 +63,10 @@ fn apply_source_routing(
     metric: Option<u32>,
 ) -> PyResult<u32> {
     let routing = planned(py, netns, ifname, &addresses, &routes)?;
-    py.detach(|| source_routing::apply(netns, ifname, &routing, metric))
-        .map_err(|e| {
-            routing_err(
-                py,
-                netns,
-                &format!("installing source routing for {ifname:?}"),
-                &e,
-            )
-        })
+    let what = format!("installing source routing for {ifname:?}");
+    detached(py, netns, &what, || {
+        source_routing::apply(netns, ifname, &routing, metric)
+    })
 }
 
 /// Removes the rules and table routes of `ifname`, and rules left pointing to empty tables of
@@ -91,15 +97,10 @@ fn check_source_routing(
     metric: Option<u32>,
 ) -> PyResult<Vec<String>> {
     let routing = planned(py, netns, ifname, &addresses, &routes)?;
-    py.detach(|| source_routing::check(netns, ifname, &routing, metric))
-        .map_err(|e| {
-            routing_err(
-                py,
-                netns,
-                &format!("checking source routing of {ifname:?}"),
-                &e,
-            )
-        })
+    let what = format!("checking source routing of {ifname:?}");
+    detached(py, netns, &what, || {
+        source_routing::check(netns, ifname, &routing, metric)
+    })
 }
 
 /// Adds this module's names to `braid._native.netns`.
