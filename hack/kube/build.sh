@@ -17,18 +17,14 @@ main() {
 	root=$(cd "$here/../.." && pwd)
 	out=${BRAID_KUBE_BIN_DIR:-$root/.cache/kube/bin}
 
-	if ! command -v go >/dev/null 2>&1; then
-		echo "build.sh: Go is not installed; install Go >= 1.21 and retry" >&2
-		exit 1
-	fi
+	# shellcheck source=hack/lib/go-build.sh
+	source "$root/hack/lib/go-build.sh"
+	go_build_need_go 1.21
 
 	cd "$here"
-	key=$({
-		go env GOVERSION GOOS GOARCH
-		cat go.mod go.sum tools.go etcd/main.go build.sh
-	} | sha256sum | cut -d' ' -f1)
+	key=$(go_build_key go.mod go.sum tools.go etcd/main.go build.sh "$root/hack/lib/go-build.sh")
 
-	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" ]] && built; then
+	if go_build_current "$out" "$key" "${1:-}" && built; then
 		echo "build.sh: $out is up to date"
 		exit 0
 	fi
@@ -40,21 +36,13 @@ main() {
 	ldflags="-s -w -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 
-	mkdir -p "${out%/*}"
-	# The build output is never committed: ignore the whole cache directory from inside it.
-	echo '*' >"${out%/*}/.gitignore"
-	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
-	trap 'rm -rf "$staging"' EXIT
+	go_build_stage "$out"
 	echo "build.sh: building ${programs[*]} $kube_version and etcd into $out (a cold build takes minutes)"
 	start=$SECONDS
 	# One invocation: the programs share most packages, each compiled once.
 	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
 		"${programs[@]/#/k8s.io/kubernetes/cmd/}" ./etcd
-	echo "$key" >"$staging/.build-key"
-
-	rm -rf "$out"
-	mv "$staging" "$out"
-	trap - EXIT
+	go_build_publish "$out" "$key"
 	echo "build.sh: done in $((SECONDS - start)) s: $("$out/kube-apiserver" --version), etcd $("$out/etcd" --version | head -1)"
 }
 

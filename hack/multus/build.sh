@@ -16,17 +16,13 @@ main() {
 	root=$(cd "$here/../.." && pwd)
 	out=${BRAID_MULTUS_BIN_DIR:-$root/.cache/multus/bin}
 
-	if ! command -v go >/dev/null 2>&1; then
-		echo "build.sh: Go is not installed; install Go >= 1.21 and retry" >&2
-		exit 1
-	fi
+	# shellcheck source=hack/lib/go-build.sh
+	source "$root/hack/lib/go-build.sh"
+	go_build_need_go 1.21
 
 	cd "$here"
-	key=$({
-		go env GOVERSION GOOS GOARCH
-		cat go.mod go.sum tools.go build.sh
-	} | sha256sum | cut -d' ' -f1)
-	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" ]] &&
+	key=$(go_build_key go.mod go.sum tools.go build.sh "$root/hack/lib/go-build.sh")
+	if go_build_current "$out" "$key" "${1:-}" &&
 		[[ -x $out/multus && -x $out/multus-daemon && -x $out/multus-shim ]]; then
 		echo "build.sh: $out is up to date"
 		exit 0
@@ -35,18 +31,11 @@ main() {
 	version=$(go list -m -f '{{.Version}}' "$module")
 	# As Multus's own build stamps it (`multus -version`).
 	ldflags="-X $module/pkg/multus.version=$version"
-	mkdir -p "${out%/*}"
-	# The build output is never committed: ignore the whole cache directory from inside it.
-	echo '*' >"${out%/*}/.gitignore"
-	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
-	trap 'rm -rf "$staging"' EXIT
+	go_build_stage "$out"
 	echo "build.sh: building multus, multus-daemon and multus-shim $version into $out"
 	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$staging/" \
 		"$module/cmd/multus" "$module/cmd/multus-daemon" "$module/cmd/multus-shim"
-	echo "$key" >"$staging/.build-key"
-	rm -rf "$out"
-	mv "$staging" "$out"
-	trap - EXIT
+	go_build_publish "$out" "$key"
 	echo "build.sh: done: $("$out/multus" -version)"
 }
 

@@ -19,38 +19,26 @@ main() {
 	src=$root/tests/node/dra-driver
 	out=${BRAID_DRA_DRIVER_BIN_DIR:-$root/.cache/dra-driver/bin}
 
-	if ! command -v go >/dev/null 2>&1; then
-		echo "dra-driver.sh: Go is not installed; install Go >= 1.21 and retry" >&2
-		exit 1
-	fi
+	# shellcheck source=hack/lib/go-build.sh
+	source "$root/hack/lib/go-build.sh"
+	go_build_need_go 1.21
 
 	cd "$src"
-	key=$({
-		go env GOVERSION GOOS GOARCH
-		cat go.mod go.sum ./*.go "$here/dra-driver.sh"
-	} | sha256sum | cut -d' ' -f1)
+	key=$(go_build_key go.mod go.sum ./*.go "$here/dra-driver.sh" "$root/hack/lib/go-build.sh")
 
-	if [[ ${1:-} != --force && $(cat "$out/.build-key" 2>/dev/null) == "$key" && -x $out/$program ]]; then
+	if go_build_current "$out" "$key" "${1:-}" && [[ -x $out/$program ]]; then
 		echo "dra-driver.sh: $out/$program is up to date"
 		exit 0
 	fi
 
-	mkdir -p "${out%/*}"
-	# The build output is never committed: ignore the whole cache directory from inside it.
-	echo '*' >"${out%/*}/.gitignore"
-	staging=$(mktemp -d "${out%/*}/build.XXXXXX")
-	trap 'rm -rf "$staging"' EXIT
+	go_build_stage "$out"
 	echo "dra-driver.sh: building $program into $out (a cold build takes minutes)"
 	start=$SECONDS
 	# The driver's own unit tests (claims held by one claim at a time, network data, state)
 	# gate the build: a driver that breaks them never reaches the node tier.
 	go test -mod=readonly -count=1 ./...
 	CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags "-s -w" -o "$staging/$program" .
-	echo "$key" >"$staging/.build-key"
-
-	rm -rf "$out"
-	mv "$staging" "$out"
-	trap - EXIT
+	go_build_publish "$out" "$key"
 	echo "dra-driver.sh: done in $((SECONDS - start)) s"
 }
 
