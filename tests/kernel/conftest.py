@@ -28,6 +28,14 @@ import kernel_oracle
 from kernel_attachment import CNI_BIN_DIR, TUNING_STATE_DIR, Attachment
 
 
+@pytest.fixture
+def no_daemon_dir() -> Iterator[Path]:
+    """A daemonSocketDir where no daemon listens: the shim replays every DEL."""
+    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
+    yield path
+    shutil.rmtree(path)
+
+
 @pytest.fixture(scope="session")
 def shim() -> Path:
     """The release `braid` binary as `make shim` builds it (static-pie), rebuilt if its sources

@@ -206,6 +206,20 @@ def bridge_nad(setup: EngineSetup, bridge: str, *subnets: str) -> dict[str, Any]
     }
 
 
+def bridged_engine(
+    host_netns: kernel_netns.Netns,
+    pod_netns: kernel_netns.Netns,
+    tmp_path: Path,
+    bridges: dict[str, tuple[str, ...]],
+) -> EngineSetup:
+    """`make_engine` with one bridge NAD (`bridge_nad`) per entry: NAD name -> (bridge,
+    *subnets), written in that order."""
+    setup = make_engine(host_netns, pod_netns, tmp_path)
+    for name, (bridge, *subnets) in bridges.items():
+        setup.nad(name, bridge_nad(setup, bridge, *subnets))
+    return setup
+
+
 def default_routes(ns: str, family: str) -> list[tuple[str, str]]:
     """(gateway, device) of every default route of one family ("-4" or "-6") in `ns`."""
     return [

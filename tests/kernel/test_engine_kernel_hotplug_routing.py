@@ -13,7 +13,7 @@ from typing import Any
 import kernel_netns
 import kernel_routing as oracle
 import pytest
-from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
+from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, bridged_engine
 from pyroute2 import NetNS
 
 from braid.cni import ProcessExecutor
@@ -34,8 +34,8 @@ ROUTED_BEHIND_B = "10.231.98.0/24"  # a route of net B's result, with a gateway:
 def engine(
     host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
 ) -> EngineSetup:
-    setup = make_engine(host_netns, pod_netns, tmp_path)
-    setup.nad("net-a", bridge_nad(setup, "khra", "10.231.81.0/24", "fd00:231:81::/64"))
+    net_a = ("khra", "10.231.81.0/24", "fd00:231:81::/64")
+    setup = bridged_engine(host_netns, pod_netns, tmp_path, {"net-a": net_a})
     net_b = bridge_nad(setup, "khrb", "10.231.82.0/24")
     net_b["ipam"]["routes"] = [{"dst": ROUTED_BEHIND_B, "gw": "10.231.82.1"}]
     setup.nad("net-b", net_b)

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import kernel_netns
@@ -34,14 +31,6 @@ def devices(
     host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
 ) -> Devices:
     return Devices(make_engine(host_netns, pod_netns, tmp_path))
-
-
-@pytest.fixture
-def no_daemon_dir() -> Iterator[Path]:
-    """A daemonSocketDir where no daemon listens."""
-    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
-    yield path
-    shutil.rmtree(path)
 
 
 def attach(devices: Devices) -> Path:

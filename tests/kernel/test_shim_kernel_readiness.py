@@ -11,8 +11,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -46,14 +44,6 @@ def engine(
     setup.nad("net-a", bridge_nad(setup, "kbr1", "10.231.71.0/24"))
     setup.nad("net-b", bridge_nad(setup, "kbr2", "10.231.72.0/24"))
     return setup
-
-
-@pytest.fixture
-def no_daemon_dir() -> Iterator[Path]:
-    """A daemonSocketDir where no daemon listens: the shim replays every DEL."""
-    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
-    yield path
-    shutil.rmtree(path)
 
 
 def interfaces(ns_name: str) -> dict[str, tuple[str, frozenset[str]]]:

@@ -9,20 +9,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kernel_netns
 import kernel_oracle as kernel
 import pytest
-from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, make_engine
+from engine_fixtures import CLUSTER, NETWORKS, EngineSetup, bridge_nad, bridged_engine
 from kernel_attachment import CNI_BIN_DIR
 
 from braid.engine.spares import SPARE_SIZE
@@ -66,21 +63,11 @@ FAKE_TYPE = "kdelfail"
 
 
 @pytest.fixture
-def no_daemon_dir() -> Iterator[Path]:
-    """A daemonSocketDir where no daemon listens."""
-    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
-    yield path
-    shutil.rmtree(path)
-
-
-@pytest.fixture
 def engine(
     host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
 ) -> EngineSetup:
-    setup = make_engine(host_netns, pod_netns, tmp_path)
-    setup.nad("net-a", bridge_nad(setup, "kbr1", "10.231.51.0/24"))
-    setup.nad("net-b", bridge_nad(setup, "kbr2", "10.231.52.0/24"))
-    return setup
+    bridges = {"net-a": ("kbr1", "10.231.51.0/24"), "net-b": ("kbr2", "10.231.52.0/24")}
+    return bridged_engine(host_netns, pod_netns, tmp_path, bridges)
 
 
 def _in_host(engine: EngineSetup, binary: Path, env: dict[str, str], stdin: bytes) -> Any:

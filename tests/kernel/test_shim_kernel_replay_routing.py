@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kernel_netns
 import kernel_routing as oracle
 import pytest
-from engine_fixtures import NETWORKS, EngineSetup, bridge_nad, make_engine
+from engine_fixtures import NETWORKS, EngineSetup, bridged_engine
 
 pytestmark = pytest.mark.kernel
 
@@ -27,21 +24,14 @@ DEL_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD
 
 
 @pytest.fixture
-def no_daemon_dir() -> Iterator[Path]:
-    """A daemonSocketDir where no daemon listens."""
-    path = Path(tempfile.mkdtemp(prefix="braid-nod-"))
-    yield path
-    shutil.rmtree(path)
-
-
-@pytest.fixture
 def engine(
     host_netns: kernel_netns.Netns, pod_netns: kernel_netns.Netns, tmp_path: Path
 ) -> EngineSetup:
-    setup = make_engine(host_netns, pod_netns, tmp_path)
-    setup.nad("net-a", bridge_nad(setup, "ksra", "10.231.71.0/24", "fd00:231:71::/64"))
-    setup.nad("net-b", bridge_nad(setup, "ksrb", "10.231.72.0/24"))
-    return setup
+    bridges = {
+        "net-a": ("ksra", "10.231.71.0/24", "fd00:231:71::/64"),
+        "net-b": ("ksrb", "10.231.72.0/24"),
+    }
+    return bridged_engine(host_netns, pod_netns, tmp_path, bridges)
 
 
 def _in_host(engine: EngineSetup, binary: Path, env: dict[str, str], stdin: bytes) -> Any:
