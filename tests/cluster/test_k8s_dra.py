@@ -170,13 +170,20 @@ def caches(
 def add(
     node: Node, dra: Dra, uid: str, caches: ClusterCaches | None = None
 ) -> tuple[dict[str, Any], int]:
-    """An ADD of the pod, braid-thin's way (live reads) or the daemon's (``caches``); kubelet
+    """An ADD of the pod, braid-thin's way (live reads) or the daemon's (``caches``)."""
+    return add_pod(node, dra.ns, POD, uid, caches)
+
+
+def add_pod(
+    node: Node, ns: str, pod: str, uid: str, caches: ClusterCaches | None = None
+) -> tuple[dict[str, Any], int]:
+    """An ADD of ``ns/pod``, braid-thin's way (live reads) or the daemon's (``caches``); kubelet
     reports the pod without device-plugin devices."""
     conf = device_conf(node)
-    with FakeKubelet(conf["podResourcesSocket"], {(dra.ns, POD): [[]]}):
+    with FakeKubelet(conf["podResourcesSocket"], {(ns, pod): [[]]}):
         if caches is None:
-            return node.run("ADD", namespace=dra.ns, pod=POD, uid=uid, **conf)
-        args = f"K8S_POD_NAMESPACE={dra.ns};K8S_POD_NAME={POD};K8S_POD_UID={uid}"
+            return node.run("ADD", namespace=ns, pod=pod, uid=uid, **conf)
+        args = f"K8S_POD_NAMESPACE={ns};K8S_POD_NAME={pod};K8S_POD_UID={uid}"
         env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
                "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": args}  # fmt: skip
         out, code = Engine(session=store_sessions(caches.store, read_pod_devices)).run(

@@ -27,10 +27,7 @@ from test_k8s_devices import delegate_devices, device_conf
 from test_k8s_dra import DEVICE_ID_ATTRIBUTE, DRIVER, RESOURCE_ATTRIBUTE, caches
 from test_k8s_status import wait_until
 
-from braid.engine import Engine
-from braid.engine.session import store_sessions
 from braid.k8s.caches import ClusterCaches
-from braid.k8s.podresources import read_pod_devices
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "podresources"))
 
@@ -167,17 +164,7 @@ def add(
 ) -> tuple[dict[str, Any], int]:
     """An ADD of the pod, braid-thin's way or the daemon's; kubelet's PodResources API
     reports no device-plugin device."""
-    conf = device_conf(node)
-    with FakeKubelet(conf["podResourcesSocket"], {(ext.ns, POD): [[]]}):
-        if caches is None:
-            return node.run("ADD", namespace=ext.ns, pod=POD, uid=uid, **conf)
-        args = f"K8S_POD_NAMESPACE={ext.ns};K8S_POD_NAME={POD};K8S_POD_UID={uid}"
-        env = {"CNI_COMMAND": "ADD", "CNI_CONTAINERID": "ctr1", "CNI_NETNS": node.netns,
-               "CNI_IFNAME": "eth0", "CNI_PATH": "", "CNI_ARGS": args}  # fmt: skip
-        out, code = Engine(session=store_sessions(caches.store, read_pod_devices)).run(
-            env, json.dumps(node.conf(**conf)).encode()
-        )
-        return (json.loads(out) if out.strip() else {}), code
+    return test_k8s_dra.add_pod(node, ext.ns, POD, uid, caches)
 
 
 def test_the_api_server_keeps_the_status_and_the_class_name(ext: Extended) -> None:
