@@ -126,6 +126,12 @@ class Dra:
         """The pod holds, as net1..netN, the devices allocated to its claim (lowest first),
         and network-status names them; returns the devices."""
         given = self.allocated(namespace, pod)
+        self.check_devices(namespace, pod, given, count)
+        return given
+
+    def check_devices(self, namespace: str, pod: str, given: list[str], count: int) -> None:
+        """The pod holds `given` (`count` of them, lowest first) as net1..netN, network-status
+        names them, and none is left on the host."""
         assert len(given) == count, given
         links = nb.PodNetwork(self.node, namespace, pod).links()
         status = {s["interface"]: s for s in nb.wait_status(self.node, namespace, pod, 1 + count)}
@@ -135,7 +141,6 @@ class Dra:
             assert status[ifname]["name"] == f"{namespace}/{NAD}"
             assert status[ifname]["mac"] == self.macs[device]
         assert not set(given) & self.on_host()
-        return given
 
     def wait_returned(self, *devices: str) -> None:
         def probe() -> bool:

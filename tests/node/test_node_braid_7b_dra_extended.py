@@ -79,15 +79,7 @@ def check_pod(dra: Dra, namespace: str, pod: str, count: int) -> list[str]:
         (node_dra.DRIVER, dra.node.node_name, REQUEST)
     }, results
     given = sorted(r["device"] for r in results)
-    assert len(given) == count, given
-    links = nb.PodNetwork(dra.node, namespace, pod).links()
-    status = {s["interface"]: s for s in nb.wait_status(dra.node, namespace, pod, 1 + count)}
-    for index, device in enumerate(given, start=1):
-        ifname = f"net{index}"
-        assert links[ifname]["mac"] == dra.macs[device], (ifname, device, links)
-        assert status[ifname]["name"] == f"{namespace}/{NAD}"
-        assert status[ifname]["mac"] == dra.macs[device]
-    assert not set(given) & dra.on_host()
+    dra.check_devices(namespace, pod, given, count)
     meta = claim["metadata"]
     prepared = f'claim="{namespace}/{meta["name"]}" uid="{meta["uid"]}"'
     assert any(
