@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO / "tests" / "cluster"))
 
 import apiserver  # noqa: E402 - the cluster tier's modules, on the path above
 from k8s_engine import NODE, add_netns, make_node, remove_netns  # noqa: E402
+from scale_nodes import terminate  # noqa: E402
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
 
@@ -124,13 +125,6 @@ class ScaleDaemon:
 
     def stop(self) -> int | None:
         """Stops the daemon (SIGTERM); its exit status."""
-        code = None
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                code = self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                code = self.proc.wait()
+        code = terminate(self.proc)
         remove_netns(self.netns)
         return code

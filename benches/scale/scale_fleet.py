@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict
@@ -31,6 +29,7 @@ from scale_nodes import BraidNode, MultusNode, SimNode  # noqa: I001 - sets the 
 from braid.daemon.client import is_ready
 from scale_churn import Tally, churn, lifecycle
 from scale_fleet_report import print_fleet
+from scale_report import in_workdir, write_report
 from scale_cluster import Fleet, Plan
 from scale_grow import Grower, Size
 from scale_kubelet import Kubelet
@@ -268,17 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         grow=grow,
         kinds=tuple(args.kinds.split(",")),
     )
-    workdir = Path(tempfile.mkdtemp(prefix="braid-fleet-"))
-    try:
-        report = run(workdir, plan)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    report = in_workdir("braid-fleet-", lambda workdir: run(workdir, plan))
     print_fleet(report)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "fleet.json").write_text(text + "\n")
+    write_report(report, args.out, "fleet.json")
     return 0
 
 

@@ -46,6 +46,19 @@ LOG_LEVEL = os.environ.get("BRAID_MULTUS_LOG_LEVEL", "error")
 SA_DIR = Path("/run/secrets/kubernetes.io/serviceaccount")  # rest.InClusterConfig's
 
 
+def terminate(proc: subprocess.Popen[bytes] | None) -> int | None:
+    """Stops `proc` if it still runs (SIGTERM, SIGKILL after 30 s); its exit status, None when
+    it had already ended or never started."""
+    if proc is None or proc.poll() is not None:
+        return None
+    proc.terminate()
+    try:
+        return proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 # The mount point's directories this run made on the host, removed by ``remove_sa_dirs``.
 made_sa_dirs: list[Path] = []
 
@@ -135,16 +148,7 @@ class SimNode:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> int | None:
-        code = None
-        if self.running():
-            assert self.proc is not None
-            self.proc.terminate()
-            try:
-                code = self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                code = self.proc.wait()
-        return code
+        return terminate(self.proc)
 
     def log_tail(self, lines: int = 15) -> str:
         path = self.root / "daemon.log"

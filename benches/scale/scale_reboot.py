@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +36,7 @@ from scale_cluster import Fleet, Plan
 from scale_fleet import wait_in_sync
 from scale_kubelet import STATUS, Kubelet, Pod, add_netns, netns_links, remove_netns
 from scale_probe import PeakSampler
+from scale_report import in_workdir, write_report
 
 MIB = 1 << 20
 PREFIX = f"bsr{os.getpid() % 100000}"  # the run's namespaces and bridge
@@ -229,17 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=250)
     parser.add_argument("--out", type=Path, help="where reboot.json goes")
     args = parser.parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="braid-reboot-"))
-    try:
-        report = run(workdir, args.pods)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    report = in_workdir("braid-reboot-", lambda workdir: run(workdir, args.pods))
     print_reboot(report)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "reboot.json").write_text(text + "\n")
+    write_report(report, args.out, "reboot.json")
     return 0
 
 

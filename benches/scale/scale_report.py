@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 COLUMNS = (
     ("pods", "other pods"), ("nads", "NADs"), ("claims", "claims"),
@@ -54,3 +60,21 @@ if __name__ == "__main__":  # a plot of a report written before: scale_report.py
 
     written = plot(json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]))
     sys.exit(0 if written else "matplotlib is not installed")
+
+
+def in_workdir(prefix: str, body: Callable[[Path], T]) -> T:
+    """`body` run in a fresh temporary directory, removed after whatever happens."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        return body(workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_report(report: dict[str, Any], out: Path | None, name: str) -> None:
+    """Prints `report` as JSON and, given `out`, writes it there as `name`."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text + "\n")

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -40,7 +38,7 @@ from scale_probe import (
     rss_threads,
     settled_rss,
 )
-from scale_report import print_table, plot
+from scale_report import in_workdir, plot, print_table, write_report
 
 STEPS = {
     "smoke": (Size(0, 0, 0), Size(2000, 200, 1000)),
@@ -182,17 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restart", action="store_true", help="restart the API server at the end")
     parser.add_argument("--out", type=Path, help="where scale.json (and scale.png) go")
     args = parser.parse_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="braid-scale-"))
-    try:
-        report = run(workdir, STEPS[args.steps], restart=args.restart)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    steps = STEPS[args.steps]
+    report = in_workdir("braid-scale-", lambda workdir: run(workdir, steps, restart=args.restart))
     print_table(report)
-    text = json.dumps(report, indent=2)
-    print(text)
+    write_report(report, args.out, "scale.json")
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "scale.json").write_text(text + "\n")
         plot(report, args.out / "scale.png")
     return 0
 
