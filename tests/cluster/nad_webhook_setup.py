@@ -27,12 +27,38 @@ import cluster_manifests
 import kubernetes.client
 from apiserver import free_port
 
+from braid.commands.validate_findings import Finding, Findings
+from braid.commands.validate_objects import check_object
+
 NAMESPACE = "braid-system"
 SECRET = "braid-nad-webhook-certs"
 CONFIGURATION = "braid-nad-webhook"
 ACCOUNT = "braid-nad-webhook"
 NEEDS_A_NODE = {"Deployment", "PodDisruptionBudget", "Service"}
 BRAIDCTL = Path(sys.executable).parent / "braidctl"
+GOOD_CONFIG = '{"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0", "mode": "bridge"}'
+# Three problems validate reports, all of them: a version braid cannot answer, an `ipam` that is
+# no object, and (in its own check of the list) the same.
+BAD_CONFIG = '{"cniVersion": "9.9.9", "name": "n", "type": "macvlan", "ipam": "none"}'
+
+
+def nad(namespace: str, name: str, config: str) -> dict[str, Any]:
+    """A NetworkAttachmentDefinition object of `config`."""
+    return {
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"config": config},
+    }
+
+
+def validate_messages(doc: dict[str, Any]) -> list[str]:
+    """What `braidctl validate` says of `doc` (its checker of each object of a file), naming
+    the object as the API server's answer does where validate names the file."""
+    where = f"NetworkAttachmentDefinition {doc['metadata']['namespace']}/{doc['metadata']['name']}"
+    found: list[Finding] = []
+    check_object(doc, where, Findings(where, found), None)
+    return [f["message"] for f in found if f["severity"] == "error"]
 
 
 def component_docs(port: int, failure_policy: str = "Ignore") -> list[dict[str, Any]]:

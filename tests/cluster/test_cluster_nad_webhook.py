@@ -20,39 +20,17 @@ import cluster_manifests
 import pytest
 import yaml
 from nad_webhook_setup import (
+    BAD_CONFIG,
     CONFIGURATION,
+    GOOD_CONFIG,
     NAMESPACE,
     SECRET,
     Replica,
     installed,
     kubectl,
+    nad,
+    validate_messages,
 )
-
-from braid.commands.validate_findings import Finding, Findings
-from braid.commands.validate_objects import check_object
-
-GOOD_CONFIG = '{"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0", "mode": "bridge"}'
-# Three problems validate reports, all of them: a version braid cannot answer, an `ipam` that is
-# no object, and (in its own check of the list) the same.
-BAD_CONFIG = '{"cniVersion": "9.9.9", "name": "n", "type": "macvlan", "ipam": "none"}'
-
-
-def nad(namespace: str, name: str, config: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.cni.cncf.io/v1",
-        "kind": "NetworkAttachmentDefinition",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"config": config},
-    }
-
-
-def validate_messages(doc: dict[str, Any]) -> list[str]:
-    """What `braidctl validate` says of `doc` (its checker of each object of a file), naming
-    the object as the API server's answer does where validate names the file."""
-    where = f"NetworkAttachmentDefinition {doc['metadata']['namespace']}/{doc['metadata']['name']}"
-    found: list[Finding] = []
-    check_object(doc, where, Findings(where, found), None)
-    return [f["message"] for f in found if f["severity"] == "error"]
 
 
 def apply_nad(admin_config: Path, doc: dict[str, Any], *extra: str) -> tuple[int, str]:

@@ -18,19 +18,14 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import node_braid as nb
 import pytest
+from nad_webhook_setup import BAD_CONFIG, GOOD_CONFIG, nad, validate_messages
 from node_cluster import Node
-
-from braid.commands.validate_findings import Finding, Findings
-from braid.commands.validate_objects import check_object
 
 pytestmark = pytest.mark.timeout(420)
 NAME = "braid-nad-webhook"
-BAD_CONFIG = '{"cniVersion": "9.9.9", "name": "n", "type": "macvlan", "ipam": "none"}'
-GOOD_CONFIG = '{"cniVersion": "1.0.0", "type": "macvlan", "master": "eth0", "mode": "bridge"}'
 
 
 def overlay(node: Node, directory: Path) -> Path:
@@ -75,23 +70,6 @@ def webhook(node: Node, tmp_path: Path) -> Iterator[Path]:
         node.kubectl("delete", "-k", str(directory), "--ignore-not-found", "--wait=false",
                      check=False)  # fmt: skip
         node.wait_deleted("deployment", NAME, nb.NAMESPACE, timeout=90)
-
-
-def nad(namespace: str, name: str, config: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "k8s.cni.cncf.io/v1",
-        "kind": "NetworkAttachmentDefinition",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"config": config},
-    }
-
-
-def validate_messages(doc: dict[str, Any]) -> list[str]:
-    """`braidctl validate`'s errors for `doc`, naming the object as the webhook does."""
-    where = f"NetworkAttachmentDefinition {doc['metadata']['namespace']}/{doc['metadata']['name']}"
-    found: list[Finding] = []
-    check_object(doc, where, Findings(where, found), None)
-    return [f["message"] for f in found if f["severity"] == "error"]
 
 
 def test_a_bad_nad_is_refused_by_kubectl_apply(
