@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +28,15 @@ NODE = "node-a"
 CLUSTER = "kcluster"
 NAD_GROUP, NAD_VERSION, NAD_PLURAL = "k8s.cni.cncf.io", "v1", "network-attachment-definitions"
 STATUS_KEY = "k8s.v1.cni.cncf.io/network-status"
+
+
+def http_get(address: str, path: str) -> tuple[int, str]:
+    """The status and body of a GET of http://`address``path`, an HTTP error status's too."""
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
 
 
 def create_pod(

@@ -15,8 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +24,17 @@ import faultproxy
 import kubernetes.client
 import pytest
 from faultproxy import where
-from k8s_engine import NODE, STATUS_KEY, Node, create_nad, create_pod, events, node, read_pod
+from k8s_engine import (
+    NODE,
+    STATUS_KEY,
+    Node,
+    create_nad,
+    create_pod,
+    events,
+    http_get,
+    node,
+    read_pod,
+)
 from test_k8s_status import wait_until
 
 from braid.daemon.client import call_cni, is_ready
@@ -125,12 +133,7 @@ class K8sDaemon:
         return (json.loads(out) if out.strip() else {}), code
 
     def http(self, path: str) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.metrics_port}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                return answer.status, answer.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
+        return http_get(f"127.0.0.1:{self.metrics_port}", path)
 
     def metric(self, sample: str) -> float:
         """The value of one sample (`name{labels}` as exposed), 0 when absent."""

@@ -9,13 +9,12 @@ braid's file is back as it was when each test ends; braid's events are deleted."
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import node_braid as nb
 import pytest
+from k8s_engine import http_get
 from node_braid import Braid
 from node_cluster import Node
 from test_node_braid_8_uninstall import remove_braid
@@ -68,12 +67,7 @@ def sample(braid: Braid, name: str) -> float | None:
 
 
 def readiness(braid: Braid) -> tuple[int, str]:
-    url = f"http://{braid.node.node_ip}:9190/readyz?verbose"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    return http_get(f"{braid.node.node_ip}:9190", "/readyz?verbose")
 
 
 def test_a_file_removed_again_and_again_is_named_on_the_node(coexisting: Braid) -> None:
