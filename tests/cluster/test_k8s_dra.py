@@ -340,6 +340,25 @@ def documented() -> dict[str, dict[str, Any]]:
     return {o["kind"]: o for o in objects}
 
 
+def create_documented_devices(
+    api: kubernetes.client.ResourceV1Api,
+    device_class: dict[str, Any],
+    slice_: dict[str, Any],
+    name: str,
+    pool: str,
+) -> None:
+    """Creates the documented DeviceClass (one already there is fine) and the documented
+    ResourceSlice as `name` in `pool`: one pool per test, the node's slices are shared."""
+    try:
+        api.create_device_class(device_class)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    slice_["metadata"]["name"] = name
+    slice_["spec"]["pool"]["name"] = pool
+    api.create_resource_slice(slice_)
+
+
 def test_the_documented_objects_give_the_documented_devices(
     node: Node, kube_admin: kubernetes.client.ApiClient, kube_namespace: str
 ) -> None:
@@ -348,15 +367,8 @@ def test_the_documented_objects_give_the_documented_devices(
         ["DeviceClass", "ResourceSlice", "NetworkAttachmentDefinition", "ResourceClaim", "Pod"]
     )
     api = kubernetes.client.ResourceV1Api(kube_admin)
-    try:
-        api.create_device_class(docs["DeviceClass"])
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
     slice_, pool = docs["ResourceSlice"], f"{ns}-node-a"
-    slice_["metadata"]["name"] = f"{ns}-vf"
-    slice_["spec"]["pool"]["name"] = pool  # one pool per test: the node's slices are shared
-    api.create_resource_slice(slice_)
+    create_documented_devices(api, docs["DeviceClass"], slice_, f"{ns}-vf", pool)
     nad = docs["NetworkAttachmentDefinition"]
     config = json.loads(nad["spec"]["config"])
     assert config["type"] == "sriov"

@@ -268,15 +268,10 @@ def test_the_documented_pod_gets_the_documented_devices(
     ns, docs, before = kube_namespace, documented(), test_k8s_dra.documented()
     assert sorted(docs) == ["DeviceClass", "Pod"]
     api = kubernetes.client.ResourceV1Api(kube_admin)
-    try:
-        api.create_device_class(docs["DeviceClass"])
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
     slice_, pool = before["ResourceSlice"], f"{ns}-node-a"
-    slice_["metadata"]["name"] = f"{ns}-vf-extended"
-    slice_["spec"]["pool"]["name"] = pool  # one pool per test: the node's slices are shared
-    api.create_resource_slice(slice_)
+    test_k8s_dra.create_documented_devices(
+        api, docs["DeviceClass"], slice_, f"{ns}-vf-extended", pool
+    )
     nad = before["NetworkAttachmentDefinition"]
     nad["spec"]["config"] = json.dumps({**json.loads(nad["spec"]["config"]), "type": "fakesec"})
     kubernetes.client.CustomObjectsApi(kube_admin).create_namespaced_custom_object(
