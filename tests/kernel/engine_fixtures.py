@@ -8,6 +8,7 @@ Every path braid writes (cniDir, host-local leases) lives under the test's tmp_p
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,6 +157,14 @@ class EngineSetup:
     def record(self) -> dict[str, Any]:
         """The attachment record, read as plain JSON."""
         doc: dict[str, Any] = json.loads(self.record_path.read_bytes())
+        return doc
+
+    def settled_record(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The record once the ADD's last write is in: the daemon answers an ADD just before
+        it writes the results and ``networkStatus`` (docs/attachment-record.md)."""
+        deadline = time.monotonic() + timeout
+        while "networkStatus" not in (doc := self.record()) and time.monotonic() < deadline:
+            time.sleep(0.01)
         return doc
 
     def leases(self, network: str) -> set[str]:

@@ -62,7 +62,7 @@ def test_every_verb_on_real_plugins(engine: EngineSetup, daemon: Daemon) -> None
     ]
     assert len(host_veths) == 3, "the delegates did not run in the daemon's (host) namespace"
     assert len(engine.leases("net-a")) == 1
-    status = engine.record()["networkStatus"]
+    status = engine.settled_record()["networkStatus"]
     assert [s["name"] for s in status] == [CLUSTER, "default/net-a", "default/net-b"]
 
     assert call(daemon, engine, "CHECK", conf(engine, "net-a,net-b")) == (None, 0)

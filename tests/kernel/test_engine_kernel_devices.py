@@ -233,7 +233,7 @@ def test_the_daemon_attaches_devices_and_refuses_a_pod_without_them(
         ("net1", "0000:03:00.1"),
         ("net2", "0000:03:00.2"),
     ]
-    assert engine.record()["networkStatus"][2]["device-info"] == OWN_INFO
+    assert engine.settled_record()["networkStatus"][2]["device-info"] == OWN_INFO
 
     assert call(daemon, engine, "DEL", stdin) == (None, 0)
     assert devices.braid_files() == []
