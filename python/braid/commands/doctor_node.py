@@ -10,7 +10,12 @@ from typing import Any
 
 from braid.commands.doctor_view import Finding, NodeView, failed, good, nothing
 from braid.daemon.client import exchange, is_ready
-from braid.daemon.conflist import BRAID_CONFLIST, FULL_SHIM_NAME, SHIM_NAME
+from braid.daemon.conflist import (
+    BRAID_CONFLIST,
+    FULL_SHIM_NAME,
+    SHIM_NAME,
+    default_network_file,
+)
 from braid.daemon.conflist_watch import REWRITES_TO_WARN, WINDOW_SECONDS
 from braid.daemon.primaries import (
     UNKNOWN_REMOVER,
@@ -118,7 +123,8 @@ def check_conflist_kept(view: NodeView, answer: dict[str, Any] | None) -> Findin
             f"the daemon wrote {where} again after it disappeared {total} times since it "
             f"started, {recent} in the last {WINDOW_SECONDS:.0f} s",
         )
-    name, advice = remover_of(Path(view.local(view.conf_dir)))
+    conf_dir = Path(view.local(view.conf_dir))
+    name, advice = remover_of(conf_dir, default_network_file(conf_dir))
     return failed(
         check,
         f"{where} disappeared {recent} times in the last {WINDOW_SECONDS:.0f} s and the daemon "

@@ -72,7 +72,7 @@ class ConfListFollower:
             level = logging.WARNING if state in ("waiting", "removed") else logging.INFO
             log.log(level, "%s in %s: %s", BRAID_CONFLIST, self.writer.conf_dir, state)
         self._last = state
-        self.watch.seen(state, existed=existed)
+        self.watch.seen(state, existed=existed, default=self.writer.found)
         self._keep_node_file()
         return state
 

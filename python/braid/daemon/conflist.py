@@ -137,6 +137,10 @@ class ConfListWriter:
         self.readiness_file = readiness_file
         self.settings = settings
         self.shim_dir = shim_dir
+        # The default network's file the last ``reconcile`` found (None: none, or not looked
+        # for while the readiness file is missing): the daemon's other looks at the directory
+        # in the same tick read it instead of listing the directory again.
+        self.found: Path | None = None
 
     def _local(self, path: str) -> str:
         return path if self.root is None else self.root.local(path)
@@ -160,7 +164,7 @@ class ConfListWriter:
         as long as an installer takes to rewrite its file in place); without one yet, braid
         waits."""
         target = self.target
-        found = self.default_network()
+        found = self.found = self.default_network()
         if found is None:
             if target.exists():
                 target.unlink()

@@ -28,7 +28,7 @@ from braid.daemon.logs import DAEMON_LOGGER
 from braid.daemon.primaries import (
     UNKNOWN_REMOVER,
     UNKNOWN_SHADOW,
-    first_configuration,
+    first_of,
     primary_of,
     remover_of,
 )
@@ -92,14 +92,15 @@ class ConfListWatch:
         """Whether braid's file is there now (asked before each reconciliation)."""
         return (self.local_dir / BRAID_CONFLIST).is_file()
 
-    def seen(self, state: str, *, existed: bool) -> None:
+    def seen(self, state: str, *, existed: bool, default: Path | None) -> None:
         """After a reconciliation that said ``state``, with braid's file there before it
-        (``existed``) or not."""
+        (``existed``) or not, and found the default network's file ``default`` (its listing of
+        the directory serves this look too)."""
         now = self.clock()
         if state == "written" and not existed and self._present:
-            self._rewritten(now)
+            self._rewritten(now, default)
         self._present = state in ("written", "unchanged")
-        self._look_for_shadow(now if self._present else None)
+        self._look_for_shadow(now if self._present else None, default)
 
     def recent_rewrites(self) -> int:
         """Rewrites after a disappearance within the last ``WINDOW_SECONDS``."""
@@ -133,7 +134,7 @@ class ConfListWatch:
             lines.append(f"cni configuration: ok: {where} {state}")
         return lines
 
-    def _rewritten(self, now: float) -> None:
+    def _rewritten(self, now: float, default: Path | None) -> None:
         with self._lock:
             self.rewrites += 1
             self._recent.append(now)
@@ -145,10 +146,12 @@ class ConfListWatch:
             f"{WINDOW_SECONDS:.0f} s and braid wrote it again each time; pods created while it "
             "was gone got none of braid's networks."
         )
-        self._tell(REMOVED, _with_fix(text, remover_of(self.local_dir), UNKNOWN_REMOVER), now)
+        self._tell(
+            REMOVED, _with_fix(text, remover_of(self.local_dir, default), UNKNOWN_REMOVER), now
+        )
 
-    def _look_for_shadow(self, now: float | None) -> None:
-        first = first_configuration(self.local_dir) if now is not None else None
+    def _look_for_shadow(self, now: float | None, default: Path | None) -> None:
+        first = first_of(self.local_dir, default) if now is not None else None
         shadow = first.name if first is not None and first.name != BRAID_CONFLIST else ""
         if shadow != self.shadow:
             self.shadow = shadow

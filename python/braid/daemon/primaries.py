@@ -90,19 +90,25 @@ def primary_advice(path: Path) -> str:
 
 def first_configuration(conf_dir: Path) -> Path | None:
     """The configuration a runtime uses: the first ``.conf``/``.conflist`` in name order."""
-    found = default_network_file(conf_dir)
+    return first_of(conf_dir, default_network_file(conf_dir))
+
+
+def first_of(conf_dir: Path, found: Path | None) -> Path | None:
+    """The configuration a runtime uses, given the first one of ``conf_dir`` that is not
+    braid's (``found``, from a listing the caller made: the daemon lists the directory once
+    per look)."""
     braid = conf_dir / BRAID_CONFLIST
     if braid.is_file() and (found is None or braid.name < found.name):
         return braid
     return found
 
 
-def remover_of(conf_dir: Path) -> tuple[str, str]:
+def remover_of(conf_dir: Path, default: Path | None) -> tuple[str, str]:
     """(name, what to set) of the primary that took braid's file away, known by the trace it
-    left, else by being the node's default network (the agent that owns the directory);
-    ("", "") when neither says."""
+    left, else by being the node's default network (``default``, the first configuration of
+    ``conf_dir`` that is not braid's: the agent that owns the directory); ("", "") when
+    neither says."""
     for suffix, plugin in REMOVAL_TRACES.items():
         if (conf_dir / f"{BRAID_CONFLIST}{suffix}").exists():
             return PRIMARIES[plugin]
-    default = default_network_file(conf_dir)
     return primary_of(default) if default is not None else ("", "")

@@ -8,7 +8,9 @@ The writer is the real one, on a real directory; the clock is the test's."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,3 +180,29 @@ def test_the_daemon_reports_it_in_metrics_readiness_and_health(tmp_path: Path) -
         assert 'braid_daemon_cni_config_shadowed{file=""} 0.0' in metrics
     finally:
         service.close()
+
+
+def test_one_listing_of_the_directory_serves_each_look(
+    follower: tuple[ConfListFollower, Clock, list[tuple[str, str]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The writer's search for the default network and the watch's for a shadow, and for the
+    primary that removes braid's file, share one listing per look (the daemon looks every
+    second on every node)."""
+    kept, clock, told = follower
+    conf = kept.writer.target.parent
+    listed: list[str] = []
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+
+        def counting(path: Any = ".", real: Any = real) -> Any:
+            if Path(path) == conf:
+                listed.append(str(path))
+            return real(path)
+
+        monkeypatch.setattr(os, name, counting)
+    (conf / "0-cilium.conflist").write_text(json.dumps(CILIUM))
+    remove_and_look(kept, clock, 3)  # a shadow, and a file removed again and again
+    assert [r for r, _ in told] == [SHADOWED, REMOVED]
+    assert "Cilium owns the directory" in told[1][1]  # the listing named the remover too
+    assert len(listed) == 3, listed
