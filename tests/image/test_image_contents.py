@@ -133,6 +133,7 @@ def test_the_shim_answers_version(run_in_image: ImageRunner, shim: str) -> None:
         (("nft", "--version"), r"^nftables v1\."),
         (("ip", "-V"), r"^ip utility, iproute2-"),
         (("python3", "--version"), r"^Python 3\.11\."),
+        (("openssl", "version"), r"^OpenSSL 3\."),  # the NAD webhook's certificates
     ],
 )
 def test_debians_tools_run(run_in_image: ImageRunner, argv: tuple[str, ...], expected: str) -> None:
