@@ -12,7 +12,7 @@ step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver helm-bin test-cluster test-node multus-bin scale-bins test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
+.PHONY: help install system venv build shim native demo demo-cni test lint test-rust test-unit test-fuzz test-kernel test-soak test-runtime kube-bins dra-driver helm-bin helm-chart test-cluster test-node multus-bin scale-bins test-bench-smoke bench-scale wheel-stage wheel test-wheel image test-image bench fmt clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -112,6 +112,9 @@ kube-bins: ## build kube-apiserver, etcd and kubectl for the cluster tier (reuse
 
 test-cluster: native shim kube-bins helm-bin scale-bins multus-bin ## cluster tier: a real kube-apiserver + etcd on 127.0.0.1
 	$(PY) -m pytest tests/cluster -q
+
+helm-chart: venv ## write the Helm chart's config values, schema and deploy/ copies from their sources
+	$(PY) hack/helm/gen-chart.py
 
 helm-bin: ## build Helm for the chart's tests in the cluster and node tiers (reused while pinned)
 	hack/helm/build.sh

@@ -21,7 +21,15 @@ _RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
     ("v1", "ConfigMap"): ("/api/v1", "configmaps", True),
     ("v1", "Service"): ("/api/v1", "services", True),
+    ("v1", "Secret"): ("/api/v1", "secrets", True),
     ("apps/v1", "DaemonSet"): ("/apis/apps/v1", "daemonsets", True),
+    ("apps/v1", "Deployment"): ("/apis/apps/v1", "deployments", True),
+    ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations",
+        False,
+    ),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): (
         "/apis/rbac.authorization.k8s.io/v1",
         "clusterroles",

@@ -38,17 +38,18 @@ EVERYTHING = {
     "monitoring.service.enabled": True,
     "monitoring.podMonitor.enabled": True,
     "monitoring.serviceMonitor.enabled": True,
+    "nadWebhook.enabled": True,
 }
 
 
 def everything_with_kustomize(directory: Path) -> list[dict[str, Any]]:
-    """deploy/base with the three components and deploy/monitoring's objects, moved to
+    """deploy/base with the four components and deploy/monitoring's objects, moved to
     braid-alt by kustomize, as an overlay of an operator's would."""
     where = [
         "base", "monitoring", "monitoring/podmonitor.yaml",
         "monitoring/servicemonitor-auth.yaml", "monitoring/reader-binding.yaml",
     ]  # fmt: skip
-    components = ["admission-policy", "metrics-auth", "braid-thin"]
+    components = ["admission-policy", "metrics-auth", "braid-thin", "nad-webhook"]
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
@@ -72,6 +73,28 @@ def test_every_toggle_renders_its_component_of_deploy(tmp_path: Path) -> None:
     assert cluster_helm.compare(chart, everything_with_kustomize(tmp_path)) == []
     kinds = {d["kind"] for d in chart}
     assert {"ValidatingAdmissionPolicy", "PodMonitor", "ServiceMonitor", "Role"} <= kinds
+    assert {"ValidatingWebhookConfiguration", "Deployment", "PodDisruptionBudget"} <= kinds
+
+
+def test_the_nad_webhook_takes_the_charts_image_and_its_failure_policy() -> None:
+    values = {
+        **EVERYTHING, "image.repository": "registry.test/braid", "image.tag": "9.9.9",
+        "image.pullPolicy": "Never", "imagePullSecrets": [{"name": "pull"}],
+        "nadWebhook.failurePolicy": "Fail", "nadWebhook.policy.enabled": False,
+    }  # fmt: skip
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in cluster_helm.template(values)}
+    pod = docs["Deployment", "braid-nad-webhook"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert (container["image"], container["imagePullPolicy"]) == (
+        "registry.test/braid:9.9.9",
+        "Never",
+    )
+    assert pod["imagePullSecrets"] == [{"name": "pull"}]
+    [webhook] = docs["ValidatingWebhookConfiguration", "braid-nad-webhook"]["webhooks"]
+    assert webhook["failurePolicy"] == "Fail"
+    assert webhook["clientConfig"]["service"]["namespace"] == "braid-alt"
+    assert ("ValidatingAdmissionPolicy", "braid-nad-checks") not in docs
+    assert ("ValidatingAdmissionPolicy", "braid-network-status-only") in docs
 
 
 def test_the_comparison_sees_a_changed_field_and_a_missing_object() -> None:

@@ -30,9 +30,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* The objects of deploy/'s component and monitoring files (files/ links to them), each
-     with the chart's labels, and braid's namespace where the file names braid-system (for the
-     object, and for the ServiceAccounts a binding names). Called with (list $ FILE...). */}}
+{{/* The objects of deploy/'s component and monitoring files (files/ holds copies written by
+     hack/helm/gen-chart.py), each with the chart's labels, and braid's namespace where the
+     file names braid-system (for the object, the ServiceAccounts a binding names and the
+     Service a webhook calls). Called with (list $ FILE...). */}}
 {{- define "braid.fromFiles" -}}
 {{- $root := first . -}}
 {{- $namespace := include "braid.namespace" $root -}}
@@ -51,9 +52,45 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $_ := set $subject "namespace" $namespace }}
 {{- end }}
 {{- end }}
+{{- range $webhook := $object.webhooks | default list }}
+{{- include "braid.webhook" (list $root $webhook $namespace) }}
+{{- end }}
+{{- if $object.spec }}{{- if $object.spec.template }}
+{{- include "braid.podImage" (list $root $object.spec.template.spec) }}
+{{- end }}{{- end }}
 ---
 {{ toYaml $object }}
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/* A webhook of a file: the Service in braid's namespace, and nadWebhook.failurePolicy.
+     Called with (list $ WEBHOOK NAMESPACE). */}}
+{{- define "braid.webhook" -}}
+{{- $root := index . 0 -}}
+{{- $webhook := index . 1 -}}
+{{- $service := $webhook.clientConfig.service | default dict -}}
+{{- if eq ($service.namespace | default "") "braid-system" -}}
+{{- $_ := set $service "namespace" (index . 2) -}}
+{{- end -}}
+{{- $_ := set $webhook "failurePolicy" $root.Values.nadWebhook.failurePolicy -}}
+{{- end -}}
+
+{{/* A pod of a file running braid's image: the chart's image, pull policy and pull secrets.
+     Called with (list $ POD-SPEC). */}}
+{{- define "braid.podImage" -}}
+{{- $root := index . 0 -}}
+{{- $pod := index . 1 -}}
+{{- range $container := $pod.containers -}}
+{{- if hasPrefix "registry.example/braid-cni/braid:" $container.image -}}
+{{- $_ := set $container "image" (include "braid.image" $root) -}}
+{{- with $root.Values.image.pullPolicy -}}
+{{- $_ := set $container "imagePullPolicy" . -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $root.Values.imagePullSecrets -}}
+{{- $_ := set $pod "imagePullSecrets" . -}}
+{{- end -}}
 {{- end -}}
