@@ -210,7 +210,7 @@ def open_cluster(
     the in-cluster service account. Raises ``CniError`` for unusable credentials."""
     return DaemonCluster(
         config,
-        connect(config.kubernetes, env),
+        connect(config.kubernetes, env, multiplex=True),
         node_name=node_name,
         metrics=metrics,
         watch_seconds=watch_seconds,

@@ -5,6 +5,10 @@ urllib3 (a dependency of ``kubernetes``) carries the requests: importing it cost
 the ``kubernetes`` package, and braid needs a handful of REST calls, not its models. A proxy
 (the cluster's ``proxy-url``, else ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``) is chosen by
 ``braid.k8s.proxy``; urllib3's ``ProxyManager`` tunnels through it with ``CONNECT``.
+
+A client made with ``multiplex`` (the daemon's) carries its requests and watches as streams of
+one HTTP/2 connection (``braid.k8s.h2_transport``) when the server agrees to HTTP/2 over TLS
+and no proxy is in the way; otherwise, and always without ``multiplex``, urllib3's HTTP/1.1.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import msgspec
@@ -23,6 +27,10 @@ from braid.errors import TRY_AGAIN_LATER
 from braid.k8s.credentials import CredentialReloader, Snapshot, ssl_context
 from braid.k8s.errors import ApiError, error_for_status, garbage, unreachable
 from braid.k8s.proxy import proxy_for, proxy_headers, without_login
+from braid.k8s.response import Response
+
+if TYPE_CHECKING:
+    from braid.k8s.h2_transport import H2Transport
 
 DEFAULT_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 3.0
@@ -57,8 +65,10 @@ class KubeClient:
         timeout: float = DEFAULT_TIMEOUT,
         user_agent: str = "braid",
         env: Mapping[str, str] | None = None,
+        multiplex: bool = False,
     ) -> None:
-        """``env`` (default: the process environment) names the proxies, as for kubectl."""
+        """``env`` (default: the process environment) names the proxies, as for kubectl;
+        ``multiplex``: HTTP/2 where the server offers it (a long-running process)."""
         self.reloader = reloader
         self.env = os.environ if env is None else env
         self.timeout = timeout
@@ -66,6 +76,9 @@ class KubeClient:
         self._lock = threading.Lock()
         self._pool: urllib3.PoolManager | None = None
         self._pool_generation = -1
+        self.multiplex = multiplex
+        self._h2: H2Transport | None = None
+        self._h2_generation = -1
 
     @property
     def identity(self) -> str:
@@ -87,11 +100,33 @@ class KubeClient:
                 self._pool_generation = snapshot.tls_generation
             return self._pool
 
-    def _send(self, snapshot: Snapshot, call: _Call) -> urllib3.BaseHTTPResponse:
+    def _h2_for(self, snapshot: Snapshot) -> H2Transport | None:
+        """The HTTP/2 transport of this TLS generation; None where it is not used."""
+        if not self.multiplex:
+            return None
+        with self._lock:
+            if self._h2_generation != snapshot.tls_generation:
+                if self._h2 is not None:
+                    self._h2.retire()
+                self._h2, self._h2_generation = (
+                    _h2_transport(snapshot, self.env),
+                    snapshot.tls_generation,
+                )
+            return self._h2
+
+    def _send(self, snapshot: Snapshot, call: _Call) -> Response:
         headers = dict(call.headers)
         if snapshot.token:
             headers["Authorization"] = f"Bearer {snapshot.token}"
         try:
+            transport = self._h2_for(snapshot)
+            if transport is not None:
+                response = _h2_send(transport, call, headers)
+                if response is not None:
+                    return response
+                with self._lock:
+                    if self._h2 is transport:
+                        self._h2 = None  # the server speaks HTTP/1.1 only: for this generation
             return self._pool_for(snapshot).request(
                 call.method,
                 snapshot.credentials.server + call.path,
@@ -115,7 +150,7 @@ class KubeClient:
         timeout: float | None = None,
         stream: bool = False,
         what: str = "",
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> Response:
         """Sends one request; a 2xx answer is returned, anything else raised as ``ApiError``.
         With ``stream`` the body is left unread (the caller releases the response)."""
         headers = {"Accept": JSON, "User-Agent": self.user_agent}
@@ -163,11 +198,54 @@ class KubeClient:
         what = kwargs.get("what") or f"{method} {path}"
         return decode_object(self.body(method, path, **kwargs), what)
 
+    @property
+    def h2_connections(self) -> int:
+        """The HTTP/2 connections taking new streams (0 when HTTP/1.1 carries the requests)."""
+        with self._lock:
+            transport = self._h2
+        return transport.connections if transport is not None else 0
+
     def close(self) -> None:
         with self._lock:
             if self._pool is not None:
                 self._pool.clear()
                 self._pool = None
+            transport, self._h2 = self._h2, None
+        if transport is not None:
+            transport.close()
+
+
+def _h2_transport(snapshot: Snapshot, env: Mapping[str, str]) -> H2Transport | None:
+    """An HTTP/2 transport to the server, or None: plain http, or a proxy in the way."""
+    creds = snapshot.credentials
+    if not creds.server.startswith("https://") or proxy_for(creds.server, creds.proxy_url, env):
+        return None
+    from braid.k8s.h2_transport import H2Transport  # noqa: PLC0415 (long-running processes only)
+
+    return H2Transport(
+        creds.server,
+        ssl_context(creds),
+        server_hostname=creds.tls_server_name,
+        connect_timeout=CONNECT_TIMEOUT,
+    )
+
+
+def _h2_send(transport: H2Transport, call: _Call, headers: dict[str, str]) -> Response | None:
+    """``call`` over HTTP/2; None when the server does not speak it."""
+    from braid.k8s.h2_transport import NotHttp2  # noqa: PLC0415
+
+    try:
+        response = transport.request(
+            call.method, call.path, body=call.body, headers=headers, timeout=_read_timeout(call)
+        )
+    except NotHttp2:
+        return None
+    return response
+
+
+def _read_timeout(call: _Call) -> float:
+    read = call.timeout.read_timeout
+    return read if isinstance(read, (int, float)) else DEFAULT_TIMEOUT
 
 
 def _pool(proxy: str, kwargs: dict[str, Any]) -> urllib3.PoolManager:
@@ -183,14 +261,14 @@ def _pool(proxy: str, kwargs: dict[str, Any]) -> urllib3.PoolManager:
     )
 
 
-def _preloaded(response: urllib3.BaseHTTPResponse) -> bytes:
+def _preloaded(response: Response) -> bytes:
     data = response.data
     response.release_conn()
     return data[:MAX_ERROR_BODY]
 
 
 def read_bounded(
-    response: urllib3.BaseHTTPResponse,
+    response: Response,
     what: str,
     snapshot: Snapshot | None,
     limit: int,

@@ -27,6 +27,7 @@ from braid.k8s.budget import ByteBudget, RefusalLog
 from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError, garbage
 from braid.k8s.listing import Pager
+from braid.k8s.response import Response
 from braid.k8s.retry import RetryPolicy
 
 log = logging.getLogger("braid.k8s")
@@ -90,7 +91,7 @@ class Reflector:
         self.listeners: list[Callable[[Key], None]] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._response: urllib3.BaseHTTPResponse | None = None
+        self._response: Response | None = None
 
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
@@ -238,7 +239,7 @@ class Reflector:
                 listener(key)
 
 
-def _lines(response: urllib3.BaseHTTPResponse, what: str) -> Iterable[bytes]:
+def _lines(response: Response, what: str) -> Iterable[bytes]:
     """The watch's events, one a line; a line over ``MAX_EVENT_BYTES`` ends the watch."""
     pending = b""
     for chunk in response.stream(1 << 16):

@@ -35,10 +35,15 @@ def kubernetes_wanted(config: KubernetesConfig, env: Mapping[str, str]) -> bool:
 
 
 def connect(
-    config: KubernetesConfig, env: Mapping[str, str], *, timeout: float = 10.0
+    config: KubernetesConfig,
+    env: Mapping[str, str],
+    *,
+    timeout: float = 10.0,
+    multiplex: bool = False,
 ) -> KubeClient:
     """A client with credentials from ``kubeconfig``, else the in-cluster service account;
-    both are read again when their files change."""
+    both are read again when their files change. ``multiplex`` (a long-running process):
+    its requests and watches share one HTTP/2 connection where the server offers it."""
     from braid.k8s.client import KubeClient  # noqa: PLC0415
     from braid.k8s.credentials import CredentialReloader  # noqa: PLC0415
     from braid.k8s.kubeconfig import (  # noqa: PLC0415
@@ -52,7 +57,7 @@ def connect(
             return kubeconfig_credentials(config.kubeconfig)
         return in_cluster_credentials(env)
 
-    return KubeClient(CredentialReloader(load), timeout=timeout)
+    return KubeClient(CredentialReloader(load), timeout=timeout, multiplex=multiplex)
 
 
 def open_thin(config: KubernetesConfig, env: Mapping[str, str]) -> ThinKubernetes:
