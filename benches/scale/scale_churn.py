@@ -33,6 +33,13 @@ NOOP_INTERFACES = ("eth0", "net1")
 _serial = itertools.count()
 
 
+def percentile(ordered: list[float], q: float) -> float | None:
+    """The ``q`` quantile of sorted seconds, in milliseconds."""
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
+
+
 @dataclass
 class Tally:
     """What lifecycles found, shared by the threads that run them."""
@@ -43,7 +50,18 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     lost_status: int = 0
     leaked_links: int = 0
+    lags: list[float] = field(default_factory=list)  # a lifecycle's start after it was due
+    # churn's: rate a node, nodes, seconds, when it started; when its last lifecycle started
+    schedule: tuple[float, int, float, float] | None = None
+    last_start: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def started(self, due: float | None) -> None:
+        if due is not None:
+            now = time.monotonic()
+            with self.lock:
+                self.lags.append(max(0.0, now - due))
+                self.last_start = max(self.last_start, now)
 
     def fail(self, verb: str, detail: str) -> None:
         with self.lock:
@@ -51,20 +69,32 @@ class Tally:
             if len(self.errors) < 5:
                 self.errors.append(f"{verb}: {detail[-600:]}")
 
+    def pace(self) -> dict[str, Any]:
+        """Churn's requested rate a node and the one achieved: lifecycles started over the time
+        from churn's start to the last one's start (one period more), so that a driver falling
+        behind shows; and how late lifecycles started."""
+        if self.schedule is None or not self.lags:
+            return {}
+        rate, nodes, seconds, began = self.schedule
+        lags = sorted(self.lags)
+        span = max(seconds, self.last_start - began + 1 / (rate * nodes))
+        return {
+            "requested_rate_per_node": rate,
+            "achieved_rate_per_node": round(len(lags) / nodes / span, 2),
+            "start_lag_p99_ms": percentile(lags, 0.99),
+            "start_lag_max_ms": percentile(lags, 1.0),
+        }
+
     def summary(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
 
-        def pct(q: float) -> float | None:
-            if not ordered:
-                return None
-            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
-
         return {
+            **self.pace(),
             "lifecycles": self.lifecycles,
             "failures": dict(self.failures),
             "errors": self.errors,
-            "status_p50_ms": pct(0.5),
-            "status_p99_ms": pct(0.99),
+            "status_p50_ms": percentile(ordered, 0.5),
+            "status_p99_ms": percentile(ordered, 0.99),
             "lost_status": self.lost_status,
             "leaked_links": self.leaked_links,
         }
@@ -80,9 +110,11 @@ def lifecycle(
     prefix: str,
     checks: bool = True,
     real: bool | None = None,
+    due: float | None = None,
 ) -> None:
     """One pod's life on ``kubelet``'s node (on reference plugins one time in ``REAL_EVERY``,
     or as ``real`` says); what it finds goes to ``tally``."""
+    tally.started(due)
     serial = next(_serial)
     real = serial % REAL_EVERY == 0 if real is None else real
     pod = Pod(f"{prefix}-{serial}", kubelet.node.name, real=real)
@@ -136,14 +168,10 @@ def _attach(
             code, doc = kubelet.call("CHECK", pod)
             if code != 0:
                 tally.fail("CHECK", str(doc))
-        deadline = answered + max(hold, 10.0)
-        while time.monotonic() < deadline:
-            status_at = watch.status_at.get(pod.name)
-            if status_at is not None:
-                with tally.lock:
-                    tally.latencies.append(max(0.0, status_at - answered))
-                break
-            time.sleep(0.02)
+        status_at = watch.wait_status(pod.name, max(hold, 10.0) - (time.monotonic() - answered))
+        if status_at is not None:
+            with tally.lock:
+                tally.latencies.append(max(0.0, status_at - answered))
         rest = answered + hold - time.monotonic()
         if rest > 0:
             time.sleep(rest)
@@ -163,11 +191,11 @@ def churn(
     prefix: str,
 ) -> Tally:
     """Lifecycles started at ``rate`` a second on each node for ``seconds``."""
-    tally = Tally()
     period = 1.0 / (rate * len(kubelets))
     workers = max(8, int(rate * len(kubelets) * (hold + 2) * 2))
     with ThreadPoolExecutor(workers, thread_name_prefix="churn") as pool:
         started = time.monotonic()
+        tally = Tally(schedule=(rate, len(kubelets), seconds, started))
         for n in itertools.count():
             at = started + n * period
             if at - started >= seconds:
@@ -182,5 +210,6 @@ def churn(
                 hold=hold,
                 prefix=prefix,
                 checks=False,
+                due=at,
             )
     return tally

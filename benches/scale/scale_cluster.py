@@ -1,8 +1,8 @@
 """The multi-node run's cluster (``scale_fleet``): one etcd and kube-apiserver (the cluster
 tier's, with deploy/base and its admission policy, and Multus's RBAC), the run's namespace and
-two NADs (``scale-net``: noopcni; ``real-net``: macvlan on a veth of the host, static IPAM), a
-network namespace the pods without one of their own share, and the driver's API client and
-watch of the run's pods."""
+two NADs (``scale-net``: noopcni; ``real-net``: macvlan on a veth of the host, host-local IPAM
+in the run's directory), a network namespace the pods without one of their own share, and the
+driver's API client and watch of the run's pods."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ class Fleet:
         self.workdir, self.plan = workdir, plan
         self.master = f"bscm{os.getpid() % 100000}"
         self.shared = f"bscs{os.getpid() % 100000}"
+        self.leases = workdir / "leases"  # host-local's, for real-net
         self.server = apiserver.start(workdir / "kube")
         self.api: Api | None = None
         try:
@@ -83,7 +84,11 @@ class Fleet:
             "type": "macvlan",
             "master": self.master,
             "mode": "bridge",
-            "ipam": {"type": "static", "addresses": [{"address": "198.18.0.2/24"}]},
+            "ipam": {
+                "type": "host-local",
+                "dataDir": str(self.leases),
+                "ranges": [[{"subnet": "198.18.0.0/24"}]],
+            },
         }
         noop = {"cniVersion": "1.0.0", "name": "scale-net", "type": "noopcni"}
         objects = kubernetes.client.CustomObjectsApi(admin)
@@ -98,11 +103,22 @@ class Fleet:
                 "k8s.cni.cncf.io", "v1", NAMESPACE, "network-attachment-definitions", nad
             )
 
+    def leases_held(self) -> int:
+        """host-local's leases of real-net (a file an address; its lock and last reserved
+        address are not leases)."""
+        held = self.leases / "real-net"
+        if not held.is_dir():
+            return 0
+        return sum(1 for p in held.iterdir() if p.name != "lock" and not p.name.startswith("last_"))
+
     def counts(self) -> Any:
         return request_counts(self.server.url, self.server.token("admin"), str(self.server.ca_file))
 
     def watches(self) -> dict[str, int]:
         return open_watches(self.server.url, self.server.token("admin"), str(self.server.ca_file))
+
+    def server_pids(self) -> dict[str, int]:
+        return {"etcd": self.server.processes[0].pid, "apiserver": self.apiserver_pid}
 
     @property
     def apiserver_pid(self) -> int:

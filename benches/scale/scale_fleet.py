@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -35,6 +36,7 @@ from scale_grow import Grower, Size
 from scale_kubelet import Kubelet
 from scale_nodes import bound_token, free_port
 from scale_probe import (
+    CpuMeter,
     PeakSampler,
     braid_requests,
     connections,
@@ -168,6 +170,13 @@ def restart_under(
     }
 
 
+def cpu_by_role(spent: dict[str, float], nodes: list[SimNode]) -> dict[str, float]:
+    """CPU seconds of churn: the daemons' (with the delegates they ran) added up, the others'
+    as they are."""
+    daemons = sum(spent.pop(node.name) for node in nodes)
+    return {"daemons": round(daemons, 1), **spent}
+
+
 def leftovers(nodes: list[SimNode]) -> int:
     """Attachment records left in the nodes' state directories once all pods are gone."""
     return sum(len(node.records()) for node in nodes)
@@ -180,6 +189,7 @@ def run_kind(fleet: Fleet, kind: str) -> dict[str, Any]:
         report: dict[str, Any] = {"start": start, "rest": at_rest(fleet, nodes)}
         report["lifecycle"] = per_lifecycle(fleet, kubelets, kind)
         peaks = PeakSampler({n.name: n.pid for n in nodes}).start()
+        cpu = CpuMeter({**{n.name: n.pid for n in nodes}, **fleet.server_pids()})
         assert fleet.api is not None
         tally = churn(
             fleet.api,
@@ -193,6 +203,8 @@ def run_kind(fleet: Fleet, kind: str) -> dict[str, Any]:
         peaks.stop()
         report["churn"] = {
             **tally.summary(),
+            "load_average": [round(n, 2) for n in os.getloadavg()],
+            "cpu_seconds": cpu_by_role(cpu.read(), nodes),
             "daemon_peak_rss_mib": round(max(peaks.peak_rss.values()) / MIB, 1),
             "daemon_peak_threads": max(peaks.peak_threads.values()),
         }
@@ -200,6 +212,7 @@ def run_kind(fleet: Fleet, kind: str) -> dict[str, Any]:
             report["restart"] = restart_under(fleet, nodes, kubelets, kind)
         time.sleep(3)
         report["leftover_files"] = leftovers(nodes)
+        report["leftover_leases"] = fleet.leases_held()  # host-local's, of the real-net pods
         if report["leftover_files"]:
             report["leftover_sample"] = [str(p) for p in nodes[0].records()[:5]]
         report["log_tail"] = nodes[0].log_tail(8).splitlines()

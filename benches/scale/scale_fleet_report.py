@@ -10,6 +10,10 @@ def reads(requests: dict[str, float]) -> float:
     return round(sum(v for k, v in requests.items() if k.split()[0] in ("GET", "LIST")), 2)
 
 
+def by_verb(failures: dict[str, int]) -> str:
+    return ", ".join(f"{verb} {n}" for verb, n in sorted(failures.items())) or "none"
+
+
 def restart_failures(row: dict[str, Any]) -> int | None:
     restart = row.get("restart")
     return None if restart is None else sum(restart["churn"]["failures"].values())
@@ -24,8 +28,12 @@ ROWS = (
     ("connections per daemon", lambda r: max(d["connections"] for d in r["rest"]["daemons"])),
     ("requests per pod lifecycle", lambda r: round(sum(r["lifecycle"]["requests"].values()), 2)),
     ("reads per pod lifecycle", lambda r: reads(r["lifecycle"]["requests"])),
+    ("churn: requested rate a node, /s", lambda r: r["churn"]["requested_rate_per_node"]),
+    ("churn: achieved rate a node, /s", lambda r: r["churn"]["achieved_rate_per_node"]),
+    ("churn: start late by, p99 ms", lambda r: r["churn"]["start_lag_p99_ms"]),
     ("churn lifecycles", lambda r: r["churn"]["lifecycles"]),
     ("churn failures", lambda r: sum(r["churn"]["failures"].values())),
+    ("churn failures by verb", lambda r: by_verb(r["churn"]["failures"])),
     ("status latency p50, ms", lambda r: r["churn"]["status_p50_ms"]),
     ("status latency p99, ms", lambda r: r["churn"]["status_p99_ms"]),
     ("statuses never seen", lambda r: r["churn"]["lost_status"]),
@@ -37,6 +45,8 @@ ROWS = (
     ("restart: daemons still running", lambda r: r["restart"]["daemons_running"]),
     ("links left in pods' netns", lambda r: r["churn"]["leaked_links"]),
     ("files left in state dirs", lambda r: r["leftover_files"]),
+    ("host-local leases left", lambda r: r["leftover_leases"]),
+    ("load average after churn", lambda r: " ".join(map(str, r["churn"]["load_average"]))),
 )
 
 

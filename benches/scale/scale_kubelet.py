@@ -49,7 +49,7 @@ class Api:
             total=30, backoff_factor=0.2, status_forcelist=(429, 500, 503), allowed_methods=None
         )
         self.http = urllib3.PoolManager(
-            maxsize=64,
+            maxsize=256,  # one connection a lifecycle under way: none made twice
             ca_certs=ca_file,
             retries=retry,
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
@@ -86,6 +86,7 @@ class PodWatch:
         self.api = api
         self.seen: dict[str, threading.Event] = {}
         self.status_at: dict[str, float] = {}
+        self.status_seen: dict[str, threading.Event] = {}  # set with ``status_at``: no polling
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-watch", daemon=True)
@@ -95,7 +96,16 @@ class PodWatch:
 
     def expect(self, name: str) -> threading.Event:
         with self.lock:
+            self.status_seen.setdefault(name, threading.Event())
             return self.seen.setdefault(name, threading.Event())
+
+    def wait_status(self, name: str, timeout: float) -> float | None:
+        """When the pod's network-status was first seen (``expect`` first), or None after
+        ``timeout`` seconds."""
+        with self.lock:
+            event = self.status_seen.setdefault(name, threading.Event())
+        event.wait(timeout)
+        return self.status_at.get(name)
 
     def _run(self) -> None:
         version = ""
@@ -137,11 +147,13 @@ class PodWatch:
             self.seen.setdefault(name, threading.Event()).set()
             if STATUS in (meta.get("annotations") or {}) and name not in self.status_at:
                 self.status_at[name] = now
+                self.status_seen.setdefault(name, threading.Event()).set()
 
     def forget(self, name: str) -> None:
         with self.lock:
             self.seen.pop(name, None)
             self.status_at.pop(name, None)
+            self.status_seen.pop(name, None)
 
     def stop(self) -> None:
         self._stop.set()

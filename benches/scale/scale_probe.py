@@ -5,6 +5,7 @@ counter ``apiserver_request_total`` by verb and resource."""
 
 from __future__ import annotations
 
+import os
 import re
 import ssl
 import threading
@@ -31,6 +32,33 @@ def rss_threads(pid: int) -> tuple[int, int]:
         elif line.startswith("Threads:"):
             threads = int(line.split()[1])
     return rss, threads
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` and of its children it waited for (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(n) for n in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The CPU seconds each named process (and the driver: ``driver`` its threads, ``execs``
+    the shims and ``ip`` it ran) spent between ``__init__`` and ``read``."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.before = self._now()
+
+    def _now(self) -> dict[str, float]:
+        times = os.times()
+        now = {"driver": times.user + times.system, "execs": times.children_user
+               + times.children_system}  # fmt: skip
+        for name, pid in self.pids.items():
+            now[name] = cpu_seconds(pid)
+        return now
+
+    def read(self) -> dict[str, float]:
+        after = self._now()
+        return {name: round(after[name] - self.before[name], 1) for name in after}
 
 
 def connections(pid: int, port: int) -> int:
