@@ -74,7 +74,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if eq ($service.namespace | default "") "braid-system" -}}
 {{- $_ := set $service "namespace" (index . 2) -}}
 {{- end -}}
-{{- $_ := set $webhook "failurePolicy" $root.Values.nadWebhook.failurePolicy -}}
+{{- $_ := set $webhook "failurePolicy" (dig "failurePolicy" "Ignore" ($root.Values.nadWebhook | default dict)) -}}
 {{- end -}}
 
 {{/* A pod of a file running braid's image: the chart's image, pull policy and pull secrets.
