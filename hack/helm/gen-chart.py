@@ -10,7 +10,7 @@
 - crds/: deploy/base's NetworkAttachmentDefinition CRD, with braid's label.
 
 `make helm-chart` runs it; `--check` writes nothing and fails, naming each file that differs
-(tests/unit/deploy/test_helm_chart_generated.py runs it so).
+(tests/unit/test_helm_chart_generated.py runs it so).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 import yaml
 
+from braid.config import schema as config_schema
 from braid.config.document import KNOWN_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +69,7 @@ def test_the_generated_config_offers_every_key_braid_reads() -> None:
     assert schema["maxSelections"] == {"type": "integer", "default": 64}
     assert schema["hotPlugNamespaces"]["type"] == ["array", "null"]
     assert schema["logLevel"]["enum"] == ["debug", "verbose", "error", "panic"]
+    assert set(gen.ENUMS["logLevel"]) == config_schema.LOG_LEVELS  # the order is the schema's
     config = yaml.safe_load(gen.values_text())["config"]
     assert config["logLevel"] == "error"  # deploy/base's braid.conf
     assert "daemonQueueSize" not in config  # listed, commented, with its default
