@@ -58,7 +58,8 @@ def test_watches_and_requests_share_one_http2_connection(
 
         result, code = daemon.call("ADD", namespace=ns, pod="web", uid=uid, container_id="c1")
         assert code == 0, result
-        assert wait_until(lambda: STATUS_KEY in read_pod(kube_admin, ns, "web").metadata.annotations)
+        annotations = lambda: read_pod(kube_admin, ns, "web").metadata.annotations  # noqa: E731
+        assert wait_until(lambda: STATUS_KEY in annotations())
         assert wait_until(lambda: any(e[1] == "web" for e in events(kube_admin, ns)))
         assert steady_connections(pid, port, 1.0) == {1}
 

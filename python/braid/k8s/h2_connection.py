@@ -149,7 +149,11 @@ class H2Connection:
         """The status and headers of stream ``sid``, waited for at most ``timeout`` s."""
         with self._cond:
             stream = self._streams[sid]
-            self._wait(sid, lambda: stream.status != 0, timeout)
+            try:
+                self._wait(sid, lambda: stream.status != 0, timeout)
+            except TimeoutError:
+                self._retired = True  # as HTTP/1.1 would: the next request opens anew
+                raise
             return stream.status, stream.headers
 
     def read(self, sid: int, amount: int, timeout: float) -> bytes:
@@ -244,10 +248,15 @@ class H2Connection:
     def _receive(self) -> None:
         if self._closed is not None:
             return
+        # Non-blocking under the lock: a TLS record that is no data (a session ticket) or
+        # half a record must not hold the connection's lock while the rest is awaited.
+        self._sock.setblocking(False)
         try:
             data = self._sock.recv(_RECV)
-        except ssl.SSLWantReadError:
+        except (ssl.SSLWantReadError, BlockingIOError):
             return
+        finally:
+            self._sock.settimeout(SEND_TIMEOUT)
         if not data:
             raise StreamError("the API server closed the connection")
         self._last_frame = time.monotonic()
