@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 
 import apiserver
+import h2.errors
+import h2.events
 import h2.settings
 import pytest
 from h2_server import H2Peer, H2Server
@@ -93,6 +95,35 @@ def test_requests_and_streams_share_one_connection(
     assert (server.connections, client.h2_connections) == (1, 1)
     client.close()
     assert wait_until(no_reader_left, timeout=5)
+
+
+def test_a_stream_closed_early_is_cancelled_and_a_401_is_retried_once(
+    serve_with: Callable[..., H2Server], kube_apiserver: apiserver.ApiServer
+) -> None:
+    resets: list[tuple[int, int]] = []
+    answered = [0]
+
+    def serve(sock: ssl.SSLSocket) -> None:
+        peer = H2Peer(sock)
+        for event in peer.events():
+            if isinstance(event, h2.events.StreamReset):
+                resets.append((event.stream_id, event.error_code))
+            elif isinstance(event, h2.events.RequestReceived):
+                answered[0] += 1
+                if answered[0] == 1:  # a watch, left open
+                    peer.respond(event.stream_id, 200, b'{"type": "ADDED"}\n', end=False)
+                else:  # a 401 first, then an answer
+                    peer.respond(event.stream_id, 401 if answered[0] == 2 else 200, b"{}")
+
+    server = serve_with(serve)
+    client = client_of(server, kube_apiserver)
+    watch = client.request("GET", "/watch", stream=True)
+    assert watch.read(100) == b'{"type": "ADDED"}\n'
+    watch.close()
+    assert wait_until(lambda: resets == [(1, h2.errors.ErrorCodes.CANCEL)], timeout=5), resets
+    assert client.json("GET", "/again") == {}
+    assert (answered[0], client.reloader.reloads, server.connections) == (3, 1, 1)
+    client.close()
 
 
 def test_past_max_concurrent_streams_a_second_connection_opens(
