@@ -108,10 +108,10 @@ class KubeClient:
             if self._h2_generation != snapshot.tls_generation:
                 if self._h2 is not None:
                     self._h2.retire()
-                self._h2, self._h2_generation = (
-                    _h2_transport(snapshot, self.env),
-                    snapshot.tls_generation,
-                )
+                from braid.k8s.h2_transport import transport_for  # noqa: PLC0415 (daemons only)
+
+                self._h2 = transport_for(snapshot.credentials, self.env, CONNECT_TIMEOUT)
+                self._h2_generation = snapshot.tls_generation
             return self._h2
 
     def _send(self, snapshot: Snapshot, call: _Call) -> Response:
@@ -121,7 +121,14 @@ class KubeClient:
         try:
             transport = self._h2_for(snapshot)
             if transport is not None:
-                response = _h2_send(transport, call, headers)
+                read = call.timeout.read_timeout
+                response = transport.send(
+                    call.method,
+                    call.path,
+                    body=call.body,
+                    headers=headers,
+                    timeout=read if isinstance(read, (int, float)) else DEFAULT_TIMEOUT,
+                )
                 if response is not None:
                     return response
                 with self._lock:
@@ -213,39 +220,6 @@ class KubeClient:
             transport, self._h2 = self._h2, None
         if transport is not None:
             transport.close()
-
-
-def _h2_transport(snapshot: Snapshot, env: Mapping[str, str]) -> H2Transport | None:
-    """An HTTP/2 transport to the server, or None: plain http, or a proxy in the way."""
-    creds = snapshot.credentials
-    if not creds.server.startswith("https://") or proxy_for(creds.server, creds.proxy_url, env):
-        return None
-    from braid.k8s.h2_transport import H2Transport  # noqa: PLC0415 (long-running processes only)
-
-    return H2Transport(
-        creds.server,
-        ssl_context(creds),
-        server_hostname=creds.tls_server_name,
-        connect_timeout=CONNECT_TIMEOUT,
-    )
-
-
-def _h2_send(transport: H2Transport, call: _Call, headers: dict[str, str]) -> Response | None:
-    """``call`` over HTTP/2; None when the server does not speak it."""
-    from braid.k8s.h2_transport import NotHttp2  # noqa: PLC0415
-
-    try:
-        response = transport.request(
-            call.method, call.path, body=call.body, headers=headers, timeout=_read_timeout(call)
-        )
-    except NotHttp2:
-        return None
-    return response
-
-
-def _read_timeout(call: _Call) -> float:
-    read = call.timeout.read_timeout
-    return read if isinstance(read, (int, float)) else DEFAULT_TIMEOUT
 
 
 def _pool(proxy: str, kwargs: dict[str, Any]) -> urllib3.PoolManager:

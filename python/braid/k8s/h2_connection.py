@@ -18,7 +18,6 @@ import socket
 import ssl
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 
 import h2.config
@@ -28,26 +27,14 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from braid.k8s.h2_stream import StreamError, StreamState
+
 STREAM_WINDOW = 1 << 20
 CONNECTION_WINDOW = 16 << 20
 SEND_TIMEOUT = 10.0  # a write the server does not take in this long fails the connection
 PING_TIMEOUT = 3.0
 _RECV = 1 << 16
 _POLL = 0.5
-
-
-class StreamError(ConnectionError):
-    """A stream that failed: its connection lost or refused, reset by the server, timed out."""
-
-
-class _Stream:
-    def __init__(self) -> None:
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self.chunks: deque[bytes] = deque()
-        self.buffered = 0
-        self.ended = False
-        self.error: OSError | None = None
 
 
 class H2Connection:
@@ -57,7 +44,7 @@ class H2Connection:
         self.authority = authority
         self._sock = sock
         self._cond = threading.Condition()
-        self._streams: dict[int, _Stream] = {}
+        self._streams: dict[int, StreamState] = {}
         self._reserved = 0
         self._closed: OSError | None = None
         self._going_away = False
@@ -122,7 +109,7 @@ class H2Connection:
             self._check_open()
             try:
                 sid = self._h2.get_next_available_stream_id()
-                self._streams[sid] = _Stream()
+                self._streams[sid] = StreamState()
                 self._h2.send_headers(sid, fields, end_stream=not body)
                 self._flush()
                 if body:
@@ -164,19 +151,11 @@ class H2Connection:
             if stream is None:
                 return b""
             self._wait(sid, lambda: bool(stream.chunks) or stream.ended, timeout)
-            parts, size = [], 0
-            while stream.chunks and size < amount:
-                chunk = stream.chunks.popleft()
-                if size + len(chunk) > amount:
-                    chunk, rest = chunk[: amount - size], chunk[amount - size :]
-                    stream.chunks.appendleft(rest)
-                parts.append(chunk)
-                size += len(chunk)
-            stream.buffered -= size
-            if size and self._closed is None:
-                self._h2.acknowledge_received_data(size, sid)
+            data = stream.take(amount)
+            if data and self._closed is None:
+                self._h2.acknowledge_received_data(len(data), sid)
                 self._flush_quietly()
-            return b"".join(parts)
+            return data
 
     def release(self, sid: int) -> None:
         """Forgets stream ``sid``; one not ended is reset (CANCEL), its unread data freed."""

@@ -15,7 +15,11 @@ import threading
 from collections.abc import Iterator, Mapping
 from urllib.parse import urlsplit
 
-from braid.k8s.h2_connection import H2Connection, StreamError
+from braid.k8s.credentials import ssl_context
+from braid.k8s.h2_connection import H2Connection
+from braid.k8s.h2_stream import StreamError
+from braid.k8s.kubeconfig import Credentials
+from braid.k8s.proxy import proxy_for
 
 _BODY_LIMIT = 64 << 20  # ``data`` of an answer (the client reads bodies bounded itself)
 
@@ -119,6 +123,21 @@ class H2Transport:
             conn.release(sid)
             raise
 
+    def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        timeout: float,
+    ) -> H2Response | None:
+        """``request``, or None when the server does not speak HTTP/2."""
+        try:
+            return self.request(method, path, body=body, headers=headers, timeout=timeout)
+        except NotHttp2:
+            return None
+
     def _reserve(self) -> H2Connection:
         with self._lock:
             self._connections = [conn for conn in self._connections if conn.usable]
@@ -162,3 +181,17 @@ class H2Transport:
         for conn in connections:
             with contextlib.suppress(OSError):
                 conn.retire()
+
+
+def transport_for(
+    creds: Credentials, env: Mapping[str, str], connect_timeout: float
+) -> H2Transport | None:
+    """An HTTP/2 transport to ``creds``' server, or None: plain http, or a proxy in the way."""
+    if not creds.server.startswith("https://") or proxy_for(creds.server, creds.proxy_url, env):
+        return None
+    return H2Transport(
+        creds.server,
+        ssl_context(creds),
+        server_hostname=creds.tls_server_name,
+        connect_timeout=connect_timeout,
+    )
