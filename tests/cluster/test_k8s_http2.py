@@ -225,7 +225,7 @@ def test_a_hostile_server_gives_the_usual_error_in_time_and_leaves_nothing(
     took = time.monotonic() - start
     assert (failed.value.code, failed.value.status) == (TRY_AGAIN_LATER, 0), failed.value
     assert "no answer from" in str(failed.value)
-    assert took < 1.0 + 3.0 + 1.0, took  # the timeout, a PING's, and some slack
+    assert took < 1.0 + 3.0 + 4.0, took  # the timeout, a PING's, and slack for a busy machine
     # The failed connection is not used again: the next request opens one that works.
     assert wait_until(lambda: client.h2_connections == 0, timeout=5)
     assert client.json("GET", "/version") == {"path": "/version"}
