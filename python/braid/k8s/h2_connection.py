@@ -189,7 +189,8 @@ class H2Connection:
                 with contextlib.suppress(OSError, h2.exceptions.H2Error):
                     self._h2.ping(b"braid-h2")
                     self._flush()
-                if not self._cond.wait_for(lambda: self._last_frame > since, PING_TIMEOUT):
+                answered = lambda: self._last_frame > since or self._closed is not None  # noqa: E731
+                if not self._cond.wait_for(answered, PING_TIMEOUT):
                     self._fail_locked(StreamError("the API server does not answer a PING"))
             raise TimeoutError(f"no answer within {timeout:g} s")
         if not done():
@@ -277,15 +278,21 @@ class H2Connection:
         raise StreamError(f"the API server ended the connection (GOAWAY {event.error_code!r})")
 
     def _flush(self) -> None:
+        """Sends what ``h2`` has queued; a write that fails (or is not taken within
+        ``SEND_TIMEOUT``) leaves a frame half sent: the connection fails."""
         data = self._h2.data_to_send()
-        if data:
+        if not data:
+            return
+        try:
             self._sock.sendall(data)
+        except OSError as exc:
+            error = StreamError(f"HTTP/2 connection lost: {type(exc).__name__}: {exc}")
+            self._fail_locked(error)
+            raise error from None
 
     def _flush_quietly(self) -> None:
-        try:
+        with contextlib.suppress(StreamError):
             self._flush()
-        except OSError as exc:
-            self._fail_locked(StreamError(f"HTTP/2 connection lost: {exc}"))
 
     def _fail(self, error: StreamError, *, goaway: bool = False) -> None:
         with self._cond:
