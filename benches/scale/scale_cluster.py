@@ -87,7 +87,7 @@ class Fleet:
             "ipam": {
                 "type": "host-local",
                 "dataDir": str(self.leases),
-                "ranges": [[{"subnet": "198.18.0.0/24"}]],
+                "ranges": [[{"subnet": "198.18.0.0/16"}]],  # room for a reboot's 250 at once
             },
         }
         noop = {"cniVersion": "1.0.0", "name": "scale-net", "type": "noopcni"}

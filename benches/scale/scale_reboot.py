@@ -3,16 +3,16 @@ pods all come back at once, on the same driver (``scale_kubelet``) and cluster
 (``scale_cluster``).
 
 The node's default network is the reference ``bridge`` with ``host-local`` IPAM (a bridge and a
-lease directory of the run's own); every pod also names ``real-net`` (``macvlan``, static IPAM).
-Every pod has a network namespace of its own. The pods are created through the API, bound to
-the node; once the watch saw them all, the runtime starts every sandbox at once: one ADD per
-pod through the compiled shim, all in flight together (kubelet starts each pod on a worker of
-its own and containerd does not bound parallel sandbox starts). The daemon runs at its default
-concurrency and queue. Measured: failed ADDs with their errors, the daemon's peak resident
-memory (sampled, and ``VmHWM``), every pod's network-status in the API and its interfaces in
-its namespace, the time from the first ADD to the last answer and to the last status; then a
-DEL of every pod at once, and what is left: links in the namespaces or on the bridge, leases,
-attachment records, namespaces.
+lease directory of the run's own); every pod also names ``real-net`` (``macvlan``, host-local
+IPAM). Every pod has a network namespace of its own. The pods are created through the API,
+bound to the node; once the watch saw them all, the runtime starts every sandbox at once: one
+ADD per pod through the compiled shim, all in flight together (kubelet starts each pod on a
+worker of its own and containerd does not bound parallel sandbox starts). The daemon runs at
+its default concurrency and queue. Measured: failed ADDs with their errors, the daemon's peak
+resident memory (sampled, and ``VmHWM``), every pod's network-status in the API and its
+interfaces in its namespace, the time from the first ADD to the last answer and to the last
+status; then a DEL of every pod at once, and what is left: links in the namespaces or on the
+bridge, leases (the bridge's and real-net's), attachment records, namespaces.
 
     .venv/bin/python benches/scale/scale_reboot.py --pods 250 --out /tmp/reboot
 """
@@ -122,7 +122,7 @@ def attached(fleet: Fleet, pod: Pod) -> str:
     return ""
 
 
-def leftovers(node: BraidNode, bridge: str, pods: list[Pod]) -> dict[str, int]:
+def leftovers(fleet: Fleet, node: BraidNode, bridge: str, pods: list[Pod]) -> dict[str, int]:
     """What is left once every DEL answered and every pod was deleted through the API."""
     in_netns = sum(len(netns_links(pod.netns.rsplit("/", 1)[1])) for pod in pods)
     shown = subprocess.run(  # the bridge stays: bridge's DEL removes only the pod's veth
@@ -137,7 +137,7 @@ def leftovers(node: BraidNode, bridge: str, pods: list[Pod]) -> dict[str, int]:
     return {
         "links_in_namespaces": in_netns,
         "bridge_ports": ports,
-        "host_local_leases": len(leases),
+        "host_local_leases": len(leases) + fleet.leases_held(),  # bridge's and real-net's
         "attachment_records": len(node.records()),
     }
 
@@ -175,7 +175,7 @@ def measure(fleet: Fleet, node: BraidNode, pods: list[Pod], bridge: str) -> dict
         "del_failures": len(del_failures),
         "del_errors": del_failures[:5],
         "del_seconds": round(del_seconds, 2),
-        "left": leftovers(node, bridge, pods),
+        "left": leftovers(fleet, node, bridge, pods),
         "load_average": [round(n, 2) for n in os.getloadavg()],
     }
 
