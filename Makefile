@@ -135,7 +135,7 @@ test-bench-smoke: native shim multus-bin ## run every benchmark once, untimed, s
 scale-bins: ## build the scale tier's delegate, noopcni (reused while unchanged)
 	benches/scale/build.sh
 
-bench-scale: native shim kube-bins scale-bins multus-bin ## one daemon as the cluster grows, then N nodes beside Multus thick, then a node reboot (root; docs/scale.md; ~45 min)
+bench-scale: native shim kube-bins scale-bins multus-bin ## one daemon as the cluster grows, then N nodes beside Multus thick, then a node reboot (root; docs/scale.md; ~25-45 min)
 	$(PY) benches/scale/scale_run.py --steps full --restart --out .cache/scale
 	$(PY) benches/scale/scale_fleet.py --nodes 4 --rate 10 --seconds 300 --grow 20000,10000,10000 --out .cache/scale
 	$(PY) benches/scale/scale_reboot.py --pods 250 --out .cache/scale
