@@ -104,6 +104,10 @@ class ResultCache:
 
         return Path(self._results)
 
+    def has_results(self) -> bool:
+        """Whether the ``results/`` directory exists (no entry can be there otherwise)."""
+        return os.path.isdir(self._results)
+
     def path(self, network: str, container_id: str, ifname: str) -> Path:
         """The entry's file (``braid_delegate::cache``, the one the shim's DEL replay reads);
         code 4 when a part cannot name one."""
