@@ -105,24 +105,6 @@ class H2Transport:
         with self._lock:
             return sum(1 for conn in self._connections if conn.usable)
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes | None,
-        headers: Mapping[str, str],
-        timeout: float,
-    ) -> H2Response:
-        """Sends one request on a stream; returns once its headers are in."""
-        conn = self._reserve()
-        sid = conn.open(method, path, headers, body)
-        try:
-            return H2Response(conn, sid, timeout)
-        except BaseException:
-            conn.release(sid)
-            raise
-
     def send(
         self,
         method: str,
@@ -132,11 +114,18 @@ class H2Transport:
         headers: Mapping[str, str],
         timeout: float,
     ) -> H2Response | None:
-        """``request``, or None when the server does not speak HTTP/2."""
+        """Sends one request on a stream and returns once its headers are in; None when the
+        server does not speak HTTP/2."""
         try:
-            return self.request(method, path, body=body, headers=headers, timeout=timeout)
+            conn = self._reserve()
         except NotHttp2:
             return None
+        sid = conn.open(method, path, headers, body)
+        try:
+            return H2Response(conn, sid, timeout)
+        except BaseException:
+            conn.release(sid)
+            raise
 
     def _reserve(self) -> H2Connection:
         with self._lock:
