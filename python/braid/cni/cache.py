@@ -11,15 +11,19 @@ is 0700) and ``write_whole`` (a write that reports a full disk instead of stoppi
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from braid._native import delegate as native_delegate
 from braid.errors import DECODE_FAILURE, IO_FAILURE, CniError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CACHE_KIND = native_delegate.CACHE_KIND
 MAX_ENTRY_BYTES = native_delegate.MAX_CACHE_ENTRY_BYTES
@@ -53,8 +57,8 @@ class CacheEntry(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel
 class CorruptCacheError(CniError):
     """A cache file exists but holds neither a ``cniCacheV1`` entry nor a bare result."""
 
-    def __init__(self, path: Path, why: str) -> None:
-        super().__init__(DECODE_FAILURE, f"cached result {path} is corrupt", why)
+    def __init__(self, path: str | os.PathLike[str], why: str) -> None:
+        super().__init__(DECODE_FAILURE, f"cached result {os.fspath(path)} is corrupt", why)
         self.path = path
 
 
@@ -76,33 +80,55 @@ def _entry_decoder() -> msgspec.json.Decoder[CacheEntry]:
 
 
 class ResultCache:
-    """The ``results/`` directory under a cache root (``/var/lib/cni`` by default)."""
+    """The ``results/`` directory under a cache root (``/var/lib/cni`` by default).
+
+    Inside, paths are strings: ``pathlib`` (with ``urllib.parse`` and ``ipaddress``) would cost
+    braid-thin about 3 ms a call. ``root``, ``results`` and ``path()`` give ``Path``s."""
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
-        self.root = Path(root)
-        self.results = self.root / "results"
+        self._root = os.fspath(root)
+        self._results = os.path.join(self._root, "results")
         # Without ``durable`` writes stay atomic (rename) but skip the fsyncs: for callers that
         # keep their own durable record of the same results (braid's engine).
         self.durable = durable
 
+    @property
+    def root(self) -> Path:
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
+
+        return Path(self._root)
+
+    @property
+    def results(self) -> Path:
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
+
+        return Path(self._results)
+
+    def has_results(self) -> bool:
+        """Whether the ``results/`` directory exists (no entry can be there otherwise)."""
+        return os.path.isdir(self._results)
+
     def path(self, network: str, container_id: str, ifname: str) -> Path:
         """The entry's file (``braid_delegate::cache``, the one the shim's DEL replay reads);
         code 4 when a part cannot name one."""
-        return Path(
-            native_delegate.cache_entry_path(
-                cache_dir=str(self.root), network=network, container_id=container_id, ifname=ifname
-            )
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
+
+        return Path(self._file(network, container_id, ifname))
+
+    def _file(self, network: str, container_id: str, ifname: str) -> str:
+        return native_delegate.cache_entry_path(
+            cache_dir=self._root, network=network, container_id=container_id, ifname=ifname
         )
 
     def write(self, entry: CacheEntry) -> None:
         """Writes ``entry`` atomically (tmp file, fsync, rename, fsync dir), mode 0600."""
-        target = self.path(entry.network_name, entry.container_id, entry.if_name)
+        target = self._file(entry.network_name, entry.container_id, entry.if_name)
         data = _ENCODER.encode(entry)
         try:
-            made = not self.results.is_dir()
-            make_private_dirs(self.results)
+            made = not os.path.isdir(self._results)
+            make_private_dirs(self._results)
             if made and self.durable:  # the new directory's own entry
-                _fsync_dir(self.root)
+                _fsync_dir(self._root)
             _write_atomic(target, data, durable=self.durable)
         except OSError as exc:
             raise CniError(
@@ -111,9 +137,9 @@ class ResultCache:
 
     def read(self, network: str, container_id: str, ifname: str) -> CachedResult | None:
         """The cached attachment; ``None`` when absent; ``CorruptCacheError`` when unreadable."""
-        path = self.path(network, container_id, ifname)
+        path = self._file(network, container_id, ifname)
         try:
-            data = path.read_bytes()
+            data = _read_bytes(path)
         except OSError as exc:
             if _never_written(exc):
                 return None
@@ -121,29 +147,29 @@ class ResultCache:
         return decode_cached(path, data)
 
     def remove(self, network: str, container_id: str, ifname: str) -> None:
-        path = self.path(network, container_id, ifname)
+        path = self._file(network, container_id, ifname)
         try:
-            path.unlink()
+            os.unlink(path)
         except OSError as exc:
             if _never_written(exc):
                 return
             raise CniError(IO_FAILURE, f"cannot remove cached result {path}", str(exc)) from exc
         if self.durable:
-            _fsync_dir(self.results)
+            _fsync_dir(self._results)
 
     def cached_attachments(self, container_id: str | None = None) -> list[CacheEntry]:
         """Every readable ``cniCacheV1`` entry (of ``container_id`` when given), name order."""
         try:
-            names = sorted(p.name for p in self.results.iterdir())
+            names = sorted(os.listdir(self._results))
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise CniError(
-                IO_FAILURE, f"cannot list result cache {self.results}", str(exc)
+                IO_FAILURE, f"cannot list result cache {self._results}", str(exc)
             ) from exc
         entries = []
         for name in names:
-            entry = _read_entry(self.results / name)
+            entry = _read_entry(os.path.join(self._results, name))
             if entry is None or not entry.if_name or not entry.network_name:
                 continue
             if container_id is None or entry.container_id == container_id:
@@ -159,18 +185,19 @@ def _never_written(exc: OSError) -> bool:
 def make_private_dirs(path: str | os.PathLike[str]) -> None:
     """Creates the directory ``path`` and each missing parent, every one with mode 0700
     (``os.makedirs`` gives the parents the umask's mode); what exists is left as it is."""
-    target = Path(path)
-    missing: list[Path] = []
-    while not target.is_dir():
+    target = os.path.normpath(os.fspath(path))
+    missing: list[str] = []
+    while not os.path.isdir(target):
         missing.append(target)
-        if target.parent == target:
+        parent = os.path.dirname(target)
+        if parent in {target, ""}:
             break
-        target = target.parent
+        target = parent
     for directory in reversed(missing):
         try:
-            directory.mkdir(mode=0o700)
+            os.mkdir(directory, mode=0o700)
         except FileExistsError:
-            if not directory.is_dir():
+            if not os.path.isdir(directory):
                 raise
 
 
@@ -181,7 +208,7 @@ def write_whole(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def decode_cached(path: Path, data: bytes) -> CachedResult:
+def decode_cached(path: str | os.PathLike[str], data: bytes) -> CachedResult:
     """Decodes a cache file: which result it holds, and whether it is a ``cniCacheV1`` entry or
     a legacy bare result, is ``braid_delegate::cache``'s rule (the shim's DEL replay reads the
     same); an entry's other fields are decoded here."""
@@ -198,11 +225,16 @@ def decode_cached(path: Path, data: bytes) -> CachedResult:
     return CachedResult(result=result, entry=entry)
 
 
-def _read_entry(path: Path) -> CacheEntry | None:
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _read_entry(path: str) -> CacheEntry | None:
     try:
-        if not path.is_file() or path.stat().st_size > MAX_ENTRY_BYTES:
+        if not os.path.isfile(path) or os.stat(path).st_size > MAX_ENTRY_BYTES:
             return None
-        cached = decode_cached(path, path.read_bytes())
+        cached = decode_cached(path, _read_bytes(path))
     except (OSError, CniError):
         return None
     return cached.entry
@@ -211,36 +243,37 @@ def _read_entry(path: Path) -> CacheEntry | None:
 _TEMPORARY_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _temporary_file(directory: Path) -> tuple[int, str]:
+def _temporary_file(directory: str) -> tuple[int, str]:
     """A new private file (0600, ``O_EXCL``) of ``directory`` under a random name, as
     ``tempfile.mkstemp`` makes one; without importing ``tempfile`` (and its ``shutil`` and
     ``random``), which ``braid-thin`` would pay on every call."""
     for _ in range(100):
-        path = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")  # noqa: PTH118
+        path = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
         try:
             return os.open(path, _TEMPORARY_FLAGS, 0o600), path
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(directory))
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
 
-def _write_atomic(target: Path, data: bytes, *, durable: bool) -> None:
-    fd, tmp = _temporary_file(target.parent)
+def _write_atomic(target: str, data: bytes, *, durable: bool) -> None:
+    fd, tmp = _temporary_file(os.path.dirname(target))
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             if durable:
                 os.fsync(handle.fileno())
-        Path(tmp).replace(target)
+        os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
     if durable:
-        _fsync_dir(target.parent)
+        _fsync_dir(os.path.dirname(target))
 
 
-def _fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from braid._native import delegate as native_delegate
 from braid.errors import IO_FAILURE, CniError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 GC_LOCK_NAME = native_delegate.GC_LOCK_NAME
 
@@ -36,18 +38,25 @@ class LockDirectory:
     """The ``locks/`` directory of a cache root."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.path = Path(root) / "locks"
+        self._path = os.path.join(os.fspath(root), "locks")
+
+    @property
+    def path(self) -> Path:
+        """The directory of the lock files (a string inside: no ``pathlib`` for braid-thin)."""
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
+
+        return Path(self._path)
 
     def container(self, container_id: str) -> AbstractContextManager[None]:
         """Held for an ADD, DEL or CHECK: GC shared, the container's file exclusive."""
-        directory = str(self.path)
+        directory = self._path
         return self._held(
             lambda: native_delegate.lock_container(dir=directory, container_id=container_id)
         )
 
     def gc(self) -> AbstractContextManager[None]:
         """Held for a GC: waits for running ADD/DEL/CHECK, blocks new ones until released."""
-        directory = str(self.path)
+        directory = self._path
         return self._held(lambda: native_delegate.lock_gc(dir=directory))
 
     @contextmanager
@@ -55,7 +64,7 @@ class LockDirectory:
         try:
             held = take()
         except OSError as exc:
-            raise CniError(IO_FAILURE, f"cannot take a lock under {self.path}", str(exc)) from exc
+            raise CniError(IO_FAILURE, f"cannot take a lock under {self._path}", str(exc)) from exc
         try:
             yield
         finally:

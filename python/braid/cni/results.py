@@ -11,7 +11,6 @@ the container (one ``unlink`` that finds nothing, in the common case).
 
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 import msgspec
@@ -140,7 +139,7 @@ class CallerResults:
 
     def forget(self, net: NetworkList, req: RuntimeRequest) -> None:
         if self._left is None:  # looked at once per runtime, not once per delegate
-            self._left = os.path.isdir(self.cache.results)  # noqa: PTH112
+            self._left = self.cache.has_results()
         if self._left:
             self.cache.remove(net.name, req.container_id, req.ifname)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
@@ -85,8 +85,8 @@ class EngineContext(msgspec.Struct, dict=True):
         return path if self.root is None or not path else self.root.local(path)
 
     @cached_property
-    def cni_dir(self) -> Path:
-        return Path(self.config.engine.dirs.cni_dir)
+    def cni_dir(self) -> str:
+        return self.config.engine.dirs.cni_dir
 
     def records(self) -> RecordStore:
         return self._records
@@ -105,7 +105,7 @@ class EngineContext(msgspec.Struct, dict=True):
 
     @cached_property
     def _locks(self) -> LockDirectory:
-        return LockDirectory(self.cni_dir / "engine")
+        return LockDirectory(os.path.join(self.cni_dir, "engine"))
 
     def executor_or_default(self) -> Executor:
         """The executor this context's plugins run with (a ``ProcessExecutor`` in the node's

@@ -7,8 +7,8 @@ valid-attachments list. STATUS reports readiness and the default network's STATU
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
-from pathlib import Path
 
 import msgspec
 
@@ -129,10 +129,9 @@ def _valid_containers(config: bytes) -> set[tuple[str, str]] | None:
 
 def _records(ctx: EngineContext) -> list[AttachmentRecord]:
     found: list[AttachmentRecord] = []
-    directory = ctx.records().directory
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    for container_id in ctx.records().container_ids():
         try:
-            record = ctx.records().read(path.stem)
+            record = ctx.records().read(container_id)
         except CorruptRecord as exc:
             log.error("GC: %s", exc)
             continue
@@ -193,7 +192,7 @@ def _gc_networks(
 def status(ctx: EngineContext, request: CniRequest) -> None:
     """Not ready (code 50) without the readiness indicator; else the default network's STATUS."""
     indicator = ctx.config.engine.dirs.readiness_indicator_file
-    if indicator and not Path(indicator).exists():
+    if indicator and not os.path.exists(indicator):
         raise CniError(
             STATUS_NOT_AVAILABLE,
             f"the cluster default network is not ready: {indicator} does not exist",

@@ -9,8 +9,8 @@ Nothing has been attached or torn down when the wait fails.
 
 from __future__ import annotations
 
+import os
 import time
-from pathlib import Path
 
 from braid._native import cni as native_cni
 from braid.errors import TRY_AGAIN_LATER, CniError
@@ -28,7 +28,7 @@ def wait_ready(path: str, *, operation: str) -> None:
         return
     timeout = READINESS_TIMEOUT
     deadline = time.monotonic() + timeout
-    while not Path(path).exists():
+    while not os.path.exists(path):
         left = deadline - time.monotonic()
         if left <= 0:
             raise CniError(

@@ -20,8 +20,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -31,6 +30,9 @@ from braid.cni.cache import make_private_dirs, write_whole
 from braid.engine.spares import SPARE_SIZE, SpareFiles
 from braid.errors import INVALID_CONFIG, IO_FAILURE, CniError
 from braid.nad.plan import Attachment, AttachmentFields
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RECORD_KIND = native_record.RECORD_KIND
 RECORD_VERSION = native_record.RECORD_VERSION
@@ -167,14 +169,33 @@ class RecordStore:
     def __init__(
         self, cni_dir: str | os.PathLike[str], *, spares: SpareFiles | None = None
     ) -> None:
-        self.directory = Path(cni_dir) / "records"
-        self._dir = str(self.directory)
+        self._dir = os.path.join(os.fspath(cni_dir), "records")
         self.spares = spares
 
-    def path(self, container_id: str) -> Path:
-        return self.directory / f"{container_id}.json"
+    @property
+    def directory(self) -> Path:
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
 
-    def _target(self, container_id: str) -> str:
+        return Path(self._dir)
+
+    def path(self, container_id: str) -> Path:
+        from pathlib import Path  # noqa: PLC0415 -- not on braid-thin's path
+
+        return Path(self.file(container_id))
+
+    def container_ids(self) -> list[str]:
+        """The ids of the records (``*.json`` files) under the directory, sorted; none when it
+        is missing or cannot be listed."""
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return []
+        files = sorted(name for name in names if name.endswith(".json") and name != ".json")
+        return [name.removesuffix(".json") for name in files]
+
+    def file(self, container_id: str) -> str:
+        """The record's file (a string: ``path()`` without ``pathlib``, which braid-thin
+        would pay about 3 ms a call for)."""
         return os.path.join(self._dir, f"{container_id}.json")
 
     def write(self, record: AttachmentRecord, *, durable: bool) -> None:
@@ -186,7 +207,7 @@ class RecordStore:
             if self.spares is not None:
                 self.spares.replenish()
             return
-        target = self._target(record.container_id)
+        target = self.file(record.container_id)
         tmp = self._tmp()
         try:
             try:
@@ -229,7 +250,7 @@ class RecordStore:
     def _durable(self, record: AttachmentRecord) -> dict[str, Any]:
         """A durable write's arguments: the record's bytes and name, and a ready spare to write
         over when there is one and the record fits, else the temporary file to go through."""
-        target = self._target(record.container_id)
+        target = self.file(record.container_id)
         data = _encoder.encode(record)
         spare = None
         if self.spares is not None and len(data) <= SPARE_SIZE:
@@ -255,7 +276,7 @@ class RecordStore:
         tens of milliseconds while the disk is busy. A DEL holds its record until it has
         answered, and the blocks are freed after."""
         try:
-            with open(self._target(container_id), "rb") as f:
+            with open(self.file(container_id), "rb") as f:
                 data = f.read()
                 if hold is not None:
                     with contextlib.suppress(OSError):  # no descriptor to spare: not held
@@ -273,7 +294,7 @@ class RecordStore:
     def remove(self, container_id: str) -> None:
         """Removes the record; none there (or no records directory) is fine."""
         try:
-            os.unlink(self._target(container_id))
+            os.unlink(self.file(container_id))
         except (FileNotFoundError, NotADirectoryError):
             pass
         except OSError as exc:

@@ -11,7 +11,6 @@ their DEL, compared at CHECK.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 
 from braid._native import netns as native_netns
@@ -25,6 +24,8 @@ Inputs = tuple[list[str], list[tuple[str, str | None]]]
 
 
 def _family(text: str) -> int | None:
+    import ipaddress  # noqa: PLC0415 -- only for an attachment with routing (braid-thin)
+
     try:
         return ipaddress.ip_network(text, strict=False).version
     except ValueError:

@@ -29,7 +29,6 @@ import contextlib
 import os
 import time
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from braid._native import delegate as native_delegate
@@ -82,11 +81,11 @@ class SpareFiles:
         keep: int = KEEP,
         logger: Log = log,
     ) -> None:
-        root = Path(cni_dir)
+        root = os.fspath(cni_dir)
         self.log = logger
-        self.directory = str(root / "spares")
-        self.records = str(root / "records")
-        self.locks = LockDirectory(root / "engine")
+        self.directory = os.path.join(root, "spares")
+        self.records = os.path.join(root, "records")
+        self.locks = LockDirectory(os.path.join(root, "engine"))
         self.keep = keep
         self.low_water = max(1, keep // 2)
         self._ready: list[str] = []

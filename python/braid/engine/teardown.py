@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -220,7 +219,7 @@ def _delete_locked(
         if corrupt is not None and unresolved is not None and _may_hide(corrupt):
             # What the record lost may still be attached: it stays as it is (a rewrite would
             # make it look whole) until the pod's networks can be resolved.
-            raise _kept(corrupt, records.path(request.container_id), record, unresolved, errors)
+            raise _kept(corrupt, records.file(request.container_id), record, unresolved, errors)
         if errors:
             records.write(record, durable=True)
             raise TeardownError(errors)
@@ -249,7 +248,7 @@ def _may_hide(corrupt: CorruptRecord) -> bool:
 
 def _kept(
     corrupt: CorruptRecord,
-    path: Path,
+    path: str,
     record: AttachmentRecord,
     unresolved: CniError,
     errors: list[CniError],

@@ -7,14 +7,17 @@ attachment that did not get what it asked for fails.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from braid._native import netns as native_netns
 from braid.errors import INVALID_CONFIG, PLUGIN_FAILURE, CniError
 from braid.nad.plan import Attachment
 from braid.nad.result_view import ResultView, read_result
 from braid.nad.syntax import ip_family
+
+if TYPE_CHECKING:
+    import ipaddress
 
 
 def link_names(netns: str) -> list[str]:
@@ -48,6 +51,8 @@ def interfaces_free(
 def _assigned_addresses(
     result: ResultView | None,
 ) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    import ipaddress  # noqa: PLC0415 -- only for requested IPs (braid-thin)
+
     found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
     for ip in result.ips if result is not None else ():
         try:
@@ -69,6 +74,8 @@ def requests_honoured(attachment: Attachment, result: bytes, netns: str) -> None
     without interfaces, on the interface in the pod)."""
     if not attachment.ips and not attachment.mac:
         return
+    import ipaddress  # noqa: PLC0415 -- only for requested IPs (braid-thin)
+
     view = read_result(result, what=attachment.label)
     assigned = _assigned_addresses(view)
     for requested in attachment.ips:

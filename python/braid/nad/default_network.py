@@ -7,9 +7,9 @@ selections, the auxiliary chain of ``auxiliaryCNIChainName`` (Multus 4.2.1).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
 import msgspec
 
@@ -244,7 +244,7 @@ def default_networks(
     return [first, *(n for n in inline if keep is None or n.delegate.name in keep)]
 
 
-def _chain_directory(config: BraidConfig) -> Path:
+def _chain_directory(config: BraidConfig) -> str:
     """``<directory of the clusterNetwork file>/<auxiliaryCNIChainName>``; error 7 when the
     chain name is no plain network name or ``clusterNetwork`` is no path to a file."""
     name = config.engine.policy.auxiliary_cni_chain_name
@@ -255,19 +255,19 @@ def _chain_directory(config: BraidConfig) -> Path:
             "[a-zA-Z0-9][a-zA-Z0-9_.-]* (it names a network and a directory)",
         )
     ref = config.cluster_network
-    if "/" not in ref or not Path(ref).is_file():
+    if "/" not in ref or not os.path.isfile(ref):
         raise CniError(
             INVALID_CONFIG,
             f"braid configuration: key `auxiliaryCNIChainName` needs key `clusterNetwork` to be "
             f"the path of a configuration file (its directory holds the chain), not {ref!r}",
         )
-    return Path(ref).parent / name
+    return os.path.join(os.path.dirname(ref), name)
 
 
 def _cluster_network_version(path: str) -> str:
     """The ``cniVersion`` the ``clusterNetwork`` file declares ("" when it declares none)."""
     try:
-        doc = msgspec.json.decode(Path(path).read_bytes())
+        doc = msgspec.json.decode(_read_bytes(path))
     except (OSError, msgspec.DecodeError, RecursionError) as exc:
         msg = f"clusterNetwork {path}: cannot be read as JSON: {exc}"
         raise CniError(INVALID_CONFIG, msg) from None
@@ -275,14 +275,19 @@ def _cluster_network_version(path: str) -> str:
     return version if isinstance(version, str) else ""
 
 
-def _chain_plugin(path: Path, chain: str) -> msgspec.Raw:
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _chain_plugin(path: str, chain: str) -> msgspec.Raw:
     """One ``.conf`` of the chain directory: a plugin object (checked as a delegate conf, so
     errors name the file and a ``type`` naming a path is refused), kept verbatim."""
     try:
-        data = path.read_bytes()
+        data = _read_bytes(path)
     except OSError as exc:
         raise CniError(INVALID_CONFIG, f"{path}: cannot be read: {exc}") from None
-    if delegate_from_bytes(data, source=str(path), default_name=chain).is_list:
+    if delegate_from_bytes(data, source=path, default_name=chain).is_list:
         raise CniError(INVALID_CONFIG, f"{path}: a chained plugin must be one plugin object")
     return msgspec.Raw(data.strip())
 
@@ -296,18 +301,28 @@ def auxiliary_chain(config: BraidConfig) -> Network | None:
     if not config.engine.policy.auxiliary_cni_chain_name:
         return None
     directory = _chain_directory(config)
-    files = sorted(p for p in directory.glob("*.conf") if p.is_file())
+    chain = os.path.basename(directory)
+    files = sorted(_chain_files(directory))
     if not files:
-        log.info(
-            "auxiliary chain %s: no .conf file in %s; no chain runs", directory.name, directory
-        )
+        log.info("auxiliary chain %s: no .conf file in %s; no chain runs", chain, directory)
         return None
-    doc: dict[str, object] = {"name": directory.name}
+    doc: dict[str, object] = {"name": chain}
     version = _cluster_network_version(config.cluster_network)
     if version:
         doc = {"cniVersion": version, **doc}
-    doc["plugins"] = [_chain_plugin(path, directory.name) for path in files]
+    doc["plugins"] = [_chain_plugin(path, chain) for path in files]
     source = f"auxiliary chain directory {directory}"
     delegate = delegate_from_bytes(msgspec.json.encode(doc), source=source)
-    label = f"the auxiliary chain {directory.name!r} ({directory})"
-    return Network(delegate=delegate, status_name=directory.name, label=label, auxiliary_chain=True)
+    label = f"the auxiliary chain {chain!r} ({directory})"
+    return Network(delegate=delegate, status_name=chain, label=label, auxiliary_chain=True)
+
+
+def _chain_files(directory: str) -> list[str]:
+    """The ``*.conf`` regular files of the chain directory (none when it is missing or cannot
+    be listed, as ``Path.glob`` has it)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    paths = (os.path.join(directory, n) for n in names if n.endswith(".conf"))
+    return [p for p in paths if os.path.isfile(p)]

@@ -5,8 +5,8 @@ Every problem is a CNI error 7 naming the file, the document and the field; neve
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -72,10 +72,11 @@ def yaml_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_bounded(path: Path, bound: FileBound) -> str:
+def read_bounded(path: str | os.PathLike[str], bound: FileBound) -> str:
     """The file's text; more than ``bound.max_bytes`` is refused without reading the rest."""
+    path = os.fspath(path)
     try:
-        with path.open("rb") as file:
+        with open(path, "rb") as file:
             data = file.read(bound.max_bytes + 1)
     except OSError as exc:
         raise _fail(str(path), f"cannot be read: {exc}") from None
@@ -90,9 +91,9 @@ def read_bounded(path: Path, bound: FileBound) -> str:
         raise _fail(str(path), f"cannot be read: {exc}") from None
 
 
-def _load_documents(path: Path, bound: FileBound) -> list[Any]:
+def _load_documents(path: str, bound: FileBound) -> list[Any]:
     text = read_bounded(path, bound)
-    if path.suffix == ".json":
+    if os.path.splitext(path)[1] == ".json":
         try:  # JSON as braid reads it everywhere (RFC 8259: no NaN, no lone surrogate)
             return [msgspec.json.decode(text)]
         except (ValueError, RecursionError) as exc:
@@ -144,21 +145,25 @@ def _expand(doc: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def manifest_objects(
-    path: Path, bound: FileBound = DEFAULT_FILE_BOUND
+    path: str | os.PathLike[str], bound: FileBound = DEFAULT_FILE_BOUND
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """(location, object) for every object in a manifest file of at most ``bound`` bytes;
     location names file and doc."""
+    path = os.fspath(path)
     docs = _load_documents(path, bound)
     for i, doc in enumerate(docs):
         where = f"{path} document {i + 1}" if len(docs) > 1 else str(path)
         yield from _expand(doc, where)
 
 
-def manifest_files(directory: Path) -> list[Path]:
+def manifest_files(directory: str | os.PathLike[str]) -> list[str]:
     """The manifest files of a directory, sorted; a missing directory has none."""
-    if not directory.is_dir():
+    if not os.path.isdir(directory):
         return []
-    return sorted(p for p in directory.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    paths = (os.path.join(directory, name) for name in os.listdir(directory))
+    return sorted(
+        p for p in paths if os.path.splitext(p)[1] in MANIFEST_SUFFIXES and os.path.isfile(p)
+    )
 
 
 Problems = list[tuple[str, str]]  # (field, what is wrong with it)

@@ -11,10 +11,10 @@ the least recently used going first; a file beyond the byte bound alone is not k
 from __future__ import annotations
 
 import _thread  # threading's Lock, without importing threading (braid-thin)
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Generic, TypeVar
 
 from braid.errors import CniError
@@ -25,6 +25,7 @@ MAX_FILES = 1024
 MAX_BYTES = 64 << 20
 
 _Item = TypeVar("_Item")
+_Path = TypeVar("_Path", bound="str | os.PathLike[str]")
 _Key = tuple[str, int, int, int, int, FileBound]
 
 
@@ -42,12 +43,12 @@ class ParsedFiles(Generic[_Item]):
         return len(self._kept)
 
     def items(
-        self, path: Path, bound: FileBound, parse: Callable[[Path], list[_Item]]
+        self, path: _Path, bound: FileBound, parse: Callable[[_Path], list[_Item]]
     ) -> list[_Item]:
         """``parse(path)``, or what it gave for this version of the file; raises the
         ``CniError`` that refused the file (kept as well)."""
         try:
-            st = path.stat()
+            st = os.stat(path)
         except OSError:
             return parse(path)  # gone meanwhile: parse says so, naming the file
         key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, bound)

@@ -16,7 +16,6 @@ and both come from the attachment's CNI result, which the attachment record keep
 from __future__ import annotations
 
 import functools
-import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,6 +37,8 @@ def _address(text: str) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def _canonical(bare: str) -> str:
+    import ipaddress  # noqa: PLC0415 -- only for a result with IPs (braid-thin)
+
     try:
         return str(ipaddress.ip_address(bare))
     except ValueError:

@@ -11,7 +11,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from braid.errors import INVALID_CONFIG, CniError
@@ -98,7 +97,7 @@ POD_FILE_BOUND = FileBound(1 << 20, POD_FILES)
 
 
 def _read_kind(
-    directory: Path | None,
+    directory: str | None,
     kind: str,
     make: Callable[[dict[str, Any], str], _Manifest],
     what: str,
@@ -110,7 +109,7 @@ def _read_kind(
     version (``parsed``); a file that cannot be read, or is larger than ``bound``, is recorded
     as a problem and the other files are still read."""
 
-    def parse(path: Path) -> list[_Manifest]:
+    def parse(path: str) -> list[_Manifest]:
         return [
             make(obj, where)
             for where, obj in manifest_objects(path, bound)
@@ -136,7 +135,7 @@ _PARSED_PODS: ParsedFiles[PodManifest] = ParsedFiles()
 Stamp = tuple[tuple[str, int, int, int, int], ...]
 
 
-def directory_stamp(directory: Path | None) -> Stamp:
+def directory_stamp(directory: str | os.PathLike[str] | None) -> Stamp:
     """What identifies the manifest files of ``directory`` as they are now: for each file
     (symlinks followed, as a ConfigMap mount needs) its name, device, inode, size and mtime.
     The same files as ``manifest_files``, from one directory scan and one ``stat`` each."""
@@ -159,16 +158,14 @@ def directory_stamp(directory: Path | None) -> Stamp:
     return tuple(found)
 
 
-Reader = Callable[[Path | None, FileBound], "_Found[_Manifest]"]
+Reader = Callable[[str | None, FileBound], "_Found[_Manifest]"]
 
 
 class _Snapshot(Generic[_Manifest]):
     """The objects of one directory, read once (and again under another bound); with
     ``revalidate`` re-read when its files changed (the daemon's long-lived stores)."""
 
-    def __init__(
-        self, directory: Path | None, read: Reader[_Manifest], *, revalidate: bool
-    ) -> None:
+    def __init__(self, directory: str | None, read: Reader[_Manifest], *, revalidate: bool) -> None:
         self.directory = directory
         self.read: Reader[_Manifest] = read
         self.revalidate = revalidate
@@ -189,12 +186,12 @@ class _Snapshot(Generic[_Manifest]):
         return found
 
 
-def _read_nads(directory: Path | None, bound: FileBound) -> _Found[NetworkAttachmentDefinition]:
+def _read_nads(directory: str | None, bound: FileBound) -> _Found[NetworkAttachmentDefinition]:
     what = "NetworkAttachmentDefinition"
     return _read_kind(directory, NAD_KIND, nad_from_object, what, bound=bound, parsed=_PARSED_NADS)
 
 
-def _read_pods(directory: Path | None, bound: FileBound) -> _Found[PodManifest]:
+def _read_pods(directory: str | None, bound: FileBound) -> _Found[PodManifest]:
     return _read_kind(directory, POD_KIND, pod_from_object, "pod", bound=bound, parsed=_PARSED_PODS)
 
 
@@ -211,10 +208,14 @@ class FileStore:
     ``maxNadFileBytes``, which ``limited`` sets, as resolution does)."""
 
     def __init__(
-        self, nad_dir: str | Path, pod_dir: str | Path | None = None, *, revalidate: bool = False
+        self,
+        nad_dir: str | os.PathLike[str],
+        pod_dir: str | os.PathLike[str] | None = None,
+        *,
+        revalidate: bool = False,
     ) -> None:
-        self.nad_dir = Path(nad_dir)
-        self.pod_dir = Path(pod_dir) if pod_dir is not None else None
+        self.nad_dir = os.fspath(nad_dir)
+        self.pod_dir = os.fspath(pod_dir) if pod_dir is not None else None
         self._nads: _Source[NetworkAttachmentDefinition] = _Snapshot(
             self.nad_dir, _read_nads, revalidate=revalidate
         )

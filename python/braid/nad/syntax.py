@@ -3,7 +3,6 @@ names, IP addresses, hardware addresses and plugin types."""
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
 from braid._native import delegate as native_delegate
@@ -36,6 +35,8 @@ def is_interface_name(value: str) -> bool:
 
 def is_ip(value: str) -> bool:
     """An IPv4 or IPv6 address without a prefix."""
+    import ipaddress  # noqa: PLC0415 -- only for a selection that names IPs (braid-thin)
+
     try:
         ipaddress.ip_address(value)
     except ValueError:
@@ -46,6 +47,8 @@ def is_ip(value: str) -> bool:
 def is_ip_or_cidr(value: str) -> bool:
     """An IPv4 or IPv6 address, optionally with a prefix length ('10.1.1.5/24'), as Multus
     accepts; the host bits of a prefixed address are kept."""
+    import ipaddress  # noqa: PLC0415 -- only for a selection that names IPs (braid-thin)
+
     try:
         ipaddress.ip_interface(value)
     except ValueError:
@@ -55,6 +58,8 @@ def is_ip_or_cidr(value: str) -> bool:
 
 def ip_family(value: str) -> int:
     """4 or 6 for an address with or without prefix (the caller validated it)."""
+    import ipaddress  # noqa: PLC0415 -- only for a selection that names IPs (braid-thin)
+
     return ipaddress.ip_interface(value).version
 
 

@@ -47,8 +47,8 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = manifests.manifest_objects
 
-    def counting(path: Path, bound: object) -> object:
-        seen.append(path.name)
+    def counting(path: str, bound: object) -> object:
+        seen.append(Path(path).name)
         return real(path, bound)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store_module, "manifest_objects", counting)
