@@ -35,9 +35,29 @@ def _address(text: str) -> str | None:
     return _canonical(text.partition("/")[0])
 
 
-@functools.lru_cache(maxsize=1024)
 def _canonical(bare: str) -> str:
-    import ipaddress  # noqa: PLC0415 -- only for a result with IPs (braid-thin)
+    """``bare`` as ``ipaddress`` writes it (itself when it is no address). A dotted quad of
+    decimal octets without leading zeros is already that, and answered without importing
+    ``ipaddress`` (about 6 million instructions of a braid-thin call)."""
+    octets = bare.split(".")
+    if len(octets) == 4 and all(_plain_octet(octet) for octet in octets):
+        return bare
+    return _canonical_parsed(bare)
+
+
+def _plain_octet(text: str) -> bool:
+    return (
+        0 < len(text) <= 3
+        and text.isascii()
+        and text.isdigit()
+        and (text == "0" or text[0] != "0")
+        and int(text) <= 255
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_parsed(bare: str) -> str:
+    import ipaddress  # noqa: PLC0415 -- only for an address that is no plain dotted quad
 
     try:
         return str(ipaddress.ip_address(bare))

@@ -60,6 +60,12 @@ NEVER = (
     "urllib",
     "fnmatch",
     "glob",
+    # What msgspec's import pulls in for nothing a call uses (deferred by braid.commands.thin):
+    # `uuid` asks `platform.system()`, the JSON Schema generator calls `textwrap.dedent`.
+    "platform",
+    "textwrap",
+    # A result's IPv4 addresses are written without it (braid.nad.status).
+    "ipaddress",
 )
 # Not for VERSION either: its answer needs no configuration.
 NOT_FOR_VERSION = (
@@ -159,3 +165,32 @@ def test_a_later_call_imports_its_modules_from_one_file(dirs: Any, tmp_path: Pat
     served = set(json.loads((tmp_path / "modules.json.served").read_text()))
     assert {"braid.engine.entry", "braid.engine.attach", "msgspec", "typing"} <= served
     assert offending(modules, NEVER) == []
+
+
+DEFERRED_PROBE = """
+import sys
+from braid.commands.thin import _import_msgspec_without_typing_extensions
+_import_msgspec_without_typing_extensions()
+import msgspec, uuid
+deferred = sorted(n for n in ("platform", "textwrap") if n in sys.modules)
+import platform, textwrap
+print(deferred, uuid._LINUX, uuid.platform.system() == platform.system(),
+      uuid.platform.machine() == platform.machine(), type(platform).__name__,
+      msgspec._json_schema.textwrap.dedent("  a") == "a", textwrap.dedent("  b"))
+"""
+
+
+def test_msgspec_imported_without_platform_and_textwrap_stays_whole() -> None:
+    """The two modules braid-thin defers while msgspec is imported are not loaded by that
+    import, and everything that holds them still works: ``uuid`` knows it is on Linux, its
+    ``platform`` answers every attribute (the real module's, imported then), msgspec's JSON
+    Schema generator dedents, and a later ``import`` gets the real modules."""
+    proc = subprocess.run(
+        [sys.executable, "-c", DEFERRED_PROBE],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=True,
+        timeout=30,
+        text=True,
+    )
+    assert proc.stdout.split() == ["[]", "True", "True", "True", "module", "True", "b"]

@@ -183,3 +183,25 @@ def test_v1_keys_reach_the_whole_list() -> None:
     assert ("gateway" in multus[0], "mtu" in multus[1]) == (True, True)
     assert [set(e) <= V1_KEYS for e in strict] == [True, True]
     assert [e["ips"] for e in strict] == [e["ips"] for e in multus]
+
+
+ADDRESS_TEXTS = [
+    "10.0.0.1", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3.04", "1.2.3",
+    "1.2.3.4.5", "1..3.4", "1.2.3.", "١.2.3.4", "+1.2.3.4", " 1.2.3.4", "1.2.3.4 ", "1000.1.1.1",
+    "fd00::1", "FD00:0:0::01", "::ffff:1.2.3.4", "2001:db8::1%eth0", "", "x", "0.0.0.00",
+]
+
+
+@pytest.mark.parametrize("text", ADDRESS_TEXTS)
+def test_an_address_is_written_as_ipaddress_writes_it(text: str) -> None:
+    """network-status's addresses: the dotted-quad shortcut (no ``ipaddress`` import) answers
+    exactly what ``ipaddress`` does, for valid, invalid and unusual forms alike."""
+    import ipaddress
+
+    from braid.nad.status import _canonical
+
+    try:
+        expected = str(ipaddress.ip_address(text))
+    except ValueError:
+        expected = text
+    assert _canonical(text) == expected
