@@ -64,6 +64,7 @@ NEVER = (
     # `uuid` asks `platform.system()`, the JSON Schema generator calls `textwrap.dedent`.
     "platform",
     "textwrap",
+    "msgspec.inspect",
     # A result's IPv4 addresses are written without it (braid.nad.status).
     "ipaddress",
 )
@@ -172,19 +173,31 @@ import sys
 from braid.commands.thin import _import_msgspec_without_typing_extensions
 _import_msgspec_without_typing_extensions()
 import msgspec, uuid
-deferred = sorted(n for n in ("platform", "textwrap") if n in sys.modules)
+deferred = sorted(n for n in ("platform", "textwrap", "msgspec.inspect") if n in sys.modules)
 import platform, textwrap
+
+
+class Point(msgspec.Struct):
+    'A point.'
+
+    x: int
+
+
+schema = msgspec.json.schema(Point)
+import msgspec.inspect
 print(deferred, uuid._LINUX, uuid.platform.system() == platform.system(),
       uuid.platform.machine() == platform.machine(), type(platform).__name__,
-      msgspec._json_schema.textwrap.dedent("  a") == "a", textwrap.dedent("  b"))
+      msgspec._json_schema.textwrap.dedent("  a") == "a", textwrap.dedent("  b"),
+      schema["$defs"]["Point"]["description"], type(msgspec.inspect).__name__,
+      type(msgspec.inspect.type_info(int)).__name__)
 """
 
 
 def test_msgspec_imported_without_platform_and_textwrap_stays_whole() -> None:
-    """The two modules braid-thin defers while msgspec is imported are not loaded by that
-    import, and everything that holds them still works: ``uuid`` knows it is on Linux, its
-    ``platform`` answers every attribute (the real module's, imported then), msgspec's JSON
-    Schema generator dedents, and a later ``import`` gets the real modules."""
+    """The modules braid-thin defers while msgspec is imported are not loaded by that import,
+    and everything that holds them still works: ``uuid`` knows it is on Linux, its ``platform``
+    answers every attribute (the real module's, imported then), msgspec's JSON Schema
+    generator dedents and inspects, and a later ``import`` gets the real modules."""
     proc = subprocess.run(
         [sys.executable, "-c", DEFERRED_PROBE],
         env={"PATH": "/usr/bin:/bin"},
@@ -193,4 +206,16 @@ def test_msgspec_imported_without_platform_and_textwrap_stays_whole() -> None:
         timeout=30,
         text=True,
     )
-    assert proc.stdout.split() == ["[]", "True", "True", "True", "module", "True", "b"]
+    assert proc.stdout.split() == [
+        "[]",
+        "True",
+        "True",
+        "True",
+        "module",
+        "True",
+        "b",
+        "A",
+        "point.",
+        "module",
+        "IntType",
+    ]

@@ -3,6 +3,7 @@ tests/fixtures/nad/results)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from braid.errors import CniError
 from braid.nad import Attachment, network_status, status_entry
+from braid.nad.status import _canonical
 
 RESULTS = Path(__file__).parents[2] / "fixtures" / "nad" / "results"
 
@@ -186,9 +188,28 @@ def test_v1_keys_reach_the_whole_list() -> None:
 
 
 ADDRESS_TEXTS = [
-    "10.0.0.1", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3.04", "1.2.3",
-    "1.2.3.4.5", "1..3.4", "1.2.3.", "١.2.3.4", "+1.2.3.4", " 1.2.3.4", "1.2.3.4 ", "1000.1.1.1",
-    "fd00::1", "FD00:0:0::01", "::ffff:1.2.3.4", "2001:db8::1%eth0", "", "x", "0.0.0.00",
+    "10.0.0.1",
+    "0.0.0.0",  # noqa: S104
+    "255.255.255.255",
+    "256.1.1.1",
+    "01.2.3.4",
+    "1.2.3.04",
+    "1.2.3",
+    "1.2.3.4.5",
+    "1..3.4",
+    "1.2.3.",
+    "١.2.3.4",  # noqa: RUF001
+    "+1.2.3.4",
+    " 1.2.3.4",
+    "1.2.3.4 ",
+    "1000.1.1.1",
+    "fd00::1",
+    "FD00:0:0::01",
+    "::ffff:1.2.3.4",
+    "2001:db8::1%eth0",
+    "",
+    "x",
+    "0.0.0.00",
 ]
 
 
@@ -196,10 +217,6 @@ ADDRESS_TEXTS = [
 def test_an_address_is_written_as_ipaddress_writes_it(text: str) -> None:
     """network-status's addresses: the dotted-quad shortcut (no ``ipaddress`` import) answers
     exactly what ``ipaddress`` does, for valid, invalid and unusual forms alike."""
-    import ipaddress
-
-    from braid.nad.status import _canonical
-
     try:
         expected = str(ipaddress.ip_address(text))
     except ValueError:
