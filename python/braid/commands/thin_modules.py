@@ -30,8 +30,18 @@ import marshal
 import os
 import stat
 import sys
-from importlib.machinery import ModuleSpec, SourceFileLoader
-from types import CodeType, ModuleType
+
+# What importlib.machinery and types name, from the modules the interpreter starts with:
+# importing those two (with importlib and warnings), or typing, would cost every call before
+# this finder serves anything.
+from _frozen_importlib import ModuleSpec
+from _frozen_importlib_external import SourceFileLoader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import CodeType, ModuleType
+else:
+    CodeType = type((lambda: None).__code__)
 
 MAX_BYTES = 32 << 20
 MAX_MODULES = 1024
