@@ -23,6 +23,10 @@ import sys
 from braid.commands import thin_modules
 from braid.version import package_version, version_document
 
+TYPE_CHECKING = False  # typing itself is not imported before msgspec, nor for VERSION
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def main() -> int:
     # One short call per process: the collector would only walk what the imports made.
@@ -83,8 +87,12 @@ def _import_msgspec_without_typing_extensions() -> None:
     Three modules its import pulls in for nothing a call uses are deferred (``_Deferred``):
     ``platform``, which ``uuid`` imports to ask ``platform.system()`` once; ``textwrap``, which
     msgspec's JSON Schema generator calls; and ``msgspec.inspect`` (37 structs), which that
-    generator uses. Together about 15 million instructions, 3.5 ms here, of every call
-    (ADR 0014)."""
+    generator uses. Together about 15 million instructions, 3.5 ms here, of every call.
+
+    And msgspec reads a postponed annotation (``from __future__ import annotations``) as a
+    ``typing.ForwardRef``, whose constructor calls ``compile()``, as does msgspec's import
+    once; the first ``compile()`` of a process sets up the interpreter's ``ast`` node types,
+    about 9 million instructions more (``_forward_refs_evaluated_as_text``). ADR 0015."""
     if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
         return
     # A None entry makes its import fail, as if it were not installed.
@@ -94,13 +102,72 @@ def _import_msgspec_without_typing_extensions() -> None:
         _Deferred.install("textwrap"),
         _Deferred.install("msgspec.inspect"),
     ]
+    restore = _forward_refs_evaluated_as_text()
     try:
         import msgspec  # noqa: F401, PLC0415
     finally:
+        restore()
         del sys.modules["typing_extensions"]
         for stand_in in deferred:
             if stand_in is not None:
                 stand_in.withdraw()
+
+
+def _forward_refs_evaluated_as_text() -> Callable[[], None]:
+    """Makes the forward references msgspec creates ``typing.ForwardRef``s that keep their
+    text instead of its ``compile()``d code; ``typing`` evaluates either with ``eval``, which
+    needs no ``ast`` node types for text. ``typing.ForwardRef`` is such a class only while
+    msgspec is imported (its module checks ``ForwardRef``'s signature then); after, msgspec's
+    ``_utils._forward_ref``, which makes the reference of each postponed annotation, makes
+    them (left alone in a msgspec without it). Returns what puts ``typing.ForwardRef`` back."""
+    import typing  # noqa: PLC0415 - msgspec imports it first thing
+
+    real = typing.ForwardRef
+
+    class _TextForwardRef(real, _root=True):  # type: ignore[valid-type, misc, call-arg]
+        __slots__ = ()
+
+        def __init__(
+            self,
+            arg: str,
+            is_argument: bool = True,
+            module: object = None,
+            *,
+            is_class: bool = False,
+        ) -> None:
+            if not isinstance(arg, str):
+                raise TypeError(f"Forward reference must be a string -- got {arg!r}")
+            # What typing.ForwardRef sets (its slots), its code the text typing would compile.
+            fields = {
+                "__forward_arg__": arg,
+                "__forward_code__": f"({arg},)[0]" if arg.startswith("*") else arg,
+                "__forward_evaluated__": False,
+                "__forward_value__": None,
+                "__forward_is_argument__": is_argument,
+                "__forward_is_class__": is_class,
+                "__forward_module__": module,
+            }
+            for name, value in fields.items():
+                setattr(self, name, value)
+
+        def _evaluate(self, *args: object, **kwargs: object) -> object:
+            try:
+                return super()._evaluate(*args, **kwargs)
+            except SyntaxError:  # typing's words, which it says when it compiles the text
+                arg = self.__forward_arg__
+                msg = f"Forward reference must be an expression -- got {arg!r}"
+                raise SyntaxError(msg) from None
+
+    def restore() -> None:
+        typing.ForwardRef = real  # type: ignore[misc]
+        utils = sys.modules.get("msgspec._utils")
+        if utils is not None and callable(getattr(utils, "_forward_ref", None)):
+            vars(utils)["_forward_ref"] = lambda value: _TextForwardRef(
+                value, is_argument=False, is_class=True
+            )
+
+    typing.ForwardRef = _TextForwardRef  # type: ignore[misc]
+    return restore
 
 
 def _platform_system() -> str:

@@ -25,7 +25,7 @@ MAX_FILES = 1024
 MAX_BYTES = 64 << 20
 
 _Item = TypeVar("_Item")
-_Path = TypeVar("_Path", bound="str | os.PathLike[str]")
+_Path = TypeVar("_Path", bound=str | os.PathLike[str])
 _Key = tuple[str, int, int, int, int, FileBound]
 
 

@@ -79,9 +79,16 @@ NOT_FOR_VERSION = (
 )
 
 PROBE = """
-import sys
+import builtins, sys
+compiled = []
+_compile = builtins.compile
+def compile(source, *args, **kwargs):
+    compiled.append(str(source)[:80])
+    return _compile(source, *args, **kwargs)
+builtins.compile = compile
 from braid.commands.thin import main
 main()
+builtins.compile = _compile
 modules = sorted(sys.modules)
 specs = {n: getattr(m, "__spec__", None) for n, m in sys.modules.items()}
 loaders = {n: type(getattr(s, "loader", None)).__name__ for n, s in specs.items()}
@@ -91,6 +98,8 @@ with open(sys.argv[1], "w") as out:
     json.dump(modules, out)
 with open(sys.argv[1] + ".served", "w") as out:
     json.dump(served, out)
+with open(sys.argv[1] + ".compiled", "w") as out:
+    json.dump(compiled, out)
 """
 
 
@@ -154,6 +163,9 @@ def test_verbs_import_the_engine_alone(dirs: Any, tmp_path: Path, command: str) 
     if command == "DEL":
         assert len(dirs.calls("DEL")) == 2
     assert offending(modules, NEVER) == []
+    # No compile(): its first call sets up the interpreter's ast node types (about 9 million
+    # instructions); the forward references msgspec makes keep their text (ADR 0015).
+    assert json.loads((tmp_path / "modules.json.compiled").read_text()) == []
 
 
 def test_a_later_call_imports_its_modules_from_one_file(dirs: Any, tmp_path: Path) -> None:
@@ -183,21 +195,50 @@ class Point(msgspec.Struct):
     x: int
 
 
+class Pair(msgspec.Struct):
+    first: "Point"
+    rest: "list[Point] | None" = None
+
+
 schema = msgspec.json.schema(Point)
 import msgspec.inspect
+import typing
+later = msgspec.json.decode(b'{"first": {"x": 1}, "rest": [{"x": 2}]}', type=Pair)
+
+
+class Broken(msgspec.Struct):
+    bad: "int )"
+
+
+class Unknown(msgspec.Struct):
+    bad: "Nowhere"
+
+
+errors = []
+for kind in (Broken, Unknown):
+    try:
+        msgspec.json.decode(b"{}", type=kind)
+    except Exception as exc:
+        errors.append(type(exc).__name__ + ":" + str(exc).replace(" ", "_"))
 print(deferred, uuid._LINUX, uuid.platform.system() == platform.system(),
       uuid.platform.machine() == platform.machine(), type(platform).__name__,
       msgspec._json_schema.textwrap.dedent("  a") == "a", textwrap.dedent("  b"),
       schema["$defs"]["Point"]["description"], type(msgspec.inspect).__name__,
-      type(msgspec.inspect.type_info(int)).__name__)
+      type(msgspec.inspect.type_info(int)).__name__,
+      typing.ForwardRef.__module__,
+      isinstance(msgspec._utils._forward_ref("int"), typing.ForwardRef),
+      later.first.x + later.rest[0].x, typing.get_type_hints(Pair)["rest"] == list[Point] | None,
+      *errors)
 """
 
 
-def test_msgspec_imported_without_platform_and_textwrap_stays_whole() -> None:
+def test_msgspec_imported_the_thin_way_stays_whole() -> None:
     """The modules braid-thin defers while msgspec is imported are not loaded by that import,
     and everything that holds them still works: ``uuid`` knows it is on Linux, its ``platform``
     answers every attribute (the real module's, imported then), msgspec's JSON Schema
-    generator dedents and inspects, and a later ``import`` gets the real modules."""
+    generator dedents and inspects, and a later ``import`` gets the real modules. The forward
+    references msgspec makes keep their text: ``typing.ForwardRef`` is typing's own again,
+    postponed annotations decode as before, and a broken or unknown one fails as before."""
     proc = subprocess.run(
         [sys.executable, "-c", DEFERRED_PROBE],
         env={"PATH": "/usr/bin:/bin"},
@@ -218,4 +259,10 @@ def test_msgspec_imported_without_platform_and_textwrap_stays_whole() -> None:
         "point.",
         "module",
         "IntType",
+        "typing",
+        "True",
+        "3",
+        "True",
+        "SyntaxError:Forward_reference_must_be_an_expression_--_got_'int_)'",
+        "NameError:name_'Nowhere'_is_not_defined",
     ]
