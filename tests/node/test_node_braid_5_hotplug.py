@@ -110,8 +110,16 @@ def test_a_network_added_to_a_running_pod_and_the_time_it_takes(
     assert node.wait_for(
         "the new network-status", lambda: statuses(hot_plug, namespace, "web", 3) == want
     )
-    added = nb.events_of(node, namespace, "AddedInterface")
-    assert any("Add net2" in m and f"{namespace}/green" in m for m in added), added
+    # Events are posted apart from the status: waited for, not read once.
+    added = node.wait_for(
+        "the AddedInterface event",
+        lambda: [
+            m
+            for m in nb.events_of(node, namespace, "AddedInterface")
+            if "Add net2" in m and f"{namespace}/green" in m
+        ],
+    )
+    assert added
     assert statistics.median(times) < 1.0
     nb.delete_pods(node, namespace, "web")
 
@@ -133,8 +141,13 @@ def test_a_network_removed_from_a_running_pod(
     assert node.wait_for("red's lease released", lambda: nb.leases().get("red") != leased)
     want = [(node.cni_network, "eth0"), (f"{namespace}/green", "net2")]
     assert statuses(hot_plug, namespace, "web", 2) == want
-    removed = nb.events_of(node, namespace, "RemovedInterface")
-    assert any("Remove net1" in m for m in removed), removed
+    removed = node.wait_for(
+        "the RemovedInterface event",
+        lambda: [
+            m for m in nb.events_of(node, namespace, "RemovedInterface") if "Remove net1" in m
+        ],
+    )
+    assert removed
     nb.delete_pods(node, namespace, "web")
 
 
@@ -175,8 +188,11 @@ def test_a_nad_that_does_not_exist_changes_nothing(
         "HotPlugFailed", lambda: nb.events_of(node, namespace, "HotPlugFailed"), timeout=60
     )
     assert f"{namespace}/nothere not found" in failed[0]
-    missing = nb.events_of(node, namespace, "NoNetworkFound")
-    assert any("nothere" in m for m in missing), missing
+    missing = node.wait_for(
+        "the NoNetworkFound event",
+        lambda: [m for m in nb.events_of(node, namespace, "NoNetworkFound") if "nothere" in m],
+    )
+    assert missing
     assert set(pod.links()) == {"lo", "eth0", "net1"}
     assert nb.network_status(node, namespace, "web") == before
     assert "green" not in nb.leases()
