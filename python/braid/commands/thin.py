@@ -52,7 +52,7 @@ def main() -> int:
 def _engine_call() -> tuple[bytes, int]:
     """ADD, CHECK, DEL, GC and STATUS: the engine's, with the plugins' VERSION answers
     remembered in ``cniDir`` from one call to the next (``braid.cni.version_file``)."""
-    _import_msgspec_without_typing_extensions()
+    _import_msgspec()
     from braid.cni.version_file import VersionFile  # noqa: PLC0415
     from braid.config.schema import BraidConfig  # noqa: PLC0415 - imported already
     from braid.config.trust import from_node, node_file_beside  # noqa: PLC0415
@@ -76,7 +76,7 @@ def _engine_call() -> tuple[bytes, int]:
     return answer
 
 
-def _import_msgspec_without_typing_extensions() -> None:
+def _import_msgspec() -> None:
     """Imports ``msgspec`` as it imports itself where ``typing_extensions`` is not installed
     (grpcio's dependency, in the image for the ``devices`` extra): with ``typing``'s
     ``get_type_hints`` and ``NotRequired``, which are the same on Python 3.11 for every

@@ -185,8 +185,8 @@ def test_a_later_call_imports_its_modules_from_one_file(dirs: Any, tmp_path: Pat
 
 DEFERRED_PROBE = """
 import sys
-from braid.commands.thin import _import_msgspec_without_typing_extensions
-_import_msgspec_without_typing_extensions()
+from braid.commands.thin import _import_msgspec
+_import_msgspec()
 import msgspec, uuid
 deferred = sorted(n for n in ("platform", "textwrap", "msgspec.inspect") if n in sys.modules)
 import platform, textwrap
