@@ -1,7 +1,7 @@
 """braid-thin, braid thick (the shim and the daemon) and Multus thin against the same delegates
-run directly, in the same rounds, for pods of 1 and 3 attachments: `braidctl bench --mode
-compare` run as docs/performance.md runs it, on a bridge + host-local network of Debian's
-reference plugins.
+run directly, in the same rounds, for pods of 1 and 3 attachments, with the delegates run again
+as the noise floor: `braidctl bench --mode compare` run as docs/performance.md runs it, on a
+bridge + host-local network of Debian's reference plugins.
 
 `make bench` runs `BRAID_COMPARE_ROUNDS` rounds (40 by default) and prints the command's table at
 the end; `make test-bench-smoke` runs one round, untimed, and checks that every side answered
@@ -25,7 +25,7 @@ from thick_world import CNI_BIN_DIR, ROOT, shim_path
 from thin_paired import thin_path
 
 ROUNDS = int(os.environ.get("BRAID_COMPARE_ROUNDS", "40"))
-SIDES = {"thin", "thick", "multus"}
+SIDES = {"thin", "thick", "multus", "floor"}
 VERBS = {"VERSION", "ADD", "CHECK", "DEL"}
 
 

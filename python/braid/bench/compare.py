@@ -2,6 +2,12 @@
 when its binary is given, Multus thin, each paired with the same delegates executed directly,
 in the same rounds, for pods of several sizes (1 + each ``--extra-networks`` count).
 
+The delegates executed directly a second time, as a pod of their own, are one more side: the
+noise floor. Its "overhead" is the difference between two runs of the same delegates, so its
+interval is the narrowest any side's can be on this machine and these plugins: a side whose
+interval is as wide as the floor's is as stable as the delegates themselves (a DEL of the
+reference bridge plugin varies by several milliseconds from one call to the next).
+
 Every round runs each pod size once, the sizes in a random order; within a size, every side
 runs VERSION, ADD, CHECK and DEL, the sides in a random order, every call after its random
 pause (``braid.bench.paired``). Each side's overhead is the median of its per-round differences
@@ -23,21 +29,27 @@ from braid.bench.rounds import Attached, Rounds, VerbPod
 from braid.bench.world import World
 
 # Side -> how the report names it; "direct" is the baseline every other side is paired with.
-SIDE_NAMES = {"thin": "braid-thin", "thick": "braid thick", "multus": "Multus thin"}
+SIDE_NAMES = {
+    "thin": "braid-thin",
+    "thick": "braid thick",
+    "multus": "Multus thin",
+    "floor": "noise floor",
+}
 # attachments per pod -> side -> verb -> figures
 CompareFigures = dict[int, dict[str, dict[str, Figures]]]
 
 
 @dataclass(frozen=True)
 class CompareSides:
-    """The executables of the measured sides; Multus thin's is optional."""
+    """The executables of the measured sides; Multus thin's is optional. The noise floor (the
+    delegates again) is always measured."""
 
     thin: Path
     shim: Path
     multus: Path | None = None
 
     def names(self) -> list[str]:
-        return ["thin", "thick", *(["multus"] if self.multus is not None else [])]
+        return ["thin", "thick", *(["multus"] if self.multus is not None else []), "floor"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +64,8 @@ class CompareRun:
     spread: float
 
 
-def _pods(run: CompareRun, extra: int) -> tuple[DirectPod, list[tuple[str, VerbPod]]]:
+def side_pods(run: CompareRun, extra: int) -> tuple[DirectPod, list[tuple[str, VerbPod]]]:
+    """The direct pod of a pod size and every side's own pod (the noise floor's last)."""
     tag = f"{run.run_id}-{extra}"
     world, ns = run.world, run.pod_ns
     sides: list[tuple[str, VerbPod]] = [
@@ -61,11 +74,12 @@ def _pods(run: CompareRun, extra: int) -> tuple[DirectPod, list[tuple[str, VerbP
     ]
     if run.sides.multus is not None:
         sides.append(("multus", MultusPod(world, run.sides.multus, extra, f"bench-mt-{tag}", ns)))
+    sides.append(("floor", DirectPod(world, extra, f"bench-floor-{tag}", ns)))
     return DirectPod(world, extra, f"bench-direct-{tag}", ns), sides
 
 
 def _rounds(run: CompareRun, extra: int, attached: Attached) -> Rounds:
-    direct, sides = _pods(run, extra)
+    direct, sides = side_pods(run, extra)
     (first_name, first), *others = sides
     return Rounds(
         direct,

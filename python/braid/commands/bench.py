@@ -7,7 +7,8 @@ the same delegates directly, in a random order, each call after a random pause; 
 medians and the median, its 95 % interval and the 90th percentile of the per-round
 differences, then a burst of pods (and the daemon's resident size during it). ``--mode
 compare`` runs braid-thin, braid thick and Multus thin (``--multus PATH``) against the same
-delegates in the same rounds, for each pod size of ``--extra-networks 0,2``. Everything runs
+delegates in the same rounds, for each pod size of ``--extra-networks 0,2``, and the delegates
+again as the noise floor (``braid.bench.compare``). Everything runs
 in network namespaces it makes and removes, whatever ends the run. Needs root.
 """
 
@@ -88,7 +89,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=MODES,
         default="thin",
         help="thin: braid-thin; thick: the braid shim and braidctl daemon; compare: both, "
-        "and Multus thin with --multus, against the same delegates in the same rounds",
+        "and Multus thin with --multus, against the same delegates in the same rounds, with "
+        "the delegates run again as the noise floor",
     )
     parser.add_argument(
         "--cni-path",

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from braid.bench.compare import CompareRun, CompareSides, side_pods
 from braid.bench.compare_report import compare_document, compare_lines
+from braid.bench.direct import DirectPod
 from braid.bench.multus_side import multus_conf
 from braid.bench.paired import Figures, OverheadRecord, median_interval
 from braid.bench.rounds import Attached, Rounds
@@ -97,7 +99,7 @@ def figures(overhead: float) -> Figures:
 
 def test_compare_report_per_pod_size_and_side() -> None:
     verbs = {"VERSION": figures(0.001), "ADD": figures(0.0636), "DEL": figures(-0.0005)}
-    doc = compare_document({1: {"thin": verbs, "thick": verbs}, 3: {"thin": verbs}})
+    doc = compare_document({1: {"thin": verbs, "thick": verbs, "floor": verbs}, 3: {"thin": verbs}})
     assert list(doc) == ["1", "3"]
     assert doc["1"]["direct"] == {"VERSION": 10.0, "ADD": 10.0, "DEL": 10.0}
     assert doc["1"]["thick"]["ADD"] == {
@@ -114,6 +116,26 @@ def test_compare_report_per_pod_size_and_side() -> None:
     thick = next(line for line in lines if line.startswith("braid thick"))
     assert thick.split()[2:] == ["11.00", "+63.60", "(+62.60..+65.60)", "-0.50", "(-1.50..+1.50)"]
     assert not any(line.startswith("Multus thin") for line in lines)
+    floor = [line for line in lines if line.startswith("noise floor")]
+    assert len(floor) == 1  # the 1-attachment table's; the other has none
+    assert floor[0].split()[3:] == ["+63.60", "(+62.60..+65.60)", "-0.50", "(-1.50..+1.50)"]
+    # The floor comes last, after every measured side.
+    assert lines.index(floor[0]) == lines.index(thick) + 1
+
+
+def test_the_noise_floor_is_always_a_side() -> None:
+    """The delegates again, as a pod of their own, paired like every other side."""
+    world = World(Path("/nonexistent"), "", "/usr/lib/cni", {"name": "n", "plugins": []}, [])
+    sides = CompareSides(thin=Path("/t"), shim=Path("/s"))
+    assert sides.names() == ["thin", "thick", "floor"]
+    assert CompareSides(Path("/t"), Path("/s"), Path("/m")).names()[-2:] == ["multus", "floor"]
+    run = CompareRun(world, sides, "/proc/self/ns/net", "r1", ("ADD",), 0.0)
+    direct, measured = side_pods(run, 2)
+    floor = dict(measured)["floor"]
+    assert isinstance(floor, DirectPod)
+    assert floor is not direct
+    assert (floor.extra, direct.extra) == (2, 2)
+    assert floor.container_id != direct.container_id  # two pods, never one pod twice
 
 
 @pytest.mark.parametrize(("value", "counts"), [("0", (0,)), ("0,2", (0, 2)), ("16,1", (16, 1))])
