@@ -11,6 +11,7 @@ import contextlib
 import ipaddress
 import os
 import signal
+import stat
 from pathlib import Path
 
 from pyroute2 import NetNS, netns
@@ -67,27 +68,26 @@ def leases(data_dir: Path, networks: tuple[str, ...]) -> list[str]:
 
 def cni_dir_files(cni_dir: Path) -> dict[Path, str]:
     """Every file under braid's cniDir but blank spares and empty lock files (records,
-    temporary files, spares holding a plan or cut short, anything else), described."""
+    temporary files, spares holding a plan or cut short, anything else), described. A file
+    that goes between the listing and its reading is gone: the daemon removes a DEL's record
+    and lock file after its answer, and takes spares, while this looks."""
     left: dict[Path, str] = {}
     for path in sorted(cni_dir.rglob("*")):
-        if path.is_dir():
-            continue
-        rel = path.relative_to(cni_dir)
-        if rel.parts[:2] == ("engine", "locks") and path.stat().st_size == 0:
-            continue
-        if rel.parts[0] == "spares" and path.suffix == ".spare":
-            try:
+        try:
+            info = path.stat()
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            rel = path.relative_to(cni_dir)
+            if rel.parts[:2] == ("engine", "locks") and info.st_size == 0:
+                continue
+            if rel.parts[0] == "spares" and path.suffix == ".spare":
                 if path.read_bytes() == BLANK_SPARE:
                     continue
-            except FileNotFoundError:
+                left[path] = f"spare {rel} not blank"
                 continue
-            left[path] = f"spare {rel} not blank"
-            continue
-        try:
-            size = path.stat().st_size
         except FileNotFoundError:
             continue
-        left[path] = f"file {rel} ({size} bytes)"
+        left[path] = f"file {rel} ({info.st_size} bytes)"
     return left
 
 
