@@ -167,7 +167,11 @@ def files_naming(root: Path, container_id: str) -> list[Path]:
     for path in root.rglob("*"):
         if not path.is_file():
             continue
-        if container_id in path.name or container_id.encode() in path.read_bytes():
+        try:
+            named = container_id in path.name or container_id.encode() in path.read_bytes()
+        except FileNotFoundError:  # removed since the listing (a daemon's after its answer)
+            continue
+        if named:
             found.append(path)
     return found
 

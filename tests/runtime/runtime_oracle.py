@@ -124,12 +124,18 @@ def files_naming(root: Path, container_id: str) -> list[Path]:
     host-local leases, tuning state)."""
     if not root.exists():
         return []
-    return [
-        path
-        for path in root.rglob("*")
-        if path.is_file()
-        and (container_id in path.name or container_id.encode() in path.read_bytes())
-    ]
+    return [path for path in root.rglob("*") if _names(path, container_id)]
+
+
+def _names(path: Path, container_id: str) -> bool:
+    """A file whose name or content names the container; one removed since the listing (a
+    daemon's, after its answer) names nothing."""
+    try:
+        if not path.is_file():
+            return False
+        return container_id in path.name or container_id.encode() in path.read_bytes()
+    except FileNotFoundError:
+        return False
 
 
 def leftovers(node: Node, container_id: str) -> list[Path]:
