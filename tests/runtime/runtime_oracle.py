@@ -124,10 +124,10 @@ def files_naming(root: Path, container_id: str) -> list[Path]:
     host-local leases, tuning state)."""
     if not root.exists():
         return []
-    return [path for path in root.rglob("*") if _names(path, container_id)]
+    return [path for path in root.rglob("*") if _file_names(path, container_id)]
 
 
-def _names(path: Path, container_id: str) -> bool:
+def _file_names(path: Path, container_id: str) -> bool:
     """A file whose name or content names the container; one removed since the listing (a
     daemon's, after its answer) names nothing."""
     try:
