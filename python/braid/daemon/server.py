@@ -47,6 +47,7 @@ from braid.daemon.probes import HEALTH_PATHS, ProbeServer, start_probe_server
 from braid.daemon.protocol import Request, error_response
 from braid.daemon.service import DaemonService
 from braid.daemon.settings import MAX_HEALTH_CONNECTIONS, DaemonSettings
+from braid.daemon.struct_types import prepare_struct_types
 from braid.daemon.trace import READ, CallTrace
 from braid.errors import TRY_AGAIN_LATER, CniError
 
@@ -189,6 +190,8 @@ class DaemonServer:
             raise
         path.chmod(0o600)
         inode = path.stat().st_ino
+        # Before any thread that serves a request starts (braid.daemon.struct_types).
+        log.debug("decoding information of %d struct types made", prepare_struct_types())
         budget = budget_of(self.settings)
         self.bounds.max_connections = budget.socket_connections
         try:
