@@ -16,9 +16,15 @@ braid's own ``.pyc`` files, and the next call imports them from it.
   that is likewise, and at most 32 MiB; its header names this interpreter (version, cache
   tag, optimisation level) and its ``sys.path``. Anything else counts as no file. Whoever
   may write there may replace braid's ``.pyc`` files already: the file grants nothing more.
-- **When it is written.** After a call that imported a module the file did not serve, unless
-  the interpreter writes no bytecode (``-B``, ``PYTHONDONTWRITEBYTECODE``); a new file, then a
-  rename, without ``fsync`` (a lost file costs one call's usual imports, nothing else).
+- **What is kept.** One file per verb (ADD, CHECK, DEL, GC, STATUS), so one verb's modules
+  never cost another verb's calls. It holds the modules of the last call that wrote it: a call
+  that succeeded and imported a module the file did not serve, or that left more than a quarter
+  of the file's modules unimported (what a rare call imported, or an earlier configuration).
+  A call that failed writes nothing, so what only failures import (``logging``, a traceback's
+  modules) stays out. The header also names braid's build: another build starts a file anew.
+- **When it is written.** After the answer, unless the interpreter writes no bytecode (``-B``,
+  ``PYTHONDONTWRITEBYTECODE``); a new file, then a rename, without ``fsync`` (a lost file
+  costs one call's usual imports, nothing else).
 
 Removing the file is always safe.
 """
@@ -53,24 +59,32 @@ _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 Entry = tuple[bool, str, int, int, CodeType]
 
 
-def header() -> bytes:
-    """What names the interpreter whose code the file holds, and where it looks for modules:
-    another environment sharing braid's package directory finds other modules there."""
+# The verbs with a file of their own; any other shares one.
+VERBS = frozenset({"ADD", "CHECK", "DEL", "GC", "STATUS"})
+
+
+def header(build: str = "") -> bytes:
+    """What names the interpreter whose code the file holds, braid's build, and where it looks
+    for modules: another environment sharing braid's package directory finds other modules
+    there, and another build of braid imports other ones."""
     tag = sys.implementation.cache_tag
     where = "\0".join(sys.path)
-    line = f"braid-thin-modules 1 {sys.hexversion:x} {tag} O{sys.flags.optimize} {where}\n"
+    python = f"{sys.hexversion:x} {tag} O{sys.flags.optimize}"
+    line = f"braid-thin-modules 2 {python} {build!r} {where}\n"
     return line.encode("utf-8", "surrogateescape")
 
 
-def bundle_path() -> str:
-    """``braid/__pycache__/thin-modules.<cache tag>.<header's hash>.bin`` of this
+def bundle_path(verb: str = "", mark: bytes | None = None) -> str:
+    """``braid/__pycache__/thin-modules.<cache tag>.<header's hash>.<verb>.bin`` of this
     installation: one file for each interpreter and ``sys.path`` that runs braid-thin from it,
-    so two environments sharing the package never take turns rewriting one file."""
+    so two environments sharing the package never take turns rewriting one file, and one for
+    each verb (``VERBS``; ``other`` for any other)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
     # The interpreter's own hash of hash-checked .pyc files (importlib.util.source_hash's),
     # without importing importlib.util or hashlib on every call.
-    digest = _imp.source_hash(0, header()).hex()
-    name = f"thin-modules.{sys.implementation.cache_tag}.{digest}.bin"
+    digest = _imp.source_hash(0, header() if mark is None else mark).hex()
+    which = verb.lower() if verb in VERBS else "other"
+    name = f"thin-modules.{sys.implementation.cache_tag}.{digest}.{which}.bin"
     return os.path.join(package, "__pycache__", name)  # noqa: PTH118
 
 
@@ -88,9 +102,10 @@ class _BundledLoader(SourceFileLoader):
 class ThinModules:
     """A ``sys.meta_path`` finder serving the file's modules whose sources are unchanged."""
 
-    def __init__(self, path: str, entries: dict[str, Entry]) -> None:
+    def __init__(self, path: str, entries: dict[str, Entry], mark: bytes | None = None) -> None:
         self.path = path
         self.entries = entries
+        self.mark = header() if mark is None else mark
         self.before = frozenset(sys.modules)
 
     def find_spec(
@@ -109,17 +124,20 @@ class ThinModules:
         return spec
 
 
-def install(path: str | None = None) -> ThinModules:
-    """Puts the file's finder first on ``sys.meta_path`` (an empty one without a usable file)."""
-    path = path or bundle_path()
-    finder = ThinModules(path, read(path))
+def install(path: str | None = None, *, verb: str = "", build: str = "") -> ThinModules:
+    """Puts the finder of the file of ``verb``'s calls for braid's ``build`` first on
+    ``sys.meta_path`` (an empty one without a usable file)."""
+    mark = header(build)
+    path = path or bundle_path(verb, mark)
+    finder = ThinModules(path, read(path, mark), mark)
     sys.meta_path.insert(0, finder)
     return finder
 
 
-def read(path: str) -> dict[str, Entry]:
-    """The file's entries; empty for a missing, untrusted, oversized or malformed file."""
-    data, mark = _trusted_bytes(path), header()
+def read(path: str, mark: bytes | None = None) -> dict[str, Entry]:
+    """The file's entries; empty for a missing, untrusted, oversized or malformed file, or one
+    whose header is not ``mark`` (``header()`` by default)."""
+    data, mark = _trusted_bytes(path), header() if mark is None else mark
     if data is None or not data.startswith(mark):
         return {}
     try:
@@ -150,18 +168,21 @@ def _trusted_bytes(path: str) -> bytes | None:
         os.close(fd)
 
 
-def save(finder: ThinModules) -> None:
-    """Writes the file again when the call imported a module it did not serve; never raises."""
-    if sys.dont_write_bytecode:
+def save(finder: ThinModules, *, succeeded: bool = True) -> None:
+    """After a call that ``succeeded``, writes the file again with the modules the call imported
+    when it imported one the file did not serve, or when more than a quarter of the file's
+    modules were not imported; never raises."""
+    if sys.dont_write_bytecode or not succeeded:
         return
     added = _imported_usually(finder)
-    if not added:
+    used = [name for name in finder.entries if name in sys.modules]
+    if not added and (len(finder.entries) - len(used)) * 4 <= len(finder.entries):
         return
-    entries = {name: e for name, e in finder.entries.items() if _unchanged(e)}
+    entries = {name: finder.entries[name] for name in used if _unchanged(finder.entries[name])}
     entries.update(added)
     if len(entries) > MAX_MODULES:
         return
-    data = header() + marshal.dumps(entries)
+    data = finder.mark + marshal.dumps(entries)
     if len(data) > MAX_BYTES:
         return
     temporary = f"{finder.path}.{os.getpid()}.tmp"

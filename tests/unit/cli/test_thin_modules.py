@@ -20,12 +20,14 @@ from braid.commands import thin_modules
 
 # One process: install the file's finder, import the package, report, save.
 PROCESS = """
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[2])
 sys.path.extend(sys.argv[3:])
 from braid.commands import thin_modules
-finder = thin_modules.install(sys.argv[1])
+finder = thin_modules.install(sys.argv[1], build=os.environ.get("BUILD", ""))
 import pkg.alpha, pkg.sub.beta
+for extra in filter(None, os.environ.get("EXTRA", "").split(",")):
+    __import__(extra)
 report = {}
 for name in ("pkg", "pkg.alpha", "pkg.sub", "pkg.sub.beta"):
     module = sys.modules[name]
@@ -37,15 +39,28 @@ for name in ("pkg", "pkg.alpha", "pkg.sub", "pkg.sub.beta"):
     }
 report["value"] = pkg.alpha.VALUE + pkg.sub.beta.VALUE
 report["source"] = pkg.alpha.__spec__.loader.get_source("pkg.alpha")
-thin_modules.save(finder)
+thin_modules.save(finder, succeeded=os.environ.get("FAILED") is None)
 json.dump(report, sys.stdout)
 """
 
 
 def run(
-    bundle: Path, root: Path, *, no_bytecode: bool = False, more_path: str = ""
+    bundle: Path,
+    root: Path,
+    *,
+    no_bytecode: bool = False,
+    more_path: str = "",
+    extra: tuple[str, ...] = (),
+    failed: bool = False,
+    build: str = "",
 ) -> dict[str, object]:
-    env = {"PATH": "/usr/bin:/bin", **({"PYTHONDONTWRITEBYTECODE": "1"} if no_bytecode else {})}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "EXTRA": ",".join(extra),
+        "BUILD": build,
+        **({"PYTHONDONTWRITEBYTECODE": "1"} if no_bytecode else {}),
+        **({"FAILED": "1"} if failed else {}),
+    }
     done = subprocess.run(
         [
             sys.executable,
@@ -73,6 +88,8 @@ def package(tmp_path: Path) -> Path:
     (src / "pkg" / "alpha.py").write_text("VALUE = 1\n")
     (src / "pkg" / "sub" / "__init__.py").write_text("")
     (src / "pkg" / "sub" / "beta.py").write_text("VALUE = 10\n")
+    for index in range(4):
+        (src / "pkg" / f"extra{index}.py").write_text(f"VALUE = {index}\n")
     (tmp_path / "cache").mkdir(mode=0o755)
     return src
 
@@ -190,11 +207,67 @@ def test_a_truncated_file_counts_as_none(tmp_path: Path, package: Path) -> None:
     assert thin_modules.read(str(bundle)) == {}
 
 
-def test_the_file_is_beside_braids_compiled_modules() -> None:
-    path = Path(thin_modules.bundle_path())
-    assert path.parent == Path(braid.__file__).parent / "__pycache__"
-    assert path.name.startswith(f"thin-modules.{sys.implementation.cache_tag}.")
-    assert path.suffix == ".bin"
+def test_the_files_are_beside_braids_compiled_modules_one_per_verb() -> None:
+    paths = {verb: Path(thin_modules.bundle_path(verb)) for verb in ("ADD", "DEL", "", "NOPE")}
+    for verb, path in paths.items():
+        assert path.parent == Path(braid.__file__).parent / "__pycache__"
+        assert path.name.startswith(f"thin-modules.{sys.implementation.cache_tag}.")
+        assert path.name.endswith(f".{verb.lower() if verb in ('ADD', 'DEL') else 'other'}.bin")
+    assert len(set(paths.values())) == 3
+    # Another build of braid: another file.
+    other = thin_modules.bundle_path("ADD", thin_modules.header("another build"))
+    assert other != thin_modules.bundle_path("ADD")
+
+
+EXTRAS = ("pkg.extra0", "pkg.extra1", "pkg.extra2", "pkg.extra3")
+
+
+def held(bundle: Path) -> set[str]:
+    """The package's modules the file holds (the process imports others too)."""
+    _, _, rest = bundle.read_bytes().partition(b"\n")
+    return {name for name in marshal.loads(rest) if name.split(".")[0] == "pkg"}  # noqa: S302
+
+
+def test_a_failed_call_writes_nothing(tmp_path: Path, package: Path) -> None:
+    """What only a failure imports (logging, a traceback's modules) never costs later calls."""
+    bundle = tmp_path / "cache" / "thin-modules.bin"
+    run(bundle, package, failed=True)
+    assert not bundle.exists()
+    run(bundle, package)
+    written = bundle.stat()
+    failed = run(bundle, package, extra=EXTRAS, failed=True)
+    assert loaders(failed)["pkg.alpha"] == "_BundledLoader"
+    assert bundle.stat().st_mtime_ns == written.st_mtime_ns
+    assert held(bundle) == {"pkg", "pkg.alpha", "pkg.sub", "pkg.sub.beta"}
+
+
+def test_modules_a_call_did_not_import_go_once_over_a_quarter(
+    tmp_path: Path, package: Path
+) -> None:
+    """A file holding many modules the calls no longer import is written again without them;
+    a few are kept (another call of the verb may import them: no rewrite back and forth)."""
+    bundle = tmp_path / "cache" / "thin-modules.bin"
+    base = {"pkg", "pkg.alpha", "pkg.sub", "pkg.sub.beta"}
+    run(bundle, package, extra=EXTRAS)
+    assert held(bundle) == base | set(EXTRAS)
+    written = bundle.stat().st_ino
+    # One of eight not imported: kept as it is.
+    fewer = run(bundle, package, extra=EXTRAS[:3])
+    assert set(loaders(fewer).values()) == {"_BundledLoader"}
+    assert bundle.stat().st_ino == written
+    # Four of eight: written again with what the call imported.
+    run(bundle, package)
+    assert held(bundle) == base
+    # Adding one writes the call's modules: those it imported, served or not.
+    run(bundle, package, extra=EXTRAS[:1])
+    assert held(bundle) == base | {"pkg.extra0"}
+
+
+def test_another_build_of_braid_does_not_use_the_file(tmp_path: Path, package: Path) -> None:
+    bundle = tmp_path / "cache" / "thin-modules.bin"
+    run(bundle, package, build="one")
+    assert set(loaders(run(bundle, package, build="one")).values()) == {"_BundledLoader"}
+    assert set(loaders(run(bundle, package, build="two")).values()) == {"SourceFileLoader"}
 
 
 def test_another_module_path_does_not_use_the_file(tmp_path: Path, package: Path) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+import braid
+
 # Never on the path of a call that uses the file store.
 NEVER = (
     "braid.daemon",
@@ -67,6 +69,8 @@ NEVER = (
     "msgspec.inspect",
     # A result's IPv4 addresses are written without it (braid.nad.status).
     "ipaddress",
+    # msgspec's import reads `_datetime`'s C API and type, not the pure Python module's body.
+    "datetime",
 )
 # Not for VERSION either: its answer needs no configuration.
 NOT_FOR_VERSION = (
@@ -171,15 +175,28 @@ def test_verbs_import_the_engine_alone(dirs: Any, tmp_path: Path, command: str) 
     assert json.loads((tmp_path / "modules.json.compiled").read_text()) == []
 
 
-def test_a_later_call_imports_its_modules_from_one_file(dirs: Any, tmp_path: Path) -> None:
-    """``braid.commands.thin_modules``: a call keeps the modules it imported in one file, and
-    the next call imports them from it (braid's, msgspec's and the standard library's)."""
+def verb_files(verb: str) -> dict[str, tuple[int, int]]:
+    """The files of compiled modules of ``verb``'s calls in braid's ``__pycache__``: their
+    inode and modification time."""
+    found = (Path(braid.__file__).parent / "__pycache__").glob(f"thin-modules.*.{verb}.bin")
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in found}
+
+
+def test_a_later_call_imports_its_modules_from_its_verbs_file(dirs: Any, tmp_path: Path) -> None:
+    """``braid.commands.thin_modules``: a call that succeeded keeps the modules it imported in
+    its verb's file, and the next call of the verb imports them from it (braid's, msgspec's and
+    the standard library's). A call that failed writes nothing."""
     env = {**dirs.env("ADD", CNI_NETNS="/nonexistent"), "FAKE_CNI_STATE": str(dirs.state)}
+    before = verb_files("add")
+    _, answer = imported_by_thin(tmp_path, env, dirs.stdin())
+    assert answer["msg"].startswith(REACHED["ADD"]), answer
+    assert verb_files("add") == before
+    env = {**dirs.env("DEL", CNI_NETNS="/nonexistent"), "FAKE_CNI_STATE": str(dirs.state)}
     for _ in range(2):
         modules, answer = imported_by_thin(tmp_path, env, dirs.stdin())
-        assert answer["msg"].startswith(REACHED["ADD"]), answer
+        assert answer == {}, answer
     served = set(json.loads((tmp_path / "modules.json.served").read_text()))
-    assert {"braid.engine.entry", "braid.engine.attach", "msgspec", "typing"} <= served
+    assert {"braid.engine.entry", "braid.engine.teardown", "msgspec", "typing"} <= served
     assert offending(modules, NEVER) == []
 
 
@@ -188,7 +205,9 @@ import sys
 from braid.commands.thin import _import_msgspec
 _import_msgspec()
 import msgspec, uuid
-deferred = sorted(n for n in ("platform", "textwrap", "msgspec.inspect") if n in sys.modules)
+deferred = sorted(
+    n for n in ("platform", "textwrap", "msgspec.inspect", "datetime") if n in sys.modules
+)
 import platform, textwrap
 
 
@@ -268,4 +287,48 @@ def test_msgspec_imported_the_thin_way_stays_whole() -> None:
         "True",
         "SyntaxError:Forward_reference_must_be_an_expression_--_got_'int_)'",
         "NameError:name_'Nowhere'_is_not_defined",
+    ]
+
+
+DATETIME_PROBE = """
+import sys
+from braid.commands.thin import _import_msgspec
+_import_msgspec()
+import msgspec, _datetime
+before = "datetime" in sys.modules
+import datetime
+moment = datetime.datetime(2026, 11, 29, 3, 4, 5, 6, tzinfo=datetime.timezone.utc)
+print(before, type(datetime).__name__, datetime.__file__.endswith("datetime.py"),
+      datetime.datetime is _datetime.datetime, msgspec.json.encode(moment).decode(),
+      msgspec.json.decode(b'"2026-11-29T03:04:05.000006+01:00"', type=datetime.datetime)
+      == moment.replace(hour=2), msgspec.json.decode(b'"2026-11-29"', type=datetime.date)
+      == datetime.date(2026, 11, 29), msgspec.json.decode(b'"PT1S"', type=datetime.timedelta)
+      == datetime.timedelta(seconds=1), msgspec.to_builtins(moment.astimezone(
+      datetime.timezone(datetime.timedelta(hours=2)))))
+"""
+
+
+def test_msgspec_imported_the_thin_way_knows_datetime() -> None:
+    """msgspec's import reads ``datetime``'s C API and ``datetime`` type from ``_datetime``, the
+    same objects ``datetime`` exports, without running the pure Python module ``datetime``
+    replaces with them: later ``datetime`` is the real module and msgspec encodes, decodes and
+    converts its values as without braid-thin."""
+    proc = subprocess.run(
+        [sys.executable, "-c", DATETIME_PROBE],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=True,
+        timeout=30,
+        text=True,
+    )
+    assert proc.stdout.split() == [
+        "False",
+        "module",
+        "True",
+        "True",
+        '"2026-11-29T03:04:05.000006Z"',
+        "True",
+        "True",
+        "True",
+        "2026-11-29T05:04:05.000006+02:00",
     ]
