@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import logging
 import os
 import signal
@@ -49,6 +50,7 @@ from braid.daemon.service import DaemonService
 from braid.daemon.settings import MAX_HEALTH_CONNECTIONS, DaemonSettings
 from braid.daemon.struct_types import prepare_struct_types
 from braid.daemon.trace import READ, CallTrace
+from braid.engine.entry import ENGINE_VERBS
 from braid.errors import TRY_AGAIN_LATER, CniError
 
 log = logging.getLogger(DAEMON_LOGGER)
@@ -190,7 +192,10 @@ class DaemonServer:
             raise
         path.chmod(0o600)
         inode = path.stat().st_ino
-        # Before any thread that serves a request starts (braid.daemon.struct_types).
+        # Before any thread that serves a request starts (braid.daemon.struct_types), with
+        # every verb's module of the engine, which a one-call process imports on use.
+        for module in ENGINE_VERBS:
+            importlib.import_module(module)
         log.debug("decoding information of %d struct types made", prepare_struct_types())
         budget = budget_of(self.settings)
         self.bounds.max_connections = budget.socket_connections

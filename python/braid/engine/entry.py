@@ -11,7 +11,6 @@ from braid.cni.exec import Executor
 from braid.cni.hostroot import HostRoot
 from braid.config.layers import LoggingConfig
 from braid.config.schema import BraidConfig, check_network_name, load_braid_config
-from braid.engine.attach import SendAnswer, add
 from braid.engine.context import EngineContext, pod_of
 from braid.engine.detach import detach
 from braid.engine.memory import EngineMemory
@@ -23,9 +22,17 @@ from braid.errors import INTERNAL, CniError
 from braid.quietlog import QuietLogger, keep_below
 from braid.version import version_document
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from braid.engine.attach import SendAnswer
+
 log = QuietLogger("braid")
 _LEVELS = {"debug": 10, "verbose": 20, "error": 40}  # logging.DEBUG, INFO, ERROR
 _CRITICAL = 50
+
+
+# The modules of the verbs ``_dispatch`` imports when a call needs them.
+ENGINE_VERBS = ("braid.engine.attach", "braid.engine.maintenance")
 
 
 def configure_logging(config: LoggingConfig) -> None:
@@ -72,12 +79,15 @@ def _without_configuration(request: CniRequest) -> bytes | None:
 def _dispatch(
     ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: SendAnswer | None
 ) -> bytes:
+    # Each verb's module imported by the calls that need it: braid-thin imports the engine on
+    # every call (the daemon imports them all before it serves, ``ENGINE_VERBS``).
     if request.command == "ADD":
+        from braid.engine.attach import add  # noqa: PLC0415
+
         return add(ctx, request, caps, answer).result
     if request.command == "DEL":
         detach(ctx, request, caps, answer)
         return b""
-    # Imported by the calls that need it: braid-thin imports the engine on every call.
     from braid.engine import maintenance  # noqa: PLC0415
 
     if request.command == "CHECK":

@@ -169,6 +169,8 @@ def test_verbs_import_the_engine_alone(dirs: Any, tmp_path: Path, command: str) 
     if command == "DEL":
         assert len(dirs.calls("DEL")) == 2
     assert offending(modules, NEVER) == []
+    # Each verb's module of the engine only for its calls (``braid.engine.entry``).
+    assert ("braid.engine.attach" in modules) is (command == "ADD")
     # No compile() but a module's source (where it has no .pyc yet): its first call sets up the
     # interpreter's ast node types (about 9 million instructions); the forward references
     # msgspec makes keep their text (ADR 0015).
