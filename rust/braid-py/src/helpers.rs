@@ -1,7 +1,8 @@
-//! braid's helper threads: a few native threads, started on first use and kept, that run work
-//! the engine's thread hands over so that it can go on meanwhile (the plan's durable write, a
-//! plugin started early). They never touch Python: no GIL to wait for on either side, so the
-//! work starts as soon as a CPU is free.
+//! braid's helper threads: a few native threads, started as jobs need them and kept, that run
+//! work the engine's thread hands over so that it can go on meanwhile (the plan's durable write,
+//! a plugin started early). They never touch Python: no GIL to wait for on either side, so the
+//! work starts as soon as a CPU is free. A helper is started only when a job finds none idle,
+//! so a process that makes one call (`braid-thin`) starts only those its jobs run on.
 
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
@@ -11,23 +12,75 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 /// How many jobs may run at once (one per helper thread); more wait their turn.
 const HELPERS: usize = 4;
 
-fn queue() -> &'static Mutex<mpsc::Sender<Job>> {
-    static SENDER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
-    SENDER.get_or_init(|| {
+/// The helpers and the jobs handed to them.
+struct Pool {
+    sender: mpsc::Sender<Job>,
+    receiver: Mutex<mpsc::Receiver<Job>>,
+    counts: Mutex<Counts>,
+}
+
+/// Helpers started, helpers waiting for a job, jobs handed over and not taken yet.
+#[derive(Default)]
+struct Counts {
+    started: usize,
+    idle: usize,
+    queued: usize,
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
         let (sender, receiver) = mpsc::channel::<Job>();
-        let receiver = Arc::new(Mutex::new(receiver));
-        for index in 0..HELPERS {
-            let receiver = Arc::clone(&receiver);
-            let _ = thread::Builder::new()
-                .name(format!("braid-helper-{index}"))
-                .spawn(move || loop {
-                    let next = receiver.lock().map(|rx| rx.recv());
-                    let Ok(Ok(job)) = next else { return };
-                    job();
-                });
+        Pool {
+            sender,
+            receiver: Mutex::new(receiver),
+            counts: Mutex::new(Counts::default()),
         }
-        Mutex::new(sender)
     })
+}
+
+/// Hands `job` over, starting a helper for it when the jobs waiting outnumber the helpers idle
+/// (at most `HELPERS` in all); `None` when it cannot be handed over.
+fn hand_over(job: Job) -> Option<()> {
+    let pool = pool();
+    {
+        let mut counts = pool.counts.lock().ok()?;
+        counts.queued += 1;
+        if counts.queued > counts.idle && counts.started < HELPERS {
+            let index = counts.started;
+            let spawned = thread::Builder::new()
+                .name(format!("braid-helper-{index}"))
+                .spawn(helper);
+            if spawned.is_ok() {
+                counts.started += 1;
+            } else if counts.started == 0 {
+                counts.queued -= 1; // no helper would ever take it
+                return None;
+            }
+        }
+    }
+    pool.sender.send(job).ok()
+}
+
+/// A helper's life: the next job, run, again; over when the pool's lock is poisoned.
+fn helper() {
+    let pool = pool();
+    loop {
+        let Ok(mut counts) = pool.counts.lock() else {
+            return;
+        };
+        counts.idle += 1;
+        drop(counts);
+        let next = pool.receiver.lock().map(|rx| rx.recv());
+        let Ok(mut counts) = pool.counts.lock() else {
+            return;
+        };
+        counts.idle -= 1;
+        let Ok(Ok(job)) = next else { return };
+        counts.queued -= 1;
+        drop(counts);
+        job();
+    }
 }
 
 /// A value being made on a helper thread.
@@ -64,7 +117,7 @@ impl<T: Send + 'static> Pending<T> {
             }
             filled.ready.notify_all();
         });
-        queue().lock().ok()?.send(job).ok()?;
+        hand_over(job)?;
         Some(Self { slot })
     }
 
@@ -82,7 +135,8 @@ impl<T: Send + 'static> Pending<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::Pending;
+    use super::{pool, Pending, HELPERS};
+    use std::sync::{Arc, Barrier};
 
     #[test]
     fn a_value_made_on_a_helper_is_waited_for() {
@@ -103,5 +157,25 @@ mod tests {
         for (n, pending) in (0..32u32).zip(&many) {
             assert_eq!(*pending.wait().unwrap(), Some(n));
         }
+    }
+
+    #[test]
+    fn helpers_start_as_jobs_need_them_and_run_them_at_once() {
+        // HELPERS jobs that can only finish together: none waits for another's helper.
+        let barrier = Arc::new(Barrier::new(HELPERS));
+        let together: Vec<_> = (0..HELPERS)
+            .map(|n| {
+                let barrier = Arc::clone(&barrier);
+                Pending::start(move || {
+                    barrier.wait();
+                    n
+                })
+                .unwrap()
+            })
+            .collect();
+        for (n, pending) in together.iter().enumerate() {
+            assert_eq!(*pending.wait().unwrap(), Some(n));
+        }
+        assert_eq!(pool().counts.lock().unwrap().started, HELPERS);
     }
 }
