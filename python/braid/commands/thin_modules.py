@@ -26,7 +26,7 @@ braid's own ``.pyc`` files, and the next call imports them from it.
   ``PYTHONDONTWRITEBYTECODE``); a new file, then a rename, without ``fsync`` (a lost file
   costs one call's usual imports, nothing else).
 
-Removing the file is always safe.
+Removing the files is always safe.
 """
 
 from __future__ import annotations
