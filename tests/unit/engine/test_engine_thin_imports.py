@@ -202,6 +202,19 @@ def test_a_later_call_imports_its_modules_from_its_verbs_file(dirs: Any, tmp_pat
     assert offending(modules, NEVER) == []
 
 
+def printed_by(probe: str) -> list[str]:
+    """What ``probe`` prints, word by word, run in a fresh interpreter."""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=True,
+        timeout=30,
+        text=True,
+    )
+    return proc.stdout.split()
+
+
 DEFERRED_PROBE = """
 import sys
 from braid.commands.thin import _import_msgspec
@@ -263,15 +276,7 @@ def test_msgspec_imported_the_thin_way_stays_whole() -> None:
     generator dedents and inspects, and a later ``import`` gets the real modules. The forward
     references msgspec makes keep their text: ``typing.ForwardRef`` is typing's own again,
     postponed annotations decode as before, and a broken or unknown one fails as before."""
-    proc = subprocess.run(
-        [sys.executable, "-c", DEFERRED_PROBE],
-        env={"PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        check=True,
-        timeout=30,
-        text=True,
-    )
-    assert proc.stdout.split() == [
+    assert printed_by(DEFERRED_PROBE) == [
         "[]",
         "True",
         "True",
@@ -315,15 +320,7 @@ def test_msgspec_imported_the_thin_way_knows_datetime() -> None:
     same objects ``datetime`` exports, without running the pure Python module ``datetime``
     replaces with them: later ``datetime`` is the real module and msgspec encodes, decodes and
     converts its values as without braid-thin."""
-    proc = subprocess.run(
-        [sys.executable, "-c", DATETIME_PROBE],
-        env={"PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        check=True,
-        timeout=30,
-        text=True,
-    )
-    assert proc.stdout.split() == [
+    assert printed_by(DATETIME_PROBE) == [
         "False",
         "module",
         "True",
