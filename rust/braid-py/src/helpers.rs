@@ -7,7 +7,10 @@
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A job's work; what it returns tells its waiter, once the helper counts itself idle again
+/// (so a waiter that hands over its next job at once finds that helper free).
+type Job = Box<dyn FnOnce() -> Done + Send + 'static>;
+type Done = Box<dyn FnOnce() + Send + 'static>;
 
 /// How many jobs may run at once (one per helper thread); more wait their turn.
 const HELPERS: usize = 4;
@@ -62,25 +65,37 @@ fn hand_over(job: Job) -> Option<()> {
     pool.sender.send(job).ok()
 }
 
-/// A helper's life: the next job, run, again; over when the pool's lock is poisoned.
+/// A helper's life: the next job, its work, idle again, its waiter told; over when the
+/// pool's lock is poisoned.
 fn helper() {
     let pool = pool();
-    loop {
-        let Ok(mut counts) = pool.counts.lock() else {
-            return;
-        };
-        counts.idle += 1;
-        drop(counts);
-        let next = pool.receiver.lock().map(|rx| rx.recv());
-        let Ok(mut counts) = pool.counts.lock() else {
-            return;
-        };
-        counts.idle -= 1;
-        let Ok(Ok(job)) = next else { return };
-        counts.queued -= 1;
-        drop(counts);
-        job();
+    if change(|counts| counts.idle += 1).is_none() {
+        return;
     }
+    loop {
+        let next = pool.receiver.lock().map(|rx| rx.recv());
+        let taken = matches!(next, Ok(Ok(_)));
+        let counted = change(|counts| {
+            counts.idle -= 1;
+            if taken {
+                counts.queued -= 1;
+            }
+        });
+        let (Some(()), Ok(Ok(job))) = (counted, next) else {
+            return;
+        };
+        let done = job();
+        let idle = change(|counts| counts.idle += 1);
+        done();
+        if idle.is_none() {
+            return;
+        }
+    }
+}
+
+fn change(how: impl FnOnce(&mut Counts)) -> Option<()> {
+    how(&mut *pool().counts.lock().ok()?);
+    Some(())
 }
 
 /// A value being made on a helper thread.
@@ -109,13 +124,15 @@ impl<T: Send + 'static> Pending<T> {
             // A panic leaves the value out (the waiter gets `None`), never a waiter hanging
             // nor a helper gone.
             let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).ok();
-            if let Ok(mut slot) = filled.value.lock() {
-                *slot = value;
-            }
-            if let Ok(mut done) = filled.done.lock() {
-                *done = true;
-            }
-            filled.ready.notify_all();
+            Box::new(move || {
+                if let Ok(mut slot) = filled.value.lock() {
+                    *slot = value;
+                }
+                if let Ok(mut done) = filled.done.lock() {
+                    *done = true;
+                }
+                filled.ready.notify_all();
+            })
         });
         hand_over(job)?;
         Some(Self { slot })
