@@ -18,7 +18,7 @@ from braid.k8s.client import KubeClient
 from braid.k8s.event_correlator import SPAM_BURST
 from braid.k8s.events import EventRecorder
 from braid.k8s.select import connect
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 
 @pytest.fixture

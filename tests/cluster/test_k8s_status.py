@@ -20,7 +20,7 @@ from braid.k8s.background import RetryScheduler
 from braid.k8s.retry import RetryPolicy
 from braid.k8s.select import connect
 from braid.k8s.status import StatusWriter
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 __all__ = ["node"]  # the fixture
 PATCH_STATUS = where(method="PATCH", path="/status")

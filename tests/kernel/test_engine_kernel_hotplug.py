@@ -29,7 +29,7 @@ from braid.engine.context import EngineContext
 from braid.engine.hotplug import NotRunning, Outcome, PartlyApplied, hotplug
 from braid.engine.hotplug_find import find_container
 from braid.errors import CniError
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import FileStore
 
 pytestmark = pytest.mark.kernel
@@ -237,7 +237,7 @@ def crash_in_the_middle(engine: EngineSetup, networks: str) -> None:
         from braid.engine.context import EngineContext
         from braid.engine.hotplug import hotplug
         from braid.config.schema import load_braid_config
-        from braid.nad.resolve import PodRef
+        from braid.nad.plan import PodRef
         from braid.nad.store import FileStore
         config = load_braid_config(sys.stdin.buffer.read()).config
         ctx = EngineContext(config=config, store=FileStore(config.nad_dir, config.pod_dir),

@@ -20,7 +20,7 @@ from braid.cni import ProcessExecutor
 from braid.config.schema import load_braid_config
 from braid.engine.context import EngineContext
 from braid.engine.hotplug import Outcome, hotplug
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import FileStore
 
 pytestmark = pytest.mark.kernel

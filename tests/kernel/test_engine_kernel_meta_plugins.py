@@ -20,7 +20,7 @@ from braid.config.schema import load_braid_config
 from braid.engine.context import EngineContext
 from braid.engine.hotplug import hotplug
 from braid.errors import INVALID_CONFIG, CniError
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import FileStore
 
 pytestmark = pytest.mark.kernel

@@ -119,6 +119,44 @@ def test_del_twice(engine: EngineSetup) -> None:
     assert_leases_released(engine, "net-a")
 
 
+# braid-thin's call, then the modules it imported (``braid.commands.thin``'s ``main``).
+THIN_LISTING = """
+import json, sys
+from braid.commands.thin import main
+code = main()
+with open(sys.argv[1], "w") as out:
+    json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+
+def test_a_thin_del_that_finds_its_record_resolves_no_plan(
+    engine: EngineSetup, tmp_path: Path
+) -> None:
+    """A DEL tears down what the ADD's record describes: braid-thin imports none of the plan's
+    resolution (the pod's annotations, NADs, default networks) for it, only for a DEL
+    without a record (``braid.engine.teardown``)."""
+    engine.add("net-a")
+    listing = tmp_path / "modules.json"
+    argv = ["ip", "netns", "exec", engine.host.name, sys.executable, "-c", THIN_LISTING]
+    done = subprocess.run(
+        [*argv, str(listing)],
+        env={**os.environ, **engine.env("DEL")},
+        input=engine.braid_conf({NETWORKS: "net-a"}),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, b""), done.stderr
+    modules = set(json.loads(listing.read_text()))
+    assert {"braid.engine.teardown", "braid.nad.store"} <= modules
+    assert not {"braid.nad.resolve", "braid.nad.default_network", "braid.nad.annotations"} & (
+        modules
+    )
+    engine.assert_nothing_left()
+    assert_leases_released(engine, "net-a")
+
+
 def _wait_for(path: Path, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():

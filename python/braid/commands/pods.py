@@ -30,7 +30,8 @@ from braid.engine.record import CorruptRecord, RecordStore
 from braid.errors import INVALID_CONFIG, CniError
 from braid.k8s.select import open_call_session
 from braid.nad.manifests import PodManifest, manifest_objects, object_kind, pod_from_object
-from braid.nad.resolve import PodRef, resolve_plan
+from braid.nad.plan import PodRef
+from braid.nad.resolve import resolve_plan
 from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore
 
 DEFAULT_CONFIG = "/etc/cni/braid/braid.conf"

@@ -30,7 +30,7 @@ from braid.k8s.events import EventRecorder, MissRecordingStore
 from braid.k8s.podresources import read_pod_devices
 from braid.k8s.select import connect
 from braid.nad.devices import KubeletReader
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import Store
 
 log = logging.getLogger(DAEMON_LOGGER)

@@ -40,7 +40,7 @@ from braid.engine.spares import SparePools
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.events import MissRecordingStore
 from braid.nad.annotations import NETWORKS_ANNOTATION
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 log = logging.getLogger(DAEMON_LOGGER)
 ALLOW_ANNOTATION = "braid-cni.io/hot-plug"

@@ -27,7 +27,7 @@ from braid.errors import CniError
 from braid.k8s.events import MissRecordingStore
 from braid.k8s.status import StatusWriter, secondary_count
 from braid.nad.annotations import NETWORKS_ANNOTATION
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.status import NETWORK_STATUS_ANNOTATION
 
 log = logging.getLogger(DAEMON_LOGGER)

@@ -18,7 +18,7 @@ from braid.k8s.client import KubeClient
 from braid.k8s.errors import ApiError
 from braid.k8s.events import EventRecorder
 from braid.k8s.status import PodGone, StatusWriter
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 STATUS_PHASE = "status_publish"
 

@@ -49,8 +49,8 @@ from braid.engine.routing import apply_routing, clear_routing
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, interfaces_free, requests_honoured
 from braid.errors import CniError
-from braid.nad.plan import AttachmentPlan
-from braid.nad.resolve import PodRef, resolve_plan
+from braid.nad.plan import AttachmentPlan, PodRef
+from braid.nad.resolve import resolve_plan
 from braid.nad.status import network_status
 from braid.nad.store import pod_annotations
 

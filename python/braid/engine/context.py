@@ -34,8 +34,7 @@ from braid.engine.record import (
 from braid.engine.request import CniRequest
 from braid.engine.spares import SpareFiles
 from braid.nad.devices import KubeletReader
-from braid.nad.plan import AttachmentPlan, empty_prev_result
-from braid.nad.resolve import PodRef
+from braid.nad.plan import AttachmentPlan, PodRef, empty_prev_result
 from braid.nad.store import Store
 from braid.quietlog import QuietLogger
 

@@ -41,8 +41,7 @@ from braid.nad.devices import (
     needs_devices,
     read_device_info,
 )
-from braid.nad.plan import AttachmentPlan
-from braid.nad.resolve import PodRef
+from braid.nad.plan import AttachmentPlan, PodRef
 
 
 def plan_devices(

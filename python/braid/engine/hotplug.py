@@ -46,7 +46,7 @@ from braid.engine.routing import apply_entry_routing, clear_routing
 from braid.engine.teardown import tear_down
 from braid.engine.verify import apply_default_routes, link_names, requests_honoured
 from braid.errors import PLUGIN_TIMEOUT, CniError, TeardownError
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.status import network_status
 
 

@@ -25,8 +25,8 @@ from braid.engine.record import AttachmentEntry, AttachmentRecord, plan_entries
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
 from braid.nad.devices import resource_of
-from braid.nad.plan import Attachment
-from braid.nad.resolve import PodRef, resolve_plan
+from braid.nad.plan import Attachment, PodRef
+from braid.nad.resolve import resolve_plan
 from braid.nad.store import Store
 
 # The labels of the entries the selection annotation made (``resolve._selected``).

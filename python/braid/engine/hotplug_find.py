@@ -7,7 +7,7 @@ import msgspec
 
 from braid.engine.record import RecordStore
 from braid.errors import CniError
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 MAX_RECORD_BYTES = 4 << 20
 

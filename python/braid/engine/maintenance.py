@@ -30,7 +30,7 @@ from braid.errors import (
     CniError,
     TeardownError,
 )
-from braid.nad.resolve import PodRef, resolve_plan
+from braid.nad.plan import PodRef
 
 STATUS_NOT_AVAILABLE = 50
 
@@ -197,6 +197,8 @@ def status(ctx: EngineContext, request: CniRequest) -> None:
             STATUS_NOT_AVAILABLE,
             f"the cluster default network is not ready: {indicator} does not exist",
         )
+    from braid.nad.resolve import resolve_plan  # noqa: PLC0415 - STATUS alone resolves
+
     plan = resolve_plan(
         ctx.config, ctx.store or NoStore(), PodRef(namespace="", name=""), annotations={}
     )

@@ -17,7 +17,7 @@ from braid.config.schema import BraidConfig
 from braid.engine.context import StatusPublisher
 from braid.errors import CniError
 from braid.nad.devices import KubeletReader
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import FileStore, LocalSession, Store
 
 

@@ -31,8 +31,6 @@ from braid.engine.request import CniRequest
 from braid.engine.routing import clear_routing
 from braid.errors import TRY_AGAIN_LATER, CniError, TeardownError
 from braid.nad.plan import AttachmentPlan
-from braid.nad.resolve import resolve_plan
-from braid.nad.store import pod_annotations
 
 
 def tear_down(
@@ -94,6 +92,11 @@ def _fallback_record(
     """What to tear down when there is no record: the pod's plan if still resolvable, else the
     default network alone (annotations and NADs may have changed since ADD); and why the pod's
     own plan could not be resolved (None when it was)."""
+    # Resolution only here: a DEL that finds its record (every one after an ADD) imports none
+    # of it (braid-thin imports the engine on every call).
+    from braid.nad.resolve import resolve_plan  # noqa: PLC0415
+    from braid.nad.store import pod_annotations  # noqa: PLC0415
+
     pod = pod_of(request)
     store = ctx.store or NoStore()
     lookups = ctx.memory.conf_dir if ctx.memory is not None else None

@@ -30,7 +30,7 @@ from braid.k8s.event_correlator import Decision, EventCorrelator, Subject
 from braid.k8s.objects import segment
 from braid.nad.devices import ClaimedDevice, ClaimSource, DeviceRefused
 from braid.nad.manifests import NetworkAttachmentDefinition
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.store import Store
 
 log = logging.getLogger("braid.k8s")

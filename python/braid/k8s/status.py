@@ -21,7 +21,7 @@ from braid.k8s.events import EventRecorder
 from braid.k8s.objects import check_uid, pod_path
 from braid.k8s.retry import RetryPolicy, call_with_retries, is_transient_or_conflict
 from braid.k8s.store import KubeStore
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 from braid.nad.status import NETWORK_STATUS_ANNOTATION
 
 log = logging.getLogger("braid.k8s")

@@ -14,7 +14,7 @@ from braid.k8s.retry import RetryPolicy
 from braid.k8s.status import StatusWriter
 from braid.k8s.store import KubeStore
 from braid.nad.devices import KubeletReader
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 # One CNI call: a few quick retries, never minutes (the runtime retries the whole ADD).
 THIN_RETRY = RetryPolicy(attempts=4, base_delay=0.1, max_delay=1.0, max_retry_after=3.0, budget=5.0)

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     )
     from braid.nad.manifests import NetworkAttachmentDefinition, PodManifest
     from braid.nad.netconf import DelegateConfig, delegate_from_bytes, find_in_confdir, load_path
-    from braid.nad.plan import Attachment, AttachmentPlan
-    from braid.nad.resolve import PodRef, resolve_plan
+    from braid.nad.plan import Attachment, AttachmentPlan, PodRef
+    from braid.nad.resolve import resolve_plan
     from braid.nad.status import NETWORK_STATUS_ANNOTATION, network_status, status_entry
     from braid.nad.store import POD_ANNOTATIONS_CAPABILITY, FileStore, Store, pod_annotations
 
@@ -40,8 +40,8 @@ _MODULES = {
     ),
     "braid.nad.manifests": ("NetworkAttachmentDefinition", "PodManifest"),
     "braid.nad.netconf": ("DelegateConfig", "delegate_from_bytes", "find_in_confdir", "load_path"),
-    "braid.nad.plan": ("Attachment", "AttachmentPlan"),
-    "braid.nad.resolve": ("PodRef", "resolve_plan"),
+    "braid.nad.plan": ("Attachment", "AttachmentPlan", "PodRef"),
+    "braid.nad.resolve": ("resolve_plan",),
     "braid.nad.status": ("NETWORK_STATUS_ANNOTATION", "network_status", "status_entry"),
     "braid.nad.store": ("POD_ANNOTATIONS_CAPABILITY", "FileStore", "Store", "pod_annotations"),
 }

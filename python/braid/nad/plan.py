@@ -18,6 +18,14 @@ from braid.cni.config import (
 from braid.nad.routing import Routing
 
 
+class PodRef(msgspec.Struct, frozen=True):
+    """The pod an operation is for (from ``K8S_POD_*`` in ``CNI_ARGS``)."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+
+
 class AttachmentFields(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     """What a plan's attachment and its entry in the attachment record
     (``braid.engine.record.AttachmentEntry``) both carry, declared once, under the record's

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from braid.config.schema import BraidConfig
 from braid.errors import INVALID_CONFIG, CniError
 from braid.nad.annotations import NETWORKS_ANNOTATION, Selection, parse_selections
@@ -25,7 +23,7 @@ from braid.nad.default_network import (
 from braid.nad.isolation import check_isolation
 from braid.nad.netconf import ConfDirLookups
 from braid.nad.pins import check_pins
-from braid.nad.plan import Attachment, AttachmentPlan
+from braid.nad.plan import Attachment, AttachmentPlan, PodRef
 from braid.nad.routing import Routing, merged_routing, nad_routing
 from braid.nad.store import FileStore, Store
 from braid.nad.syntax import ip_family
@@ -40,14 +38,6 @@ _CAPABILITY_REQUESTS = (
     ("port_mappings", "portMappings"),
     ("bandwidth", "bandwidth"),
 )
-
-
-class PodRef(msgspec.Struct, frozen=True):
-    """The pod an operation is for (from ``K8S_POD_*`` in ``CNI_ARGS``)."""
-
-    namespace: str
-    name: str
-    uid: str = ""
 
 
 class _PlanSize:

@@ -31,8 +31,7 @@ from braid.engine.request import CniRequest, read_request
 from braid.errors import INVALID_CONFIG, TRY_AGAIN_LATER, CniError
 from braid.k8s.podresources import read_pod_devices
 from braid.nad.devices import DEVICE_ID, DEVICE_INFO_FILE, RESOURCE_NAME_ANNOTATION
-from braid.nad.plan import Attachment, AttachmentPlan
-from braid.nad.resolve import PodRef
+from braid.nad.plan import Attachment, AttachmentPlan, PodRef
 
 NIC = "vendor.example/nic"
 SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"

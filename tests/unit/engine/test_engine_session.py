@@ -18,7 +18,7 @@ from braid.engine import Engine
 from braid.engine.session import Session
 from braid.errors import CniError
 from braid.nad.manifests import NetworkAttachmentDefinition
-from braid.nad.resolve import PodRef
+from braid.nad.plan import PodRef
 
 NETNS = "/proc/self/ns/net"
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
