@@ -18,10 +18,10 @@ braid's own ``.pyc`` files, and the next call imports them from it.
   may write there may replace braid's ``.pyc`` files already: the file grants nothing more.
 - **What is kept.** One file per verb (ADD, CHECK, DEL, GC, STATUS), so one verb's modules
   never cost another verb's calls. It holds the modules of the last call that wrote it: a call
-  that succeeded and imported a module the file did not serve, or that left more than a quarter
+  that succeeded and imported a module the file did not serve, or that left more than an eighth
   of the file's modules unimported (what a rare call imported, or an earlier configuration).
   A call that failed writes nothing, so what only failures import (``logging``, a traceback's
-  modules) stays out. The header also names braid's build: another build starts a file anew.
+  modules) stays out. The header also names braid's build: another build rewrites the file.
 - **When it is written.** After the answer, unless the interpreter writes no bytecode (``-B``,
   ``PYTHONDONTWRITEBYTECODE``); a new file, then a rename, without ``fsync`` (a lost file
   costs one call's usual imports, nothing else).
@@ -74,15 +74,16 @@ def header(build: str = "") -> bytes:
     return line.encode("utf-8", "surrogateescape")
 
 
-def bundle_path(verb: str = "", mark: bytes | None = None) -> str:
+def bundle_path(verb: str = "") -> str:
     """``braid/__pycache__/thin-modules.<cache tag>.<header's hash>.<verb>.bin`` of this
     installation: one file for each interpreter and ``sys.path`` that runs braid-thin from it,
     so two environments sharing the package never take turns rewriting one file, and one for
-    each verb (``VERBS``; ``other`` for any other)."""
+    each verb (``VERBS``; ``other`` for any other). The hash is of the header without braid's
+    build: another build finds the same file, whose header it refuses, and writes it again."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120
     # The interpreter's own hash of hash-checked .pyc files (importlib.util.source_hash's),
     # without importing importlib.util or hashlib on every call.
-    digest = _imp.source_hash(0, header() if mark is None else mark).hex()
+    digest = _imp.source_hash(0, header()).hex()
     which = verb.lower() if verb in VERBS else "other"
     name = f"thin-modules.{sys.implementation.cache_tag}.{digest}.{which}.bin"
     return os.path.join(package, "__pycache__", name)  # noqa: PTH118
@@ -128,7 +129,7 @@ def install(path: str | None = None, *, verb: str = "", build: str = "") -> Thin
     """Puts the finder of the file of ``verb``'s calls for braid's ``build`` first on
     ``sys.meta_path`` (an empty one without a usable file)."""
     mark = header(build)
-    path = path or bundle_path(verb, mark)
+    path = path or bundle_path(verb)
     finder = ThinModules(path, read(path, mark), mark)
     sys.meta_path.insert(0, finder)
     return finder
@@ -170,13 +171,13 @@ def _trusted_bytes(path: str) -> bytes | None:
 
 def save(finder: ThinModules, *, succeeded: bool = True) -> None:
     """After a call that ``succeeded``, writes the file again with the modules the call imported
-    when it imported one the file did not serve, or when more than a quarter of the file's
+    when it imported one the file did not serve, or when more than an eighth of the file's
     modules were not imported; never raises."""
     if sys.dont_write_bytecode or not succeeded:
         return
     added = _imported_usually(finder)
     used = [name for name in finder.entries if name in sys.modules]
-    if not added and (len(finder.entries) - len(used)) * 4 <= len(finder.entries):
+    if not added and (len(finder.entries) - len(used)) * 8 <= len(finder.entries):
         return
     entries = {name: finder.entries[name] for name in used if _unchanged(finder.entries[name])}
     entries.update(added)
