@@ -103,10 +103,10 @@ class _BundledLoader(SourceFileLoader):
 class ThinModules:
     """A ``sys.meta_path`` finder serving the file's modules whose sources are unchanged."""
 
-    def __init__(self, path: str, entries: dict[str, Entry], mark: bytes | None = None) -> None:
+    def __init__(self, path: str, entries: dict[str, Entry], mark: bytes) -> None:
         self.path = path
         self.entries = entries
-        self.mark = header() if mark is None else mark
+        self.mark = mark  # the header the file is read and written with
         self.before = frozenset(sys.modules)
 
     def find_spec(

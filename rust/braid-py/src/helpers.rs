@@ -65,31 +65,26 @@ fn hand_over(job: Job) -> Option<()> {
     pool.sender.send(job).ok()
 }
 
-/// A helper's life: the next job, its work, idle again, its waiter told; over when the
-/// pool's lock is poisoned.
+/// A helper's life (`serve`), over once the pool's lock is poisoned or its sender gone.
 fn helper() {
-    let pool = pool();
-    if change(|counts| counts.idle += 1).is_none() {
-        return;
-    }
+    let _ = serve(pool());
+}
+
+/// The next job, its work, idle again, its waiter told; again.
+fn serve(pool: &Pool) -> Option<()> {
+    change(|counts| counts.idle += 1)?;
     loop {
-        let next = pool.receiver.lock().map(|rx| rx.recv());
-        let taken = matches!(next, Ok(Ok(_)));
-        let counted = change(|counts| {
+        let job = pool.receiver.lock().ok()?.recv().ok();
+        change(|counts| {
             counts.idle -= 1;
-            if taken {
+            if job.is_some() {
                 counts.queued -= 1;
             }
-        });
-        let (Some(()), Ok(Ok(job))) = (counted, next) else {
-            return;
-        };
-        let done = job();
+        })?;
+        let done = job?();
         let idle = change(|counts| counts.idle += 1);
-        done();
-        if idle.is_none() {
-            return;
-        }
+        done(); // told even when the count failed: no waiter is left hanging
+        idle?;
     }
 }
 
