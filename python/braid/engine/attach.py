@@ -93,12 +93,19 @@ def add(
     request: CniRequest,
     capability_args: dict[str, Any],
     answer: SendAnswer | None = None,
+    executions: ExecutionState | None = None,
 ) -> AddOutcome:
     """Attaches every network of the plan; returns the default network's result (given to
-    ``answer`` first, before the record's final write, when there is one)."""
+    ``answer`` first, before the record's final write, when there is one). ``executions``:
+    the request's, when its first delegate was started before its configuration was read
+    (``braid.engine.early``); closed here either way: nothing it started outlives the ADD."""
+    if executions is None:
+        executions = ExecutionState()
+    executions.declare(Execution(observer=delegate_observer()))
     try:
-        return _add(ctx, request, capability_args, answer)
+        return _add(ctx, request, capability_args, answer, executions)
     finally:
+        executions.close()
         if ctx.spares is not None:
             ctx.spares.replenish()  # the plan took a spare: refilled after the answer
 
@@ -108,41 +115,36 @@ def _add(
     request: CniRequest,
     capability_args: dict[str, Any],
     answer: SendAnswer | None,
+    executions: ExecutionState,
 ) -> AddOutcome:
     # Before anything runs: the default network's result is converted to it at the end.
     require_answerable(ctx.config.cni_version, "braid's configuration")
     wait_ready(ctx.config.engine.dirs.readiness_indicator_file, operation="attaching")
-    executions = ExecutionState(Execution(observer=delegate_observer()))  # closed at the end
     firsts = ctx.memory.first_delegates if ctx.memory is not None else None
-    try:
-        if firsts is not None:
-            firsts.start_early(ctx, request, executions)
-        with phase("store_lookup"):
-            plan = plan_for(ctx, request, capability_args)
-        devices = plan_devices(ctx, pod_of(request), request.container_id, plan)
-        plan = devices.plan
-        record = new_record(ctx, request, plan, capability_args)
-        for entry in record.attachments:  # kept for every later network-status
-            entry.network_data = devices.network.get(entry.position)
-        with ctx.locks().container(request.container_id):
-            try:
-                refuse_if_fenced()  # a DEL newer than this ADD may have answered already
-                write_device_info(ctx, request, devices)
-                default, status = _add_locked(
-                    ctx,
-                    request,
-                    plan,
-                    record,
-                    executions=executions,
-                    answer=answer,
-                    firsts=firsts,
-                )
-            except BaseException:
-                if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
-                    remove_device_info(ctx, record)
-                raise
-    finally:
-        executions.close()  # nothing it started outlives the ADD
+    with phase("store_lookup"):
+        plan = plan_for(ctx, request, capability_args)
+    devices = plan_devices(ctx, pod_of(request), request.container_id, plan)
+    plan = devices.plan
+    record = new_record(ctx, request, plan, capability_args)
+    for entry in record.attachments:  # kept for every later network-status
+        entry.network_data = devices.network.get(entry.position)
+    with ctx.locks().container(request.container_id):
+        try:
+            refuse_if_fenced()  # a DEL newer than this ADD may have answered already
+            write_device_info(ctx, request, devices)
+            default, status = _add_locked(
+                ctx,
+                request,
+                plan,
+                record,
+                executions=executions,
+                answer=answer,
+                firsts=firsts,
+            )
+        except BaseException:
+            if devices.assignments:  # nothing of a failed ADD stays (a DEL tolerates it)
+                remove_device_info(ctx, record)
+            raise
     return AddOutcome(result=default, network_status=status, plan=plan)
 
 

@@ -1,4 +1,5 @@
-"""The first delegate of an ADD started early (``Executor.start_early``), before braid has
+"""The first delegate of an ADD started early (``Executor.start_early``), as soon as the
+request's environment is read (``Engine.run``), before braid has read its configuration and
 worked out what the request will run.
 
 An ADD's first delegate is the cluster default network's first plugin: it depends on braid's
@@ -22,8 +23,8 @@ from typing import TYPE_CHECKING
 from braid.cni.request import build_cni_args
 
 if TYPE_CHECKING:
+    from braid.cni.exec import Executor
     from braid.cni.execution import ExecutionState
-    from braid.engine.context import EngineContext
     from braid.engine.request import CniRequest
 
 # What names the container: taken from each request, never from the last one.
@@ -47,11 +48,11 @@ class FirstDelegates:
         return (request.command, request.config, tuple(request.plugin_dirs))
 
     def start_early(
-        self, ctx: EngineContext, request: CniRequest, executions: ExecutionState
+        self, executor: Executor, request: CniRequest, executions: ExecutionState
     ) -> None:
-        """Starts the remembered first delegate for ``request`` in ``executions`` (nothing when none
-        is known; the executor decides whether it can: a test's fake or a namespace to enter
-        cannot)."""
+        """Starts the remembered first delegate for ``request`` in ``executions`` with
+        ``executor`` (nothing when none is known; the executor decides whether it can: a
+        test's fake or a namespace to enter cannot)."""
         seen = self._seen.get(self._key(request))
         if seen is None or not seen[2]:
             return
@@ -62,7 +63,7 @@ class FirstDelegates:
             CNI_NETNS=request.netns,
             CNI_ARGS=build_cni_args(request.cni_args),
         )
-        ctx.executor_or_default().start_early(executions, path, env)
+        executor.start_early(executions, path, env)
 
     def learn(self, request: CniRequest, path: str, env: Mapping[str, str]) -> None:
         """Remembers ``request``'s first execution."""

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from braid.cni.exec import Executor
+from braid.cni.exec import Executor, ProcessExecutor
+from braid.cni.execution import ExecutionState
 from braid.cni.hostroot import HostRoot
 from braid.config.layers import LoggingConfig
 from braid.config.schema import BraidConfig, check_network_name, load_braid_config
@@ -77,14 +78,18 @@ def _without_configuration(request: CniRequest) -> bytes | None:
 
 
 def _dispatch(
-    ctx: EngineContext, request: CniRequest, caps: dict[str, Any], answer: SendAnswer | None
+    ctx: EngineContext,
+    request: CniRequest,
+    caps: dict[str, Any],
+    answer: SendAnswer | None,
+    executions: ExecutionState | None,
 ) -> bytes:
     # Each verb's module imported by the calls that need it: braid-thin imports the engine on
     # every call (the daemon imports them all before it serves, ``ENGINE_VERBS``).
     if request.command == "ADD":
         from braid.engine.attach import add  # noqa: PLC0415
 
-        return add(ctx, request, caps, answer).result
+        return add(ctx, request, caps, answer, executions).result
     if request.command == "DEL":
         detach(ctx, request, caps, answer)
         return b""
@@ -144,15 +149,17 @@ class Engine:
         before the record is removed; what follows runs under the same locks. The daemon
         sends it to the shim at once. The return value is the same output."""
         cni_version = ""
+        executions = None
         try:
             with phase("configure"):
                 request = read_request(env, stdin)
                 answered = _without_configuration(request)
                 if answered is not None:
                     return answered, 0
+                executions = self._start_early(request)
                 config = self._configure(request)
             cni_version = config.cni_version
-            return self._in_session(config, request, env, answer), 0
+            return self._in_session(config, request, env, answer, executions), 0
         except CniError as exc:
             log.error("CNI %s failed: %s", env.get("CNI_COMMAND", "?"), exc)  # noqa: TRY400
             return exc.to_json(cni_version), 1
@@ -160,6 +167,20 @@ class Engine:
             log.exception("internal error")
             err = CniError(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
             return err.to_json(cni_version), 1
+        finally:
+            if executions is not None:  # a request that failed before its ADD kills it unread
+                executions.close()
+
+    def _start_early(self, request: CniRequest) -> ExecutionState | None:
+        """An ADD's remembered first delegate, started as soon as its environment is read,
+        before its configuration (``braid.engine.early``): the state the ADD takes it from;
+        None for other verbs and without memory."""
+        if request.command != "ADD" or self.memory is None:
+            return None
+        executions = ExecutionState()
+        executor = self.executor if self.executor is not None else ProcessExecutor(root=self.root)
+        self.memory.first_delegates.start_early(executor, request, executions)
+        return executions
 
     def _configure(self, request: CniRequest) -> BraidConfig:
         """The call's configuration (after the policy), with logging set up for it."""
@@ -178,6 +199,7 @@ class Engine:
         request: CniRequest,
         env: Mapping[str, str],
         answer: SendAnswer | None,
+        executions: ExecutionState | None,
     ) -> bytes:
         # Before any lock is taken: the first request under a cniDir recovers its spares,
         # which takes container locks of its own.
@@ -196,7 +218,7 @@ class Engine:
                 kubelet=session.kubelet,
             )
             try:
-                return _dispatch(ctx, request, dict(config.runtime_config), answer)
+                return _dispatch(ctx, request, dict(config.runtime_config), answer, executions)
             except CniError as exc:
                 if request.command == "ADD":
                     session.add_failed(pod_of(request), exc)
