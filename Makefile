@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMPS := .stamps
-APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap zsh tcsh openssh-client openssl
+APT_PACKAGES := containernetworking-plugins iproute2 iptables containerd runc podman busybox-static strace gcc libc6-dev mmdebstrap zsh tcsh openssh-client openssl linux-perf
 # One line per step of `make install` and the demos, so a long step is never silent.
 step = @printf '==> %s\n' "$(1)"
 CNI_BIN_DIR ?= /usr/lib/cni
