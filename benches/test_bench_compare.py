@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from overhead_record import COMPARE_TABLE
-from thick_world import CNI_BIN_DIR, ROOT, shim_path
+from thick_world import CNI_BIN_DIR, ROOT, gateway_bridge, shim_path
 from thin_paired import thin_path
 
 ROUNDS = int(os.environ.get("BRAID_COMPARE_ROUNDS", "40"))
@@ -34,16 +34,6 @@ def multus_path() -> Path:
     if not os.access(path, os.X_OK):
         pytest.fail(f"no Multus thin at {path}: `make multus-bin` builds it")
     return path
-
-
-def network(ipam_dir: Path) -> dict[str, Any]:
-    ipam = {
-        "type": "host-local",
-        "dataDir": str(ipam_dir),
-        "ranges": [[{"subnet": "10.250.0.0/16"}]],
-    }
-    bridge = {"type": "bridge", "bridge": "bcmp0", "isGateway": True, "ipam": ipam}
-    return {"cniVersion": "1.0.0", "name": "compare", "plugins": [bridge]}
 
 
 def compare_command(conflist: Path, rounds: int, spread_ms: str) -> list[str]:
@@ -59,8 +49,7 @@ def compare_command(conflist: Path, rounds: int, spread_ms: str) -> list[str]:
 def test_compare_thin_thick_and_multus(benchmark: Any, tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.fail("the comparison needs root (network namespaces)")
-    conflist = tmp_path / "compare.conflist"
-    conflist.write_text(json.dumps(network(tmp_path / "ipam")))
+    conflist = gateway_bridge(tmp_path, "compare", "bcmp0", "10.250.0.0/16")
     rounds = ROUNDS if benchmark.enabled else 1
     spread = os.environ.get("BRAID_PHASE_SPREAD_MS", "20")
     out = tmp_path / "compare.json"

@@ -10,7 +10,6 @@ figures. Needs root and `perf`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,27 +17,16 @@ from typing import Any
 import pytest
 
 from thick_timeline import CALL, SEGMENTS, record, report, timeline
-from thick_world import CNI_BIN_DIR, shim_path
+from thick_world import CNI_BIN_DIR, gateway_bridge, shim_path
 
 ROUNDS = int(os.environ.get("BRAID_TIMELINE_ROUNDS", "40"))
 VERBS = ("ADD", "CHECK", "DEL")
 
 
-def network(ipam_dir: Path) -> dict[str, Any]:
-    ipam = {
-        "type": "host-local",
-        "dataDir": str(ipam_dir),
-        "ranges": [[{"subnet": "10.251.0.0/16"}]],
-    }
-    bridge = {"type": "bridge", "bridge": "btl0", "isGateway": True, "ipam": ipam}
-    return {"cniVersion": "1.0.0", "name": "timeline", "plugins": [bridge]}
-
-
 def test_thick_timeline(benchmark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if os.geteuid() != 0:
         pytest.fail("the timeline needs root (network namespaces, perf's tracepoints)")
-    conflist = tmp_path / "timeline.conflist"
-    conflist.write_text(json.dumps(network(tmp_path / "ipam")))
+    conflist = gateway_bridge(tmp_path, "timeline", "btl0", "10.251.0.0/16")
     rounds = ROUNDS if benchmark.enabled else 2
     shim = shim_path().resolve()
     args = argparse.Namespace(

@@ -10,6 +10,7 @@ starts either of them on a node.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,6 +48,16 @@ def host_local(ipam_dir: Path, subnet: str) -> dict[str, Any]:
         "ranges": [[{"subnet": subnet}]],
         "routes": [{"dst": "0.0.0.0/0"}] if subnet.startswith("10.240.") else [],
     }
+
+
+def gateway_bridge(work: Path, name: str, bridge: str, subnet: str) -> Path:
+    """``work/<name>.conflist``, a network list of its own (what ``braidctl bench --conflist``
+    takes): a gateway bridge with host-local on ``subnet``, its leases under ``work``."""
+    ipam = host_local(work / f"{name}-ipam", subnet)
+    plugin = {"type": "bridge", "bridge": bridge, "isGateway": True, "ipam": ipam}
+    path = work / f"{name}.conflist"
+    path.write_text(json.dumps({"cniVersion": "1.0.0", "name": name, "plugins": [plugin]}))
+    return path
 
 
 def nad_name(index: int) -> str:
