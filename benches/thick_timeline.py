@@ -32,6 +32,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import signal
 import statistics
 import subprocess
@@ -199,7 +200,17 @@ def _add(
 def perf_command(data: Path) -> list[str]:
     """``perf record`` of every CPU into ``data``, leaving out perf's own system calls (the
     shell's pid, which ``exec`` makes perf's)."""
-    parts = ["exec", "perf", "record", "-q", "-a", "-k", "CLOCK_MONOTONIC", "-o", str(data)]
+    parts = [
+        "exec",
+        "perf",
+        "record",
+        "-q",
+        "-a",
+        "-k",
+        "CLOCK_MONOTONIC",
+        "-o",
+        shlex.quote(str(data)),
+    ]
     for name, condition in EVENTS:
         parts += ["-e", name]
         if name.startswith("syscalls:"):

@@ -133,7 +133,8 @@ class Engine:
         root: HostRoot | None = None,
     ) -> None:
         self.session = session
-        self.executor = executor
+        # Every call's delegates run with it, the first one started early included.
+        self.executor = executor if executor is not None else ProcessExecutor(root=root)
         self.spares = spares
         self.memory = memory
         self.policy = policy
@@ -178,8 +179,7 @@ class Engine:
         if request.command != "ADD" or self.memory is None:
             return None
         executions = ExecutionState()
-        executor = self.executor if self.executor is not None else ProcessExecutor(root=self.root)
-        self.memory.first_delegates.start_early(executor, request, executions)
+        self.memory.first_delegates.start_early(self.executor, request, executions)
         return executions
 
     def _configure(self, request: CniRequest) -> BraidConfig:
